@@ -1,0 +1,167 @@
+"""The kernel task format, checked statically (no user code runs here).
+
+A task is one Python file holding:
+
+- one or more ``@triton.jit`` kernels (optionally wrapped in ``triton.autotune`` / ``triton.heuristics``);
+- ``launch(*inputs)``: the launcher; takes the input tensors, returns the output tensor (or a tuple);
+- ``reference(*inputs)``: a PyTorch reference with the same signature and outputs;
+- ``make_inputs(shape, dtype, seed, device)``: returns a tuple of input tensors for one shape;
+- ``CHECK_SHAPES``: shapes checked for correctness (small enough for the CPU interpreter; at least
+  one odd, i.e. not a multiple of the block size);
+- ``BENCH_SHAPES``: shapes timed on a GPU (also checked there);
+- ``DTYPES``: dtypes to run (``torch.float32`` ...);
+- ``TOLERANCE``: ``{dtype: {"atol": ..., "rtol": ...}}`` (dtype as ``torch.float16`` or ``"float16"``).
+
+Optional: ``NAME``, ``DESCRIPTION``, ``flops(shape, dtype)`` and ``min_bytes(shape, dtype)`` for the
+roofline (default bytes: every input read once plus every output written once; default FLOPs: 0).
+
+Executing a task (it is user code) happens only in a sandboxed worker, see ``tools/sandbox.py``;
+``probe_task`` there checks what cannot be checked without running it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from tritondx.errors import TaskFormatError
+
+REQUIRED_FUNCTIONS = {
+    "launch": "no launcher: define `def launch(*inputs)` returning the output tensor(s)",
+    "reference": "no reference: define `def reference(*inputs)` (PyTorch, same outputs as launch)",
+    "make_inputs": "no input maker: define `def make_inputs(shape, dtype, seed, device)`",
+}
+REQUIRED_CONSTANTS = {
+    "CHECK_SHAPES": "no CHECK_SHAPES: list the shapes checked for correctness",
+    "BENCH_SHAPES": "no BENCH_SHAPES: list the shapes timed on a GPU",
+    "DTYPES": "no DTYPES: list the dtypes to run, e.g. [torch.float32]",
+    "TOLERANCE": "no TOLERANCE: give {dtype: {'atol': ..., 'rtol': ...}}",
+}
+MAX_TASK_BYTES = 1_000_000
+
+
+class KernelInfo(BaseModel):
+    """One ``@triton.jit`` function found in the task source."""
+
+    name: str
+    lineno: int
+    end_lineno: int
+    params: list[str]
+    constexpr_params: list[str]
+    decorators: list[str]
+
+
+class TaskSpec(BaseModel):
+    """What the static check learned about a task file."""
+
+    path: str
+    name: str
+    source: str
+    sha256: str
+    kernels: list[KernelInfo]
+    launch_lineno: int
+
+    def kernel(self, name: str) -> KernelInfo | None:
+        return next((k for k in self.kernels if k.name == name), None)
+
+
+def _decorator_name(node: ast.expr) -> str:
+    """Dotted name of a decorator, e.g. ``triton.jit`` for ``@triton.jit(...)``."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _is_constexpr(arg: ast.arg) -> bool:
+    ann = arg.annotation
+    return ann is not None and "constexpr" in ast.unparse(ann)
+
+
+def find_kernels(tree: ast.Module) -> list[KernelInfo]:
+    kernels = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        decos = [_decorator_name(d) for d in node.decorator_list]
+        if not any(d.endswith("jit") for d in decos):
+            continue
+        args = node.args.args
+        kernels.append(
+            KernelInfo(
+                name=node.name,
+                lineno=node.lineno,
+                end_lineno=node.end_lineno or node.lineno,
+                params=[a.arg for a in args],
+                constexpr_params=[a.arg for a in args if _is_constexpr(a)],
+                decorators=decos,
+            )
+        )
+    return kernels
+
+
+def parse_task_source(source: str, path: str) -> TaskSpec:
+    """Check the task format statically; raise ``TaskFormatError`` with one clear line."""
+    if len(source.encode()) > MAX_TASK_BYTES:
+        raise TaskFormatError(path, f"file is larger than {MAX_TASK_BYTES} bytes")
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise TaskFormatError(path, f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assigned: set[str] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        for t in targets:
+            if isinstance(t, ast.Name):
+                assigned.add(t.id)
+    kernels = find_kernels(tree)
+    if not kernels:
+        raise TaskFormatError(path, "no kernel: define at least one @triton.jit function at module level")
+    for fname, problem in REQUIRED_FUNCTIONS.items():
+        if fname not in functions:
+            raise TaskFormatError(path, problem)
+    for cname, problem in REQUIRED_CONSTANTS.items():
+        if cname not in assigned:
+            raise TaskFormatError(path, problem)
+    for cname in ("CHECK_SHAPES", "BENCH_SHAPES", "DTYPES"):
+        node = next(n for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                    and any(isinstance(t, ast.Name) and t.id == cname
+                            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])))
+        value = node.value
+        if isinstance(value, (ast.List, ast.Tuple)) and not value.elts:
+            raise TaskFormatError(path, f"{cname} is empty: list at least one entry")
+    name = Path(path).stem
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "NAME" for t in node.targets):
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                name = node.value.value
+    return TaskSpec(
+        path=str(path),
+        name=name,
+        source=source,
+        sha256=hashlib.sha256(source.encode()).hexdigest(),
+        kernels=kernels,
+        launch_lineno=functions["launch"].lineno,
+    )
+
+
+def load_task(path: str | Path) -> TaskSpec:
+    p = Path(path)
+    if not p.exists():
+        raise TaskFormatError(str(path), "no such file")
+    if p.suffix != ".py":
+        raise TaskFormatError(str(path), "a task must be a Python file (.py)")
+    try:
+        source = p.read_text()
+    except UnicodeDecodeError as exc:
+        raise TaskFormatError(str(path), "not UTF-8 text") from exc
+    return parse_task_source(source, str(path))
