@@ -1,0 +1,174 @@
+"""Side-by-side GPU timing of a task's variants (runs inside the sandboxed worker, on CUDA).
+
+Method (bench/METHOD.md has the reasoning): every variant is warmed up (compiled) first; then for
+several rounds the variants are timed in a shuffled order, each round a batch of calls timed
+with device events around every call, the L2 flushed (a 256 MB write) before every call, and the
+inputs rotated across several buffer sets when one set would fit in L2. A variant's time is the
+median over its rounds of the per-round medians; the spread is (max - min) / median of those.
+Roofline: the bytes and FLOPs the task must move/do over the device's measured ceilings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype
+
+# Captured before any candidate is imported: candidates cannot swap the clock under us.
+_Event = torch.cuda.Event
+_elapsed = torch.cuda.Event.elapsed_time
+_record = torch.cuda.Event.record
+_synchronize = torch.cuda.synchronize
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024
+ROUND_TARGET_MS = 40.0
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.flush_buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+
+    def calls(self, fn: Callable[[], Any], n: int) -> list[float]:
+        starts = [_Event(enable_timing=True) for _ in range(n)]
+        ends = [_Event(enable_timing=True) for _ in range(n)]
+        for i in range(n):
+            self.flush_buf.zero_()
+            _record(starts[i])
+            fn()
+            _record(ends[i])
+        _synchronize()
+        return [_elapsed(s, e) for s, e in zip(starts, ends)]
+
+
+def measure_ceilings(job: dict[str, Any]) -> dict[str, Any]:
+    """Device copy bandwidth and matmul rates, measured once per device and cached in a file."""
+    cache = Path(job["cache_file"])
+    name = torch.cuda.get_device_name()
+    if cache.exists():
+        data = json.loads(cache.read_text())
+        if data.get("device") == name:
+            return data
+    timer = Timer()
+    n = 1 << 28  # 1 GiB of fp32
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    t = statistics.median(timer.calls(lambda: dst.copy_(src), 20))
+    bw = 2 * n * 4 / (t * 1e-3)
+    del src, dst
+    rates = {}
+    for label, dtype, tf32 in (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True),
+                               ("fp32", torch.float32, False)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        m = 8192 if label != "fp32" else 4096
+        a = torch.randn(m, m, device="cuda").to(dtype)
+        b = torch.randn(m, m, device="cuda").to(dtype)
+        for _ in range(3):
+            a @ b
+        t = statistics.median(timer.calls(lambda: a @ b, 10))
+        rates[label] = 2 * m ** 3 / (t * 1e-3)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    props = torch.cuda.get_device_properties(0)
+    data = {
+        "device": name, "copy_bytes_per_s": bw, "matmul_flops_per_s": rates,
+        "sm_count": props.multi_processor_count, "l2_bytes": getattr(props, "L2_cache_size", 0),
+        "torch": torch.__version__, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(data, indent=1))
+    return data
+
+
+def floor_seconds(nbytes: int, flops: int, dtype: torch.dtype, ceilings: dict[str, Any]) -> float:
+    rates = ceilings["matmul_flops_per_s"]
+    rate = rates["bf16"] if dtype in (torch.float16, torch.bfloat16, torch.int8) else rates["tf32"]
+    return max(nbytes / ceilings["copy_bytes_per_s"], flops / rate if flops else 0.0)
+
+
+def bench(job: dict[str, Any]) -> dict[str, Any]:
+    ceilings = measure_ceilings({"cache_file": job["ceilings_file"]})
+    orig = load_module(job["task"], "orig")
+    variants = job["variants"]  # [{"id": "initial", "path": ...}, ...]
+    mods = {v["id"]: (orig if v["path"] == job["task"] else load_module(v["path"], v["id"])) for v in variants}
+    rounds = int(job.get("rounds", 5))
+    rng = random.Random(job.get("seed", 0))
+    l2 = ceilings.get("l2_bytes") or 50 * 2 ** 20
+    timer = Timer()
+    results = []
+    dtypes = [to_dtype(d) for d in orig.DTYPES][: int(job.get("max_dtypes", 1))]
+    for dtype in dtypes:
+        for shape in [norm_shape(s) for s in orig.BENCH_SHAPES]:
+            first = as_tuple(orig.make_inputs(shape, dtype, 1, "cuda"))
+            in_bytes = tensor_bytes(first)
+            n_sets = 1 if in_bytes >= 3 * l2 else min(8, math.ceil(3 * l2 / max(in_bytes, 1)))
+            sets = [first] + [as_tuple(orig.make_inputs(shape, dtype, 2 + i, "cuda")) for i in range(n_sets - 1)]
+            outs = as_tuple(orig.reference(*first))
+            nbytes, flops = roofline_counts(orig, shape, dtype, first, outs)
+            del outs
+            floor_s = floor_seconds(nbytes, flops, dtype, ceilings)
+            fns: dict[str, Callable[[], Any]] = {}
+            counters = {v["id"]: 0 for v in variants}
+            for v in variants:
+                launch = mods[v["id"]].launch
+
+                def fn(_launch=launch, _vid=v["id"]):
+                    counters[_vid] += 1
+                    return _launch(*sets[counters[_vid] % n_sets])
+
+                fns[v["id"]] = fn
+            extra = {}
+            if job.get("baselines"):
+                ref = orig.reference
+                extra["torch_eager"] = lambda: ref(*sets[0])
+                try:
+                    compiled = torch.compile(ref)
+                    extra["torch_compile"] = lambda: compiled(*sets[0])
+                except Exception:  # torch.compile may not support the reference
+                    pass
+            all_fns = {**fns, **extra}
+            calls: dict[str, int] = {}
+            errors: dict[str, str] = {}
+            for vid, fn in list(all_fns.items()):
+                try:
+                    for _ in range(3):
+                        fn()
+                    _synchronize()
+                    est = statistics.median(timer.calls(fn, 5))
+                except Exception as exc:  # a baseline that cannot run is reported, not fatal
+                    errors[vid] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                    del all_fns[vid]
+                    continue
+                calls[vid] = max(5, min(200, int(ROUND_TARGET_MS / max(est, 1e-3))))
+            per_round: dict[str, list[float]] = {vid: [] for vid in all_fns}
+            for _ in range(rounds):
+                order = list(all_fns)
+                rng.shuffle(order)
+                for vid in order:
+                    per_round[vid].append(statistics.median(timer.calls(all_fns[vid], calls[vid])))
+            entry = {"shape": list(shape) if isinstance(shape, tuple) else shape, "dtype": str(dtype),
+                     "bytes": nbytes, "flops": flops, "floor_ms": floor_s * 1e3, "input_sets": n_sets,
+                     "variants": {}, "errors": errors}
+            for vid, meds in per_round.items():
+                med = statistics.median(meds)
+                spread = (max(meds) - min(meds)) / med if med > 0 else 0.0
+                entry["variants"][vid] = {
+                    "median_ms": med, "round_medians_ms": meds, "spread": spread, "calls_per_round": calls[vid],
+                    "roofline_fraction": (floor_s * 1e3) / med if med > 0 else None,
+                    "achieved_bytes_per_s": nbytes / (med * 1e-3) if med > 0 else None,
+                    "achieved_flops_per_s": flops / (med * 1e-3) if med > 0 and flops else None,
+                    "impossible": bool(med < 0.8 * floor_s * 1e3),
+                }
+            results.append(entry)
+            del sets, first
+            torch.cuda.empty_cache()
+    return {"device": torch.cuda.get_device_name(), "ceilings": ceilings, "shapes": results,
+            "torch": torch.__version__, "triton": __import__("triton").__version__}

@@ -1,0 +1,53 @@
+"""Entry point of a sandboxed job: ``python -m tritondx.tools.worker JOB.json RESULT.json``.
+
+The job's ``kind`` picks the work: probe (task format at run time), verify (correctness and
+integrity of a candidate), bench (side-by-side timing on a GPU), capture (IR for a target).
+A task problem is written as ``{"error": ..., "class": ...}``; anything else that goes wrong
+(crash, hang, CUDA fault) ends the process and is classified by the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+
+def main(job_path: str, result_path: str) -> int:
+    with open(job_path) as f:
+        job = json.load(f)
+    kind = job["kind"]
+    from tritondx.errors import TaskFormatError
+    from tritondx.tools.verify_impl import Rejected
+    try:
+        if kind == "probe":
+            from tritondx.tools.verify_impl import probe as fn
+        elif kind == "verify":
+            from tritondx.tools.verify_impl import verify as fn
+        elif kind == "bench":
+            from tritondx.tools.bench_impl import bench as fn
+        elif kind == "capture":
+            from tritondx.tools.capture_impl import capture as fn
+        elif kind == "ceilings":
+            from tritondx.tools.bench_impl import measure_ceilings as fn
+        else:
+            raise ValueError(f"unknown job kind {kind!r}")
+        result = fn(job)
+    except Rejected as exc:
+        result = {"passed": False, "class": exc.klass, "error": exc.reason}
+    except TaskFormatError as exc:
+        result = {"passed": False, "ok": False, "class": "task_format", "error": str(exc), "problem": exc.problem}
+    except Exception as exc:
+        tb = traceback.format_exc(limit=6)
+        text = str(exc).strip().splitlines()
+        first = text[0] if text else ""
+        klass = "compile_error" if "CompilationError" in type(exc).__name__ or "PTXAS" in tb else "exception"
+        result = {"passed": False, "ok": False, "class": klass, "error": f"{type(exc).__name__}: {first[:400]}",
+                  "traceback": tb[-3000:]}
+    with open(result_path, "w") as f:
+        json.dump(result, f, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
