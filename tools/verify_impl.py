@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from tritondx.tools.guard import LaunchGuard
-from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, tolerance, to_dtype
+from tritondx.tools.taskmod import as_tuple, dtype_name, load_module, norm_shape, tolerance, to_dtype
 
 SEEDS_PER_SHAPE = 2
 
@@ -212,4 +212,6 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
             return {"ok": False, "problem": f"launch output {i} is {tuple(o.shape)} {o.dtype}, "
                                             f"reference gives {tuple(r.shape)} {r.dtype}"}
     return {"ok": True, "ops": sorted(set(guard.ops)), "launches": guard.launches,
+            "dtypes": [dtype_name(d) for d in dtypes],
+            "tolerances": {dtype_name(d): list(tolerance(mod, d)) for d in dtypes},
             "n_inputs": len(inputs), "n_outputs": len(outs)}

@@ -50,7 +50,7 @@ INLINE_LOC_RE = re.compile(r'\sloc\(("(?:[^"\\]|\\.)*":\d+:\d+)\)\s*$')
 #     %14:2 = scf.while ...
 #     tt.store %14, %12, %6 : tensor<1024x!tt.ptr<f32>> loc(#loc12)
 OP_RE = re.compile(r'^\s*(?:(?P<results>%[\w.$-]+(?::\d+)?(?:\s*,\s*%[\w.$-]+(?::\d+)?)*)\s*=\s*)?'
-                   r'(?P<name>"[\w.$-]+"|[a-z_][\w$]*(?:\.[\w$]+)+|return|module)\b(?P<rest>.*)$')
+                   r'(?P<name>"[\w.$-]+"|[a-z_][\w$]*(?:\.[\w$]+)+|return|module)(?=[\s(<{]|$)(?P<rest>.*)$')
 
 # tensor<32x64xf32>   tensor<1024x!tt.ptr<f32>>   tensor<?xf32>
 TENSOR_TYPE_RE = re.compile(r"tensor<((?:(?:\d+|\?)x)*)(!tt\.ptr<[^>]+>|[a-z]\w*)")

@@ -1,0 +1,70 @@
+"""Helpers every agent node uses: config, run folder, logging bound to node/thread/checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import structlog
+from langchain_core.runnables import RunnableConfig
+
+from tritondx.config import RunConfig
+from tritondx.state import DXState
+from tritondx.tools.backends.base import Backend, get_backend
+from tritondx.tools.evidence import TIERS, Finding
+from tritondx.tools.task import TaskSpec, load_task
+
+# Graph node that gathers each tier's evidence.
+TIER_NODE = {"triage": "triage", "profile": "profiler", "ir": "ir_analyst", "compiler": "compiler_expert"}
+
+
+def run_config(state: DXState) -> RunConfig:
+    return RunConfig(**state.get("config", {}))
+
+
+def logger(node: str, config: RunnableConfig | None):
+    conf = (config or {}).get("configurable", {})
+    meta = (config or {}).get("metadata", {})
+    checkpoint = conf.get("checkpoint_id") or (conf.get("checkpoint_map") or {}).get("")
+    return structlog.get_logger("tritondx").bind(node=node, thread_id=conf.get("thread_id"),
+                                                 checkpoint_id=checkpoint, step=meta.get("langgraph_step"))
+
+
+def backend_of(state: DXState) -> Backend:
+    return get_backend(state.get("backend") or run_config(state).backend)
+
+
+def run_dir(state: DXState) -> Path:
+    return Path(state["run_dir"])
+
+
+def best_path(state: DXState) -> str:
+    best = state.get("best") or {}
+    return best.get("path") or state["task_path"]
+
+
+def best_spec(state: DXState) -> TaskSpec:
+    return load_task(best_path(state))
+
+
+def findings(state: DXState) -> list[Finding]:
+    return [Finding(**f) for f in state.get("findings", [])]
+
+
+def highest_tier(state: DXState) -> str:
+    done = state.get("tiers_done", [])
+    return max(done, key=TIERS.index) if done else "triage"
+
+
+def next_tier(state: DXState) -> str | None:
+    cfg = run_config(state)
+    done = set(state.get("tiers_done", []))
+    limit = TIERS.index(cfg.stop_after_tier) if cfg.stop_after_tier in TIERS else len(TIERS) - 1
+    for t in TIERS[: limit + 1]:
+        if t not in done:
+            return t
+    return None
+
+
+def dump(models: list[Any]) -> list[dict]:
+    return [m.model_dump() for m in models]

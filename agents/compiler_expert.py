@@ -1,0 +1,27 @@
+"""Compiler expert agent (tier 3): per-pass IR dumps, what each relevant pass did or failed to do."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from tritondx.agents.common import best_path, dump, logger, run_config, run_dir
+from tritondx.state import DXState
+from tritondx.tools.analysis import analyze_tier
+
+
+def compiler_expert_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "__end__"]]:
+    log = logger("compiler_expert", config)
+    cfg = run_config(state)
+    goto = "__end__" if cfg.mode == "diagnose" else "rewriter"
+    found, artifacts, note = analyze_tier("compiler", best_path(state), state["target"], run_dir(state),
+                                          state.get("round", 0))
+    log.info("passes_analyzed", findings=len(found), note=note)
+    update = {"tiers_done": ["compiler"], "findings": dump(found), "artifacts": artifacts}
+    if cfg.mode == "diagnose":
+        update["status"] = "diagnosed"
+    if note:
+        update["decisions"] = [{"node": "compiler_expert", "decision": "capture note", "reason": note}]
+    return Command(goto=goto, update=update)

@@ -1,0 +1,25 @@
+"""IR analyst agent (tier 2): compile the current best kernel for the target, attribute IR to source."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from tritondx.agents.common import best_path, dump, logger, run_config, run_dir
+from tritondx.state import DXState
+from tritondx.tools.analysis import analyze_tier
+
+
+def ir_analyst_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "compiler_expert"]]:
+    log = logger("ir_analyst", config)
+    cfg = run_config(state)
+    goto = "compiler_expert" if cfg.mode == "diagnose" or cfg.all_tiers else "rewriter"
+    found, artifacts, note = analyze_tier("ir", best_path(state), state["target"], run_dir(state),
+                                          state.get("round", 0))
+    log.info("ir_analyzed", findings=len(found), target=state["target"], note=note)
+    update = {"tiers_done": ["ir"], "findings": dump(found), "artifacts": artifacts}
+    if note:
+        update["decisions"] = [{"node": "ir_analyst", "decision": "capture note", "reason": note}]
+    return Command(goto=goto, update=update)

@@ -1,0 +1,66 @@
+"""Rewriter agent: proposes candidate kernels from the evidence (offline expert, or an LLM first).
+
+Every candidate builds on the current best version and records the findings that motivated it.
+With ``--llm`` the model is asked first; a proposal that is malformed or does not pass the static
+check is fed back once, then the offline expert takes over for that round.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from tritondx.agents.common import best_spec, findings, highest_tier, logger, run_config, run_dir
+from tritondx.state import DXState
+from tritondx.tools.rewrite.base import Proposal, RewriteContext
+from tritondx.tools.rewrite.expert import propose
+from tritondx.tools.task import load_task
+
+
+def _context(state: DXState) -> RewriteContext:
+    probe = state.get("probe", {})
+    tried = {c.get("signature", "") for c in state.get("candidates", [])}
+    best = state.get("best") or {}
+    return RewriteContext(
+        spec=best_spec(state), original=load_task(state["task_path"]), kernel_class=state.get("kernel_class", "other"),
+        findings=findings(state), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
+        dtypes=probe.get("dtypes", []), tried=tried, insufficient=set(state.get("insufficient", [])),
+        unmeasured_families={c["family"] for c in state.get("candidates", []) if c["id"] == best.get("id")}
+        if best.get("measured") is False else set())
+
+
+def _llm_proposals(state: DXState, ctx: RewriteContext, log) -> tuple[list[Proposal], dict]:
+    from tritondx.tools.llm_bridge import llm_propose
+    return llm_propose(state, ctx, log)
+
+
+def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["verifier"]]:
+    log = logger("rewriter", config)
+    cfg = run_config(state)
+    ctx = _context(state)
+    proposals: list[Proposal] = []
+    update: dict = {}
+    if cfg.llm:
+        proposals, usage = _llm_proposals(state, ctx, log)
+        update["llm_usage"] = usage
+    if not proposals:
+        proposals = propose(ctx, limit=cfg.candidates_per_round)
+    rnd = state.get("round", 0) + 1
+    tier = highest_tier(state)
+    folder = run_dir(state) / "candidates"
+    folder.mkdir(parents=True, exist_ok=True)
+    records = []
+    for i, p in enumerate(proposals):
+        cid = f"r{rnd}c{i + 1}"
+        path = folder / f"{cid}_{p.family}.py"
+        path.write_text(p.source)
+        records.append({"id": cid, "round": rnd, "tier": tier, "family": p.family, "params": p.params,
+                        "description": p.description, "motivated_by": p.motivated_by, "prediction": p.prediction,
+                        "path": str(path), "parent": (state.get("best") or {}).get("id", "initial"),
+                        "signature": p.signature, "origin": "llm" if p.family.startswith("llm") else "expert"})
+    log.info("proposed", round=rnd, tier=tier, candidates=[(r["id"], r["family"]) for r in records])
+    update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
+                   "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})
+    return Command(goto="verifier", update=update)

@@ -1,0 +1,38 @@
+"""Triage agent (tier 0): classify the kernel and spot source patterns; no compile, no device."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from tritondx.agents.common import dump, logger, run_config, run_dir
+from tritondx.state import DXState
+from tritondx.tools.backends.base import get_backend
+from tritondx.tools.task import load_task
+from tritondx.tools.triage import triage
+from tritondx.tools.verifier import probe_task
+
+
+def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "profiler"]]:
+    log = logger("triage", config)
+    cfg = run_config(state)
+    folder = run_dir(state)
+    initial = folder / "task_initial.py"
+    if not initial.exists():
+        shutil.copyfile(state["task_path"], initial)
+    spec = load_task(initial)
+    backend = get_backend(cfg.backend)
+    probe = probe_task(str(initial), backend)
+    kclass, found = triage(spec)
+    target = cfg.target or backend.default_ir_target()
+    log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)
+    goto = "profiler" if cfg.mode == "diagnose" or cfg.all_tiers else "rewriter"
+    return Command(goto=goto, update={
+        "task_path": str(initial), "task_name": spec.name, "kernel_class": kclass, "backend": backend.name,
+        "target": target, "probe": probe, "findings": dump(found), "tiers_done": ["triage"],
+        "best": {"id": "initial", "path": str(initial), "median_ms": None, "speedup": 1.0},
+        "round": 0, "rounds_at_tier": 0, "gpu_seconds": 0.0, "status": "running",
+    })

@@ -1,0 +1,157 @@
+"""Verifier agent: checks every pending candidate, times the survivors against the initial kernel
+and the current best side by side, and decides where the graph goes next.
+
+Routing (all on the verifier's evidence):
+- stop: the best kernel reached the roofline target, the budget is spent, or no tier is left;
+- rewrite again at the same tier: the round gained at least ``min_gain`` and the tier has rounds left;
+- escalate to the next tier: the round's candidates failed, gained nothing measurable, or there was
+  nothing left to propose, which means the evidence gathered so far was not enough.
+Without a timing backend, sufficiency cannot be measured: the verifier escalates after each round.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config
+from tritondx.state import DXState
+from tritondx.tools.verifier import bench_variants, verify_candidate
+
+Next = Literal["rewriter", "profiler", "ir_analyst", "compiler_expert", "__end__"]
+
+
+def _summarize_bench(result: dict, ids: list[str]) -> dict[str, dict]:
+    """Per variant: geometric mean over bench shapes of median time, worst spread, roofline fraction."""
+    out: dict[str, dict] = {}
+    for vid in ids:
+        meds, spreads, fracs = [], [], []
+        for entry in result["shapes"]:
+            v = entry["variants"].get(vid)
+            if v:
+                meds.append(v["median_ms"])
+                spreads.append(v["spread"])
+                fracs.append(v["roofline_fraction"] or 0.0)
+        if meds:
+            g = 1.0
+            for x in meds:
+                g *= x
+            out[vid] = {"median_ms": g ** (1 / len(meds)), "spread": max(spreads),
+                        "roofline_fraction": min(fracs), "impossible": any(
+                            e["variants"].get(vid, {}).get("impossible") for e in result["shapes"])}
+    return out
+
+
+def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
+    log = logger("verifier", config)
+    cfg = run_config(state)
+    backend = backend_of(state)
+    cands = {c["id"]: c for c in state.get("candidates", [])}
+    pending = [cands[i] for i in state.get("pending", []) if i in cands]
+    allowed_ops = state.get("probe", {}).get("ops", [])
+    verifications, passed = [], []
+    gpu_seconds = state.get("gpu_seconds", 0.0)
+    for c in pending:
+        v = verify_candidate(state["task_path"], c["path"], c["id"], backend, include_bench=backend.can_time,
+                             allowed_ops=allowed_ops, timeout=cfg.verify_timeout_s, seed=state.get("round", 0))
+        if backend.can_time:
+            gpu_seconds += v.seconds
+        verifications.append({**v.model_dump(), "id": c["id"]})
+        log.info("verified", candidate=c["id"], family=c["family"], passed=v.passed, klass=v.klass,
+                 reason=v.reason[:200])
+        if v.passed:
+            passed.append(c)
+    insufficient = [fid for c in pending if c not in passed for fid in c["motivated_by"]]
+    best = dict(state.get("best") or {})
+    measurements = []
+    gain = None
+    if passed and backend.can_time:
+        variants = [{"id": "initial", "path": state["task_path"]}]
+        if best.get("id") not in (None, "initial"):
+            variants.append({"id": best["id"], "path": best["path"]})
+        variants += [{"id": c["id"], "path": c["path"]} for c in passed]
+        result, error, seconds = bench_variants(state["task_path"], variants, backend, rounds=cfg.bench_rounds,
+                                                timeout=cfg.bench_timeout_s)
+        gpu_seconds += seconds
+        if result is None:
+            log.warning("bench_failed", error=error)
+            verifications += [{"id": c["id"], "candidate_id": c["id"], "passed": False, "klass": "bench_failed",
+                               "reason": error[:600], "backend": backend.name} for c in passed]
+            passed = []
+        else:
+            summary = _summarize_bench(result, [v["id"] for v in variants])
+            base = summary["initial"]["median_ms"]
+            prev_id = best.get("id", "initial")
+            prev = summary.get(prev_id, summary["initial"])
+            for c in list(passed):
+                s = summary.get(c["id"])
+                if s is None:
+                    continue
+                if s["impossible"]:
+                    verifications.append({"id": c["id"] + ":timing", "candidate_id": c["id"], "passed": False,
+                                          "klass": "faster_than_roofline", "backend": backend.name,
+                                          "reason": "measured time is below what the roofline allows"})
+                    passed.remove(c)
+                    continue
+                measurements.append({"id": c["id"], "round": state.get("round", 0), "median_ms": s["median_ms"],
+                                     "spread": s["spread"], "roofline_fraction": s["roofline_fraction"],
+                                     "speedup": base / s["median_ms"], "baseline_ms": base,
+                                     "vs_best": prev["median_ms"] / s["median_ms"], "family": c["family"]})
+            measurements.append({"id": f"round{state.get('round', 0)}:initial", "round": state.get("round", 0),
+                                 "median_ms": base, "spread": summary["initial"]["spread"],
+                                 "roofline_fraction": summary["initial"]["roofline_fraction"], "speedup": 1.0,
+                                 "baseline_ms": base, "family": "initial"})
+            winner = min((m for m in measurements if m["id"] in {c["id"] for c in passed}),
+                         key=lambda m: m["median_ms"], default=None)
+            noise = max(prev["spread"], winner["spread"] if winner else 0.0, 0.02)
+            if winner and winner["median_ms"] < prev["median_ms"] * (1 - noise):
+                gain = prev["median_ms"] / winner["median_ms"]
+                best = {"id": winner["id"], "path": cands[winner["id"]]["path"], "median_ms": winner["median_ms"],
+                        "speedup": winner["speedup"], "roofline_fraction": winner["roofline_fraction"],
+                        "family": winner["family"], "measured": True}
+            else:
+                gain = 1.0
+                best.update({"median_ms": prev["median_ms"], "speedup": base / prev["median_ms"],
+                             "roofline_fraction": prev["roofline_fraction"], "measured": True})
+                for c in passed:  # correct but no measurable gain: its evidence was not enough either
+                    insufficient += c["motivated_by"]
+    elif passed:
+        # No timing backend: keep the first passing candidate (catalog priority order), unmeasured.
+        c = passed[0]
+        best = {"id": c["id"], "path": c["path"], "median_ms": None, "speedup": None, "family": c["family"],
+                "measured": False}
+    # ---- routing ----
+    rounds = state.get("round", 0)
+    upd: dict = {"verifications": verifications, "measurements": measurements, "best": best, "pending": [],
+                 "gpu_seconds": gpu_seconds, "insufficient": insufficient}
+    tier_next = next_tier(state)
+    reason, goto = "", "__end__"
+    if best.get("roofline_fraction") and best["roofline_fraction"] >= cfg.target_fraction:
+        reason = f"target met: best at {best['roofline_fraction']:.0%} of roofline"
+    elif rounds >= cfg.max_rounds:
+        reason = f"budget: {rounds} rewrite rounds done"
+    elif gpu_seconds >= cfg.gpu_budget_s:
+        reason = f"budget: {gpu_seconds:.0f} device seconds spent"
+    elif gain is not None and gain >= cfg.min_gain and state.get("rounds_at_tier", 0) < cfg.max_rounds_per_tier:
+        goto, reason = "rewriter", f"round gained {gain:.2f}x: rewrite again with the same evidence"
+    elif tier_next is not None:
+        goto = TIER_NODE[tier_next]
+        why = ("no candidate this round" if not pending else
+               "no candidate passed verification" if not passed else
+               "speed not measured on this backend" if not backend.can_time else
+               f"best gain this round {gain:.2f}x < {cfg.min_gain}x")
+        reason = f"escalate to {tier_next}: {why}"
+    elif pending and state.get("rounds_at_tier", 0) < cfg.max_rounds_per_tier and (gain is None or gain > 1.0):
+        goto, reason = "rewriter", "no tier left; one more round with all evidence"
+    else:
+        reason = "no tier left"
+    upd["decisions"] = [{"node": "verifier", "round": rounds, "decision": goto, "reason": reason,
+                         "passed": [c["id"] for c in passed], "gain": gain}]
+    if goto in TIER_NODE.values() and goto != "rewriter":
+        upd["rounds_at_tier"] = 0
+    if goto == "__end__":
+        upd["status"] = "done"
+    log.info("decided", goto=goto, reason=reason, best=best.get("id"), speedup=best.get("speedup"))
+    return Command(goto=goto, update=upd)

@@ -1,0 +1,113 @@
+"""The ``tritondx`` command line."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Optional
+
+import typer
+
+from tritondx.errors import TritonDXError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Make slow Triton kernels fast, and explain why they were slow.")
+_debug = {"on": False}
+
+
+@app.callback()
+def _main(debug: bool = typer.Option(False, "--debug", help="show tracebacks on errors")) -> None:
+    _debug["on"] = debug
+
+
+def _config(mode: str, **kw):
+    from tritondx.config import RunConfig
+    return RunConfig.from_env(mode=mode, **kw)
+
+
+def _print_summary(report: dict, out_dir: str) -> None:
+    b = report["best"]
+    typer.echo(f"task: {report['task']} ({report['kernel_class']}) backend={report['backend']} "
+               f"target={report['target']}")
+    typer.echo(f"tiers used: {', '.join(report['tiers_used'])}; rounds: {report['rounds']}; "
+               f"findings: {len(report['findings'])}")
+    if report["mode"] == "diagnose":
+        for f in report["findings"]:
+            where = f" [line {f['source_line']}: {f['source_text']}]" if f.get("source_line") else ""
+            typer.echo(f"  [{f['tier']}/{f['stage']}] {f['detector']}"
+                       f"{' ' + f['kernel'] if f.get('kernel') else ''}: {f['message']}{where}")
+            if f.get("ir_line"):
+                typer.echo(f"      IR: {f['ir_line'][:150]}")
+    elif report["speed"] == "measured":
+        typer.echo(f"best: {b.get('id')} ({b.get('family', 'initial')}) speedup {report['speedup']:.2f}x "
+                   f"({(b.get('roofline_fraction') or 0):.0%} of roofline)")
+    else:
+        typer.echo(f"best: {b.get('id')} ({b.get('family', 'initial')}) verified correct; speed not measured")
+    typer.echo(f"run folder: {out_dir}")
+
+
+@app.command()
+def optimize(
+    task: str = typer.Argument(..., help="task file (see README: task format)"),
+    backend: str = typer.Option("auto", help="auto, interpreter, cuda or npu"),
+    target: Optional[str] = typer.Option(None, help="IR target, e.g. cuda:90, ascend950"),
+    out: Optional[str] = typer.Option(None, help="run folder (default runs/<run-id>)"),
+    max_rounds: Optional[int] = typer.Option(None, help="rewrite rounds in all"),
+    llm: bool = typer.Option(False, "--llm", help="ask an OpenAI-compatible model first"),
+    llm_base_url: Optional[str] = typer.Option(None, help="model endpoint (or OPENAI_BASE_URL)"),
+    llm_model: Optional[str] = typer.Option(None, help="model name (or TRITONDX_LLM_MODEL)"),
+    all_tiers: bool = typer.Option(False, help="gather every tier before the first rewrite"),
+    stop_after_tier: Optional[str] = typer.Option(None, help="never escalate past this tier"),
+    baselines: bool = typer.Option(False, help="also time torch eager and torch.compile"),
+    verbose: bool = typer.Option(False, "-v", "--verbose"),
+) -> None:
+    """Optimize a task: diagnose, rewrite, verify; write the best kernel and the evidence trail."""
+    from tritondx.runner import run_task
+    cfg = _config("optimize", backend=backend, target=target, max_rounds=max_rounds, llm=llm,
+                  llm_base_url=llm_base_url, llm_model=llm_model, all_tiers=all_tiers,
+                  stop_after_tier=stop_after_tier, baselines=baselines)
+    report = run_task(task, cfg, out=out, verbose=verbose)
+    _print_summary(report, report.get("run_dir", out or ""))
+
+
+@app.command()
+def diagnose(
+    task: str = typer.Argument(..., help="task file"),
+    backend: str = typer.Option("auto", help="auto, interpreter, cuda or npu"),
+    target: Optional[str] = typer.Option(None, help="IR target, e.g. cuda:90, ascend950, ascend910b"),
+    out: Optional[str] = typer.Option(None, help="run folder (default runs/<run-id>)"),
+    verbose: bool = typer.Option(False, "-v", "--verbose"),
+) -> None:
+    """Run every evidence tier without rewriting; print findings with IR and source lines."""
+    from tritondx.runner import run_task
+    cfg = _config("diagnose", backend=backend, target=target)
+    report = run_task(task, cfg, out=out, verbose=verbose)
+    _print_summary(report, report.get("run_dir", out or ""))
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except TritonDXError as exc:
+        if _debug["on"]:
+            traceback.print_exc()
+        typer.echo(f"tritondx: error: {exc}", err=True)
+        sys.exit(2)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("tritondx: aborted", err=True)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # the last line of defence: one line unless --debug
+        import click
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if _debug["on"]:
+            traceback.print_exc()
+        typer.echo(f"tritondx: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Run configuration: one pydantic model, read from CLI arguments and the environment."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class RunConfig(BaseModel):
+    mode: Literal["optimize", "diagnose"] = "optimize"
+    backend: str = Field("auto", description="auto, interpreter, cuda or npu")
+    target: str | None = Field(None, description="IR target, e.g. cuda:90 or ascend950; default from the backend")
+    max_rounds: int = Field(6, description="rewrite rounds in all tiers together")
+    candidates_per_round: int = 4
+    max_rounds_per_tier: int = 2
+    target_fraction: float = Field(0.8, description="stop when the best kernel reaches this roofline fraction")
+    min_gain: float = Field(1.05, description="a round must improve the best time by this factor to stay in a tier")
+    gpu_budget_s: float = Field(900.0, description="device seconds (verify + bench jobs) for the whole run")
+    verify_timeout_s: float = 600.0
+    bench_timeout_s: float = 900.0
+    bench_rounds: int = 5
+    all_tiers: bool = Field(False, description="gather every tier's evidence before the first rewrite (ablation)")
+    stop_after_tier: str | None = Field(None, description="never escalate past this tier (ablation)")
+    llm: bool = False
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    interactive: bool = False
+    baselines: bool = Field(False, description="also time torch eager and torch.compile on the bench shapes")
+
+    @classmethod
+    def from_env(cls, **overrides) -> "RunConfig":
+        env = {}
+        if os.environ.get("TRITONDX_BACKEND"):
+            env["backend"] = os.environ["TRITONDX_BACKEND"]
+        if os.environ.get("TRITONDX_MAX_ROUNDS"):
+            env["max_rounds"] = int(os.environ["TRITONDX_MAX_ROUNDS"])
+        env.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**env)

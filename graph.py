@@ -1,0 +1,30 @@
+"""The tritondx state graph: six agents, escalation decided by the verifier.
+
+Built once at module level, uncompiled; the caller compiles it with the checkpointer it needs
+(``builder.compile(checkpointer=SqliteSaver(...))``).
+
+    START -> triage -> rewriter -> verifier --(verifier's evidence)--> rewriter | profiler |
+             ir_analyst | compiler_expert | END;  each tier node -> rewriter
+    diagnose mode: triage -> profiler -> ir_analyst -> compiler_expert -> END
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import START, StateGraph
+
+from tritondx.agents.compiler_expert import compiler_expert_node
+from tritondx.agents.ir_analyst import ir_analyst_node
+from tritondx.agents.profiler import profiler_node
+from tritondx.agents.rewriter import rewriter_node
+from tritondx.agents.triage import triage_node
+from tritondx.agents.verifier import verifier_node
+from tritondx.state import DXState
+
+builder = StateGraph(DXState)
+builder.add_node("triage", triage_node)                    # tier 0: source patterns, kernel class, task probe
+builder.add_node("profiler", profiler_node)                # tier 1: device timing and roofline position
+builder.add_node("ir_analyst", ir_analyst_node)            # tier 2: TTIR/TTGIR/PTX/SASS attributed to source
+builder.add_node("compiler_expert", compiler_expert_node)  # tier 3: per-pass dumps, what the passes did
+builder.add_node("rewriter", rewriter_node)                # candidates from the evidence (expert or LLM)
+builder.add_node("verifier", verifier_node)                # correctness, integrity, timing; routes the graph
+builder.add_edge(START, "triage")

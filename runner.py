@@ -1,0 +1,101 @@
+"""Run one task through the graph: run folder, logging, checkpointer, outputs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import structlog
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from tritondx.config import RunConfig
+from tritondx.graph import builder
+from tritondx.tools.report.writer import write_outputs
+from tritondx.tools.task import load_task
+
+RUNS_DIR = Path(os.environ.get("TRITONDX_RUNS", "runs"))
+
+
+def setup_logging(log_file: Path | None, verbose: bool = False) -> None:
+    """structlog: JSON lines into the run's log file, short lines on stderr; secrets redacted."""
+    from tritondx.tools.llm.redact import redact_secrets
+    handlers: list[logging.Handler] = []
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(logging.DEBUG if verbose else logging.INFO)
+    console.setFormatter(structlog.stdlib.ProcessorFormatter(
+        processor=structlog.dev.ConsoleRenderer(colors=False),
+        foreign_pre_chain=[structlog.processors.TimeStamper(fmt="%H:%M:%S")]))
+    handlers.append(console)
+    if log_file is not None:
+        fh = logging.FileHandler(log_file)
+        fh.setLevel(logging.DEBUG)
+        fh.setFormatter(structlog.stdlib.ProcessorFormatter(processor=structlog.processors.JSONRenderer()))
+        handlers.append(fh)
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    for h in handlers:
+        root.addHandler(h)
+    root.setLevel(logging.DEBUG)
+    for noisy in ("httpx", "httpcore", "openai", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.format_exc_info,
+            redact_secrets,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        cache_logger_on_first_use=False,
+    )
+
+
+def new_run_dir(task_path: str, out: str | None) -> Path:
+    if out:
+        folder = Path(out)
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = RUNS_DIR / f"{stamp}-{Path(task_path).stem}-{uuid.uuid4().hex[:6]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def open_checkpointer(run_dir: Path) -> SqliteSaver:
+    conn = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False, timeout=30)
+    return SqliteSaver(conn)
+
+
+def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bool = False,
+             thread_id: str | None = None) -> dict[str, Any]:
+    """Optimize or diagnose one task. Raises TritonDXError with a one-line message on bad input."""
+    load_task(task_path)  # a clear one-line error before anything is created
+    run_dir = new_run_dir(task_path, out)
+    setup_logging(run_dir / "log.jsonl", verbose)
+    thread_id = thread_id or run_dir.name
+    (run_dir / "run.json").write_text(json.dumps({"task": str(Path(task_path).resolve()), "thread_id": thread_id,
+                                                  "config": cfg.model_dump(), "started": time.time()}, indent=1))
+    saver = open_checkpointer(run_dir)
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 200}
+    state_in = {"task_path": str(Path(task_path).resolve()), "run_dir": str(run_dir.resolve()),
+                "config": cfg.model_dump()}
+    t0 = time.time()
+    final = graph.invoke(state_in, config, durability="sync")
+    wall = time.time() - t0
+    return finish(run_dir, final, wall)
+
+
+def finish(run_dir: Path, final: dict[str, Any], wall: float) -> dict[str, Any]:
+    report = write_outputs(run_dir, final, wall)
+    report["run_dir"] = str(run_dir)
+    return report

@@ -1,0 +1,50 @@
+"""Graph state: a TypedDict with reducers. Values are plain JSON-able data (pydantic models dumped),
+so checkpoints hold only builtins; large artifacts live in the run folder, referenced by path+hash."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+
+def merge_by_id(left: list[dict], right: list[dict]) -> list[dict]:
+    """Append records, replacing any with the same id."""
+    out = {r["id"]: r for r in left or []}
+    for r in right or []:
+        out[r["id"]] = r
+    return list(out.values())
+
+
+def merge_dict(left: dict, right: dict) -> dict:
+    return {**(left or {}), **(right or {})}
+
+
+class DXState(TypedDict, total=False):
+    # inputs
+    task_path: str            # the initial task file (copied into the run folder)
+    run_dir: str
+    config: dict[str, Any]    # RunConfig dumped
+    # what we learned up front
+    task_name: str
+    kernel_class: str
+    backend: str
+    target: str
+    probe: dict[str, Any]     # ops the initial launcher uses, tolerances, output count
+    # evidence, per tier
+    tiers_done: Annotated[list[str], operator.add]
+    findings: Annotated[list[dict], merge_by_id]
+    artifacts: Annotated[dict[str, dict], merge_dict]      # name -> ArtifactRef
+    insufficient: Annotated[list[str], operator.add]        # finding ids that a failed rewrite relied on
+    # search
+    candidates: Annotated[list[dict], merge_by_id]          # id, round, tier, family, params, path, motivated_by
+    pending: list[str]                                      # candidate ids awaiting verification
+    verifications: Annotated[list[dict], merge_by_id]
+    measurements: Annotated[list[dict], merge_by_id]        # per round bench results (summarized)
+    best: dict[str, Any]                                    # id, path, median_ms, speedup, roofline_fraction
+    round: int
+    rounds_at_tier: int
+    gpu_seconds: float
+    decisions: Annotated[list[dict], operator.add]          # verifier's routing decisions with reasons
+    llm_usage: dict[str, Any]
+    human_feedback: str | None
+    status: str

@@ -1,0 +1,29 @@
+"""IR and compiler tiers for Ascend targets, through the triton-ascend toolchain environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tritondx.tools.evidence import Finding, Tier
+
+
+def analyze_ascend(tier: Tier, task_path: str, target: str, run_dir: Path, round_: int
+                   ) -> tuple[list[Finding], dict[str, Any], str]:
+    try:
+        from tritondx.tools.npu.capture import capture_ascend
+        from tritondx.tools.npu.detectors import run_detectors
+    except ImportError as exc:
+        return [], {}, f"Ascend analysis unavailable: {exc}"
+    from tritondx.errors import TritonDXError
+    out_dir = run_dir / "ir" / f"{tier}_round{round_}_{target}"
+    try:
+        cap = capture_ascend(task_path, target, out_dir)
+    except TritonDXError as exc:
+        return [], {}, str(exc)
+    found = [f for f in run_detectors(cap, source_path=task_path) if f.tier == tier]
+    artifacts = {}
+    for k in getattr(cap, "kernels", []) or []:
+        for stage, ref in (getattr(k, "stages", {}) or {}).items():
+            artifacts[f"{tier}_round{round_}/{Path(ref.path).name}"] = ref.model_dump()
+    return found, artifacts, ""

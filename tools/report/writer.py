@@ -1,0 +1,101 @@
+"""Run outputs: the optimized task file, report.json and report.md."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from tritondx.tools.evidence import TIERS
+
+
+def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str, Any]:
+    verifs = {v.get("candidate_id", v["id"]): v for v in state.get("verifications", []) if ":" not in v["id"]}
+    timing_rejects = {v["candidate_id"]: v for v in state.get("verifications", []) if v["id"].endswith(":timing")}
+    meas = {m["id"]: m for m in state.get("measurements", [])}
+    candidates = []
+    for c in state.get("candidates", []):
+        v = timing_rejects.get(c["id"]) or verifs.get(c["id"], {})
+        m = meas.get(c["id"])
+        candidates.append({k: c[k] for k in ("id", "round", "tier", "family", "params", "description",
+                                             "motivated_by", "prediction", "path", "parent")} |
+                          {"verified": v.get("passed"), "rejection": v.get("klass"), "reason": v.get("reason"),
+                           "measurement": m})
+    best = state.get("best") or {}
+    measured = bool(best.get("measured"))
+    db = run_dir / "checkpoints.sqlite"
+    return {
+        "task": state.get("task_name"), "task_path": state.get("task_path"), "backend": state.get("backend"),
+        "target": state.get("target"), "kernel_class": state.get("kernel_class"),
+        "mode": (state.get("config") or {}).get("mode"), "status": state.get("status"),
+        "tiers_used": [t for t in TIERS if t in set(state.get("tiers_done", []))],
+        "rounds": state.get("round", 0),
+        "best": best, "speedup": best.get("speedup") if measured else None,
+        "speed": "measured" if measured else "not measured",
+        "findings": state.get("findings", []), "candidates": candidates, "decisions": state.get("decisions", []),
+        "insufficient": sorted(set(state.get("insufficient", []))),
+        "wall_seconds": wall, "gpu_seconds": state.get("gpu_seconds", 0.0),
+        "checkpoint_db_bytes": db.stat().st_size if db.exists() else None,
+        "artifacts": state.get("artifacts", {}), "llm_usage": state.get("llm_usage"),
+    }
+
+
+def _md(report: dict[str, Any], diff: str) -> str:
+    lines = [f"# tritondx report: {report['task']}", ""]
+    b = report["best"]
+    if report["speed"] == "measured":
+        lines.append(f"**Result**: best candidate `{b.get('id')}` ({b.get('family', 'initial')}) is "
+                     f"**{report['speedup']:.2f}x** faster than the initial kernel "
+                     f"({b.get('median_ms', 0) * 1e3:.1f} us, {b.get('roofline_fraction') or 0:.0%} of roofline), "
+                     f"measured side by side on {report['backend']}.")
+    else:
+        lines.append(f"**Result**: best candidate `{b.get('id')}` ({b.get('family', 'initial')}) passed "
+                     f"verification on `{report['backend']}`; speed not measured (no timing backend).")
+    lines += ["", f"- kernel class: {report['kernel_class']}", f"- target: {report['target']}",
+              f"- tiers used: {', '.join(report['tiers_used'])}", f"- rewrite rounds: {report['rounds']}",
+              f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s", ""]
+    lines += ["## Why it was slow: evidence by tier", ""]
+    for tier in TIERS:
+        fs = [f for f in report["findings"] if f["tier"] == tier]
+        if not fs:
+            continue
+        lines.append(f"### {tier}")
+        for f in fs:
+            where = f" (line {f['source_line']}: `{f['source_text']}`)" if f.get("source_line") else ""
+            lines.append(f"- **{f['detector']}**{' in ' + f['kernel'] if f.get('kernel') else ''}: {f['message']}{where}")
+            if f.get("ir_line"):
+                lines.append(f"  - {f['stage']}: `{f['ir_line'][:160]}`")
+            if f.get("suggests"):
+                lines.append(f"  - suggests: {', '.join(f['suggests'])}")
+        lines.append("")
+    lines += ["## Candidates", "", "| id | tier | family | verified | time (us) | speedup | why |",
+              "|---|---|---|---|---|---|---|"]
+    for c in report["candidates"]:
+        m = c.get("measurement") or {}
+        t = f"{m['median_ms'] * 1e3:.1f}" if m else "-"
+        s = f"{m['speedup']:.2f}x" if m else "-"
+        ok = "yes" if c["verified"] else f"no ({c.get('rejection')})"
+        lines.append(f"| {c['id']} | {c['tier']} | {c['family']} | {ok} | {t} | {s} | {c['description'][:80]} |")
+    lines += ["", "## Decisions", ""]
+    for d in report["decisions"]:
+        lines.append(f"- {d.get('node')}{' round ' + str(d['round']) if 'round' in d else ''}: "
+                     f"{d.get('decision')} — {d.get('reason')}")
+    if diff:
+        lines += ["", "## Diff (initial -> best)", "", "```diff", diff, "```"]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str, Any]:
+    report = build_report(run_dir, state, wall)
+    best = state.get("best") or {}
+    initial = Path(state["task_path"])
+    best_path = Path(best.get("path") or initial)
+    if report["mode"] != "diagnose":
+        shutil.copyfile(best_path, run_dir / "optimized_task.py")
+    diff = "".join(difflib.unified_diff(initial.read_text().splitlines(True), best_path.read_text().splitlines(True),
+                                        "initial", "optimized"))
+    (run_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    (run_dir / "report.md").write_text(_md(report, diff))
+    return report

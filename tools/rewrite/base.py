@@ -1,0 +1,68 @@
+"""What a rewrite sees and what it proposes; the registry of rewrite families."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Callable
+
+from tritondx.tools.evidence import Finding
+from tritondx.tools.task import TaskSpec
+
+
+@dataclass
+class RewriteContext:
+    spec: TaskSpec                      # the current best version (rewrites build on it)
+    original: TaskSpec                  # the initial task
+    kernel_class: str
+    findings: list[Finding]
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)  # dtype name -> (atol, rtol)
+    dtypes: list[str] = field(default_factory=list)
+    tried: set[str] = field(default_factory=set)
+    insufficient: set[str] = field(default_factory=set)
+    #: families whose last accepted candidate could not be timed: proposing them again proves nothing
+    unmeasured_families: set[str] = field(default_factory=set)
+
+    def motivating(self, family: str) -> list[Finding]:
+        return [f for f in self.findings if family in f.suggests and f.id not in self.insufficient]
+
+
+@dataclass
+class Proposal:
+    family: str
+    source: str
+    params: dict
+    description: str
+    motivated_by: list[str]
+    prediction: str = ""
+
+    @property
+    def signature(self) -> str:
+        return family_signature(self.family, self.params, self.source)
+
+
+def family_signature(family: str, params: dict, source: str) -> str:
+    h = hashlib.sha256(source.encode()).hexdigest()[:16]
+    return f"{family}:{json.dumps(params, sort_keys=True, default=str)}:{h}"
+
+
+RewriteFn = Callable[[RewriteContext], list[Proposal]]
+
+
+@dataclass(frozen=True)
+class RewriteFamily:
+    id: str
+    description: str
+    fn: RewriteFn
+    priority: int   # lower runs first: structural rewrites before configuration search
+
+
+CATALOG: dict[str, RewriteFamily] = {}
+
+
+def rewrite(id: str, description: str, priority: int):
+    def wrap(fn: RewriteFn) -> RewriteFn:
+        CATALOG[id] = RewriteFamily(id, description, fn, priority)
+        return fn
+    return wrap

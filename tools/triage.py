@@ -1,0 +1,162 @@
+"""Tier 0: pattern triage on the task source (ast only; nothing runs, nothing compiles)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from tritondx.tools.evidence import Finding, finding_id
+from tritondx.tools.task import TaskSpec
+
+KERNEL_CLASSES = ("matmul-like", "attention-like", "reduction", "scan", "gather/scatter", "elementwise", "other")
+
+
+@dataclass
+class Launch:
+    kernel: str
+    lineno: int
+    keywords: dict[str, ast.expr]
+
+
+def _call_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"{_call_name(node.value)}.{node.attr}"
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def kernel_launches(launch_fn: ast.FunctionDef, kernel_names: set[str]) -> list[Launch]:
+    """``kernel[grid](...)`` calls inside the launcher, in source order."""
+    out = []
+    for node in ast.walk(launch_fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+            name = _call_name(node.func.value)
+            if name in kernel_names:
+                out.append(Launch(name, node.lineno, {k.arg: k.value for k in node.keywords if k.arg}))
+    return sorted(out, key=lambda launch: launch.lineno)
+
+
+def _calls(fn: ast.AST) -> list[str]:
+    return [_call_name(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)]
+
+
+def classify(spec: TaskSpec, tree: ast.Module) -> str:
+    kernels = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in {k.name for k in spec.kernels}}
+    calls = [c for fn in kernels.values() for c in _calls(fn)]
+    src = spec.source
+    ref = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "reference"), None)
+    ref_src = ast.unparse(ref) if ref else ""
+    n_dots = calls.count("tl.dot")
+    mul_sum = "[:, :, None]" in src and "tl.sum" in src
+    if n_dots >= 2 or ("softmax" in ref_src and ("@" in ref_src or "matmul" in ref_src or "bmm" in ref_src)):
+        return "attention-like"
+    if n_dots or mul_sum or any(w in ref_src for w in ("@", "matmul", "mm(", "linear")):
+        return "matmul-like"
+    if any(c in calls for c in ("tl.cumsum", "tl.associative_scan", "tl.cumprod")):
+        return "scan"
+    if _has_indirect_access(kernels.values()):
+        return "gather/scatter"
+    if any(c in calls for c in ("tl.sum", "tl.max", "tl.min", "tl.reduce", "tl.argmax", "tl.argmin")):
+        return "reduction"
+    if any(c in calls for c in ("tl.load", "tl.store")):
+        return "elementwise"
+    return "other"
+
+
+def _has_indirect_access(kernels) -> bool:
+    """A load/store whose address uses a value that itself came from tl.load."""
+    for fn in kernels:
+        loaded: set[str] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    _call_name(node.value.func) == "tl.load":
+                loaded.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and _call_name(node.func) in ("tl.load", "tl.store", "tl.atomic_add"):
+                if node.args and any(isinstance(n, ast.Name) and n.id in loaded for n in ast.walk(node.args[0])):
+                    return True
+    return False
+
+
+def _int_value(expr: ast.expr, launch_fn: ast.FunctionDef) -> int | None:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, int):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        for node in ast.walk(launch_fn):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and t.id == expr.id and isinstance(node.value, ast.Constant):
+                        return node.value.value if isinstance(node.value.value, int) else None
+                    if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                        for tt, vv in zip(t.elts, node.value.elts):
+                            if isinstance(tt, ast.Name) and tt.id == expr.id and isinstance(vv, ast.Constant):
+                                return vv.value if isinstance(vv.value, int) else None
+    return None
+
+
+def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
+    tree = ast.parse(spec.source)
+    lines = spec.source.splitlines()
+    kclass = classify(spec, tree)
+    findings: list[Finding] = []
+
+    def add(detector: str, message: str, line: int | None, suggests: list[str], severity="medium", kernel=None,
+            **metric):
+        findings.append(Finding(
+            id=finding_id(detector, kernel, line), detector=detector, tier="triage", stage="source",
+            kernel=kernel, severity=severity, message=message, source_line=line,
+            source_text=lines[line - 1].strip() if line and line <= len(lines) else None,
+            metric=metric, suggests=suggests))
+
+    add("kernel_class", f"classified as {kclass}", None, [], severity="info", kernel_class=kclass)
+    launch_fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "launch")
+    names = {k.name for k in spec.kernels}
+    launches = kernel_launches(launch_fn, names)
+    if len(launches) > 1:
+        add("multiple_launches", f"launch() makes {len(launches)} kernel launches "
+                                 f"({', '.join(lc.kernel for lc in launches)}); intermediate results go through HBM",
+            launches[0].lineno, ["fuse_passes", "fuse_launches"], severity="high", launches=len(launches))
+    for lc in launches:
+        info = spec.kernel(lc.kernel)
+        for p in info.constexpr_params if info else []:
+            if p in lc.keywords and "BLOCK" in p.upper():
+                v = _int_value(lc.keywords[p], launch_fn)
+                if v is not None and v <= 256 and kclass in ("elementwise", "reduction", "gather/scatter", "scan"):
+                    add("tiny_block", f"{lc.kernel} launched with {p}={v}: each program touches only {v} elements",
+                        lc.lineno, ["launch_config"], severity="high" if v <= 128 else "medium", kernel=lc.kernel,
+                        **{p: v})
+                if v is not None and kclass == "matmul-like" and v < 64 and p.upper() in ("BLOCK_M", "BLOCK_N"):
+                    add("small_matmul_tile", f"{lc.kernel} launched with {p}={v}: tiles below 64 rows cannot use "
+                                             "Hopper warpgroup MMA", lc.lineno, ["launch_config", "tl_dot"],
+                        severity="high", kernel=lc.kernel, **{p: v})
+        nw = _int_value(lc.keywords["num_warps"], launch_fn) if "num_warps" in lc.keywords else None
+        if nw is not None and nw < 4:
+            add("few_warps", f"{lc.kernel} launched with num_warps={nw}", lc.lineno, ["launch_config"],
+                kernel=lc.kernel, num_warps=nw)
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names):
+        loops = [n for n in ast.walk(fn) if isinstance(n, ast.For)]
+        ranged = [lp for lp in loops if isinstance(lp.iter, ast.Call) and _call_name(lp.iter.func) in
+                  ("range", "tl.range", "tl.static_range")]
+        if len(ranged) >= 2:
+            bounds = [ast.unparse(lp.iter.args[1]) if len(lp.iter.args) > 1 else ast.unparse(lp.iter.args[0])
+                      for lp in ranged]
+            if len(set(bounds)) < len(bounds):
+                add("multi_pass_loops", f"{fn.name} walks the same range ({bounds[0]}) in {len(bounds)} separate "
+                                        "loops: the data is read from memory once per pass",
+                    ranged[1].lineno, ["fuse_passes"], severity="high", kernel=fn.name, passes=len(bounds))
+        for lp in ranged:
+            body_src = ast.unparse(lp)
+            if "tl.arange" not in body_src and "tl.load" in body_src:
+                add("scalar_loop", f"{fn.name} loads one element per iteration in a Python-level loop",
+                    lp.lineno, ["vectorize_scalar_loop"], severity="high", kernel=fn.name)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and _call_name(node.func) == "tl.sum":
+                txt = ast.unparse(node)
+                if "[:, :, None]" in txt and "[None, :, :]" in txt:
+                    add("mul_sum_dot", "matrix product written as broadcast multiply and tl.sum instead of tl.dot",
+                        node.lineno, ["tl_dot"], severity="high", kernel=fn.name)
+    if "triton.autotune" not in spec.source and "autotune" not in spec.source:
+        add("fixed_launch_config", "no autotuning: one hand-picked launch configuration", launch_fn.lineno,
+            ["launch_config"], severity="low")
+    return kclass, findings

@@ -1,0 +1,127 @@
+"""Orchestrator side of verification and timing: builds jobs, runs them sandboxed, reads results."""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from tritondx.errors import TaskFormatError
+from tritondx.tools.backends.base import Backend
+from tritondx.tools.sandbox import JobResult, run_job
+
+CEILINGS_FILE = Path(os.environ.get("TRITONDX_CACHE", Path.home() / ".cache" / "tritondx")) / "ceilings.json"
+
+
+class Verification(BaseModel):
+    candidate_id: str
+    passed: bool
+    klass: str | None = None      # rejection class (mismatch, torch_compute, timeout, segfault, ...)
+    reason: str = ""
+    backend: str
+    checks: int = 0
+    seconds: float = 0.0
+    speed_measured: bool = False
+
+
+def _job_error(r: JobResult) -> tuple[str, str]:
+    if r.ok and r.result is not None:
+        return r.result.get("class", "error"), r.result.get("error", "")
+    return r.kind, r.message
+
+
+def probe_task(task_path: str, backend: Backend, timeout: float = 300) -> dict[str, Any]:
+    """Run the task once in a sandbox; raise TaskFormatError with one line if it is not usable."""
+    r = run_job({"kind": "probe", "task": str(Path(task_path).resolve()), "device": backend.torch_device},
+                timeout=timeout, env=backend.job_env())
+    if not r.ok:
+        raise TaskFormatError(task_path, f"probe failed: {r.message}")
+    res = r.result or {}
+    if not res.get("ok"):
+        raise TaskFormatError(task_path, res.get("problem") or res.get("error", "unusable task"))
+    return res
+
+
+# Static integrity rules: source constructs a launcher may not use to produce or time its output.
+STATIC_RULES = {
+    "timing_tampering": ("do_bench =", "perf_counter =", "Event.elapsed_time =", "Event.record =",
+                         "synchronize =", "time.time ="),
+    "side_stream": ("torch.cuda.Stream(", "torch.cuda.stream(", "Stream("),
+    "l2_persistence": ("accessPolicyWindow", "persisting_l2", "cudaLimitPersistingL2CacheSize",
+                       "set_per_process_memory_fraction"),
+}
+
+
+def static_integrity(candidate_source: str, original_source: str) -> tuple[str, str] | None:
+    """Reject constructs that only make sense for cheating; None when clean."""
+    for klass, needles in STATIC_RULES.items():
+        for n in needles:
+            if n in candidate_source and n not in original_source:
+                return klass, f"candidate source uses `{n.strip()}`"
+    tree = ast.parse(candidate_source)
+    launch = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "launch"), None)
+    orig_launch = next((n for n in ast.parse(original_source).body
+                        if isinstance(n, ast.FunctionDef) and n.name == "launch"), None)
+    if launch is not None:
+        has_try = any(isinstance(n, ast.Try) for n in ast.walk(launch))
+        had_try = orig_launch is not None and any(isinstance(n, ast.Try) for n in ast.walk(orig_launch))
+        if has_try and not had_try:
+            return "torch_fallback", "launch() wraps work in try/except (a fallback path the timer may take)"
+        for n in ast.walk(launch):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "reference":
+                return "calls_reference", "launch() calls reference()"
+        globals_used = [n for n in ast.walk(launch) if isinstance(n, ast.Global)]
+        if globals_used:
+            return "caches_outputs", "launch() writes module globals (output caching)"
+    return None
+
+
+def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, backend: Backend,
+                     include_bench: bool = False, allowed_ops: list[str] | None = None, timeout: float = 600,
+                     seed: int = 0) -> Verification:
+    cand_src = Path(candidate_path).read_text()
+    orig_src = Path(task_path).read_text()
+    bad = static_integrity(cand_src, orig_src) if candidate_path != task_path else None
+    if bad:
+        return Verification(candidate_id=candidate_id, passed=False, klass=bad[0], reason=bad[1],
+                            backend=backend.name)
+    job = {"kind": "verify", "task": str(Path(task_path).resolve()), "candidate": str(Path(candidate_path).resolve()),
+           "device": backend.torch_device, "include_bench": include_bench, "allowed_ops": allowed_ops or [],
+           "seed": seed}
+    r = run_job(job, timeout=timeout, env=backend.job_env())
+    if r.ok and r.result and r.result.get("passed"):
+        return Verification(candidate_id=candidate_id, passed=True, backend=backend.name,
+                            checks=len(r.result.get("checks", [])), seconds=r.seconds,
+                            speed_measured=False)
+    klass, reason = _job_error(r)
+    return Verification(candidate_id=candidate_id, passed=False, klass=klass, reason=reason[:600],
+                        backend=backend.name, seconds=r.seconds)
+
+
+def bench_variants(task_path: str, variants: list[dict[str, str]], backend: Backend, rounds: int = 5,
+                   baselines: bool = False, timeout: float = 900) -> tuple[dict[str, Any] | None, str, float]:
+    """Time the variants side by side in one process. Returns (result, error, seconds)."""
+    if not backend.can_time:
+        return None, f"speed not measured: backend {backend.name} cannot time kernels", 0.0
+    job = {"kind": "bench", "task": str(Path(task_path).resolve()),
+           "variants": [{"id": v["id"], "path": str(Path(v["path"]).resolve())} for v in variants],
+           "rounds": rounds, "baselines": baselines, "ceilings_file": str(CEILINGS_FILE)}
+    r = run_job(job, timeout=timeout, env=backend.job_env())
+    if r.ok and r.result and "shapes" in r.result:
+        return r.result, "", r.seconds
+    klass, reason = _job_error(r)
+    return None, f"{klass}: {reason}", r.seconds
+
+
+def capture_ir(task_path: str, out_dir: Path, target: str, per_pass: bool, timeout: float = 600,
+               shape: Any = None) -> tuple[dict[str, Any] | None, str]:
+    job = {"kind": "capture", "task": str(Path(task_path).resolve()), "target": target,
+           "out_dir": str(out_dir.resolve()), "per_pass": per_pass, "shape": shape}
+    r = run_job(job, timeout=timeout)
+    if r.ok and r.result and "launches" in r.result:
+        return r.result, ""
+    klass, reason = _job_error(r)
+    return None, f"{klass}: {reason}"
