@@ -147,7 +147,8 @@ def capture_ascend(task_path: str, target: str, out_dir: Path, shape=None, pytho
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
     cmd = [interp, "-I", str(CAPTURE_SCRIPT), "--task", str(task), "--arch", spec.arch, "--out", str(out_dir),
-           "--seed", str(seed), "--max-compiles", str(max_compiles)]
+           "--seed", str(seed), "--max-compiles", str(max_compiles),
+           "--cube-cores", str(spec.cube_cores), "--vector-cores", str(spec.vector_cores)]
     if spec.compile_on_910_95:
         cmd.append("--compile-on-910-95")
     if shape is not None:
@@ -167,7 +168,6 @@ def capture_ascend(task_path: str, target: str, out_dir: Path, shape=None, pytho
         raise SandboxError(f"{task}: ascend capture exited {proc.returncode} without a manifest: "
                            f"{_last_line(proc.stderr or proc.stdout)}")
     manifest = json.loads(manifest_path.read_text())
-    shutil.rmtree(out_dir / "cache", ignore_errors=True)
 
     kernels = []
     for rec in manifest.get("launches", []):

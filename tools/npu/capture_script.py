@@ -235,9 +235,67 @@ def load_task(path: Path):
     return module
 
 
-def install_patches(capturer: Capturer):
+class _CaptureUtils:
+    """What kernels and launchers ask ``driver.active.utils`` for, answered from the target table
+    (there is no device here)."""
+
+    def __init__(self, arch: str, cube_cores: int, vector_cores: int):
+        self.arch, self.cube_cores, self.vector_cores = arch, cube_cores, vector_cores
+
+    def get_device_properties(self, device=None):
+        return {"max_shared_mem": 1, "num_aicore": self.cube_cores, "num_vectorcore": self.vector_cores}
+
+    def get_arch(self):
+        return self.arch
+
+    def get_aicore_num(self):
+        return self.cube_cores
+
+    def get_aivector_core_num(self):
+        return self.vector_cores
+
+
+class CaptureDriver:
+    """Stand-in for triton-ascend's NPUDriver (whose ``is_active`` is False without CANN), so that code
+    touching ``triton.runtime.driver.active`` at import or launch time (``Autotuner.__init__`` asks it
+    for a benchmarker; Ascend kernels often read the core count from it) works during capture."""
+
+    def __init__(self, target, cube_cores: int, vector_cores: int):
+        self.target = target
+        self.utils = _CaptureUtils(target.arch, cube_cores, vector_cores)
+
+    def get_current_target(self):
+        return self.target
+
+    def get_current_device(self):
+        return 0
+
+    def set_current_device(self, device):
+        return None
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_benchmarker(self):
+        def no_bench(fn, *args, **kwargs):
+            raise RuntimeError("benchmarking is not available during an IR capture")
+        return no_bench
+
+    def get_device_interface(self):
+        import torch
+        return torch.cpu
+
+    def get_empty_cache_for_benchmark(self):
+        import torch
+        return torch.empty(1)
+
+
+def install_patches(capturer: Capturer, cube_cores: int = 20, vector_cores: int = 40):
     from triton.runtime import jit as jit_mod
     from triton.runtime.autotuner import Autotuner
+    from triton.runtime.driver import driver
+
+    driver.set_active(CaptureDriver(capturer.target, cube_cores, vector_cores))
 
     def patched_run(self, *args, grid, warmup, **kwargs):
         return capturer.run(self, args, grid, kwargs, autotune=kwargs.pop("__tritondx_autotune", None))
@@ -277,6 +335,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default=None, help="torch dtype name; default: the task's first DTYPES entry")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-compiles", type=int, default=32)
+    ap.add_argument("--cube-cores", type=int, default=20, help="what driver.active.utils reports")
+    ap.add_argument("--vector-cores", type=int, default=40, help="what driver.active.utils reports")
+    ap.add_argument("--keep-cache", action="store_true", help="keep the per-compile Triton cache folders")
     a = ap.parse_args(argv)
 
     out = Path(a.out).resolve()
@@ -294,7 +355,7 @@ def main(argv=None) -> int:
         import torch
 
         capturer = Capturer(a.arch, a.compile_on_910_95, out, a.max_compiles)
-        install_patches(capturer)
+        install_patches(capturer, a.cube_cores, a.vector_cores)
         task = load_task(Path(a.task).resolve())
         shape = _parse_shape(a.shape)
         if shape is None:
@@ -320,6 +381,8 @@ def main(argv=None) -> int:
         (out / "launch_error.txt").write_text(traceback.format_exc())
     if capturer is not None:
         manifest["launches"] = capturer.launches
+    if not a.keep_cache:
+        shutil.rmtree(out / "cache", ignore_errors=True)
     manifest["elapsed_s"] = round(time.time() - t0, 3)
     (out / "manifest.json").write_text(json.dumps(_jsonable(manifest), indent=1))
     return 0
