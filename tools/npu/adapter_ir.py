@@ -68,10 +68,10 @@ FUNC_NAME_RE = re.compile(r"(?:tt|func)\.func\s+(?:public\s+|private\s+)?@([\w$.
 MIX_MODE_RE = re.compile(r'mix_mode\s*=\s*"([^"]+)"')
 PARALLEL_MODE_RE = re.compile(r'parallel_mode\s*=\s*"([^"]+)"')
 
-# %c1024 = arith.constant 1024 : index       %c64_i64 = arith.constant 64 : i64
+# (the part after "=" of)  %c1024 = arith.constant 1024 : index   /   %c64_i64 = arith.constant 64 : i64
 CONST_INT_RE = re.compile(r"^\s*arith\.constant\s+(-?\d+)\s*:\s*(index|i\d+)")
 
-# scf.for %arg12 = %c0 to %c1024 step %c1     (bounds are SSA names)
+# (the part after "scf.for" of)  scf.for %arg12 = %c0 to %c1024 step %c1 iter_args(...)
 SCF_FOR_RE = re.compile(r"^\s*(%[\w$-]+)\s*=\s*(%[\w$-]+)\s+to\s+(%[\w$-]+)\s+step\s+(%[\w$-]+)")
 
 # memref.reinterpret_cast %arg2 to offset: [%19], sizes: [1], strides: [1]

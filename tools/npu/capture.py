@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
-
 from tritondx.errors import SandboxError
 from tritondx.tools.evidence import ArtifactRef
 from tritondx.tools.npu.targets import AscendTarget, resolve_target

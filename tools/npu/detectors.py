@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from tritondx.tools.evidence import Finding, Severity, finding_id
-from tritondx.tools.npu.adapter_ir import IRModule, Op, ShapedType, parse_adapter_ir, parse_ttir
+from tritondx.tools.npu.adapter_ir import (
+    REINTERPRET_SIZES_RE,
+    IRModule,
+    Op,
+    ShapedType,
+    parse_adapter_ir,
+    parse_ttir,
+    tensor_types,
+)
 from tritondx.tools.npu.targets import MAX_GRID, AscendTarget, resolve_target
 
 if TYPE_CHECKING:
@@ -116,7 +124,7 @@ class Detector:
 # ------------------------------------------------------------------------------------------------
 
 def _sizes_of_reinterpret(op: Op) -> list[int | None]:
-    m = re.search(r"sizes:\s*\[([^\]]*)\]", op.text)
+    m = REINTERPRET_SIZES_RE.search(op.text)
     if not m:
         return []
     return [int(s) if s.strip().lstrip("-").isdigit() else None for s in m.group(1).split(",") if s.strip()]
@@ -169,7 +177,10 @@ class DiscreteScalarLoop(Detector):
             scalar = [w for w in windows if _prod(_sizes_of_reinterpret(w)) == 1]
             if not scalar or len(scalar) < len(windows):
                 continue  # a row per iteration: reported by UnstructuredAccess
-            kind = "store" if any(o.name == "memref.store" for o in body) else "load"
+            stores = any(o.name in ("memref.store", "bufferization.materialize_in_destination") for o in body)
+            loads = any(o.name == "memref.load" or (o.name == "memref.copy" and "%reinterpret_cast" in o.text)
+                        for o in body)
+            kind = "load/store" if (stores and loads) else "store" if stores else "load"
             elems = ir.trip_count(loop)
             out.append(self.finding(
                 ctx, f"indirect {kind} lowered to a scalar loop over {_loop_label(ir, loop)}: one scalar GM "
@@ -278,11 +289,16 @@ class BranchInLoop(Detector):
         ir = ctx.adapter
         out = []
         for op in ir.find("scf.if"):
-            if "hivm.unlikely_condition" in op.attrs or not ir.enclosing_loops(op):
+            loops = ir.enclosing_loops(op)
+            if "hivm.unlikely_condition" in op.attrs or not loops:
                 continue
-            yields_tiles = "-> (tensor<" in op.text or "-> tensor<" in op.text
-            inner = [d for d in ir.descendants(op) if d.tensor_types() and d.name not in ("scf.yield",)]
-            if not (yields_tiles or len(inner) >= 1):
+            if any("ExtractedLoadOrStore" in lp.attrs for lp in loops):
+                continue  # the per-element guard of a scalarised gather/scatter (DiscreteScalarLoop)
+            yields_tiles = any((t.numel or 2) > 1 for t in tensor_types(op.text.split("->", 1)[-1])) \
+                if "->" in op.text else False
+            inner = [d for d in ir.descendants(op) if d.name != "scf.yield"
+                     and any((t.numel or 2) > 1 for t in d.tensor_types())]
+            if not (yields_tiles or inner):
                 continue
             loop = ir.enclosing_loops(op)[0]
             out.append(self.finding(

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, Field
-
 from tritondx.errors import BackendUnavailable
 
 HARDWARE_NOTE = "npu runtime: untested on hardware"

@@ -38,7 +38,6 @@ Grid limit
 from __future__ import annotations
 
 from pydantic import BaseModel
-
 from tritondx.errors import BackendUnavailable
 
 #: Arch strings the triton-ascend 3.2 backend accepts (utils.get_ascend_arch_from_env).

@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from tritondx.errors import BackendUnavailable
 from tritondx.tools.npu.capture import AscendCapture, capture_ascend
 from tritondx.tools.npu.toolchain import find_python
@@ -25,7 +24,7 @@ CAPTURE_SET: tuple[tuple[str, str], ...] = tuple(
     [(stem, "ascend910b") for stem in (
         "k_contiguous", "k_gather", "k_gather_rows", "k_mask_loop", "k_loop_nomask", "k_branch_loop", "k_int64",
         "k_ub_big", "k_ub_nodouble", "k_big_grid", "k_many_waves", "k_gpu_settings", "k_dot_odd", "k_dot_ok",
-        "k_autotune", "k_launch_error")]
+        "k_autotune", "k_launch_error", "k_scatter")]
     + [("k_gather", "ascend950"), ("k_ub_nodouble", "ascend950"), ("k_contiguous", "ascend910_93")]
 )
 

@@ -1,7 +1,12 @@
 """Parser tests on inline TTIR / adapter IR (no triton-ascend needed)."""
 
 from tritondx.tools.npu.adapter_ir import (
-    LOC_DEF_RE, OP_RE, parse_adapter_ir, parse_ttir, tensor_types, memref_types,
+    LOC_DEF_RE,
+    OP_RE,
+    memref_types,
+    parse_adapter_ir,
+    parse_ttir,
+    tensor_types,
 )
 
 ADAPTER = '''#loc = loc("/work/t/k_gather.py":9:0)

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from tritondx.errors import BackendUnavailable, SandboxError
 from tritondx.tools.npu.adapter_ir import parse_adapter_ir, parse_ttir
 from tritondx.tools.npu.capture import capture_ascend

@@ -2,7 +2,6 @@
 does not (needs the ascend venv; the captures are shared per session)."""
 
 import pytest
-
 from tritondx.tools.evidence import Finding
 from tritondx.tools.npu.detectors import DETECTOR_IDS, DETECTORS, run_detectors
 
@@ -98,3 +97,11 @@ def test_finding_ids_are_unique_per_run(captures):
     for key, cap in captures.items():
         ids = [f.id for f in run_detectors(cap)]
         assert len(ids) == len(set(ids)), key
+
+
+def test_scatter_is_a_scalar_store_loop_not_a_branch(captures):
+    fs = _findings(captures, "k_scatter")
+    (f,) = [f for f in fs if f.detector == "ascend_discrete_scalar_loop"]
+    assert f.metric["access"] == "store" and "tl.store(out_ptr + idx" in f.source_text
+    # the per-element mask guard inside the scalar loop is not reported as a branch in a loop
+    assert not [f for f in fs if f.detector in ("ascend_branch_in_loop", "ascend_mask_in_loop")]

@@ -4,8 +4,12 @@ were captured from kernels/ with triton-ascend 3.2.0 for Ascend910B4 (paths rewr
 from pathlib import Path
 
 import pytest
-
-from tritondx.tools.npu.detectors import DETECTORS, analyze_kernel, catalog, get_detector
+from tritondx.tools.npu.detectors import (
+    DETECTORS,
+    analyze_kernel,
+    catalog,
+    get_detector,
+)
 
 DATA = Path(__file__).parent / "data"
 KERNELS = Path(__file__).parent / "kernels"

@@ -5,11 +5,14 @@ import types
 from pathlib import Path
 
 import pytest
-
 from tritondx.errors import BackendUnavailable
 from tritondx.tools.npu import runtime as rt
 from tritondx.tools.npu.runtime import (
-    NpuRuntime, find_op_summary, parse_op_summary, summarize_op_rows, timing_from_samples,
+    NpuRuntime,
+    find_op_summary,
+    parse_op_summary,
+    summarize_op_rows,
+    timing_from_samples,
 )
 
 SAMPLE = Path(__file__).parent / "data" / "op_summary_sample.csv"

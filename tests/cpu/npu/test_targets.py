@@ -1,7 +1,6 @@
 """Target names, arch mapping and the hardware table."""
 
 import pytest
-
 from tritondx.errors import BackendUnavailable
 from tritondx.tools.npu.targets import VALID_ARCHES, core_table, resolve_target
 

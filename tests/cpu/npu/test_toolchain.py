@@ -4,11 +4,16 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tritondx.errors import BackendUnavailable
 from tritondx.tools.npu import toolchain
 from tritondx.tools.npu.toolchain import (
-    DEFAULT_VENV, ENV_VAR, REQUIREMENTS, find_python, install_command, probe, venv_python,
+    DEFAULT_VENV,
+    ENV_VAR,
+    REQUIREMENTS,
+    find_python,
+    install_command,
+    probe,
+    venv_python,
 )
 
 
