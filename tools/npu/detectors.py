@@ -531,6 +531,16 @@ class GpuLaunchSettings(Detector):
             metric={k: v for k, v in found.items()} | {"default_num_warps": DEFAULT_NUM_WARPS})]
 
 
+def _mix_mode(ctx: KernelContext) -> str:
+    """The adapter's ``mix_mode`` ("aiv" = vector only, "aic"/"mix" = uses the cube); when the
+    adapter stage is missing, guess from the TTIR: a ``tt.dot`` means the cube is used."""
+    if ctx.adapter is not None and ctx.adapter.mix_mode:
+        return ctx.adapter.mix_mode
+    if ctx.ttir is not None and ctx.ttir.find("tt.dot"):
+        return "mix"
+    return "aiv"
+
+
 class TooFewPrograms(Detector):
     """Fewer programs than the physical cores the kernel runs on (vector cores for ``mix_mode="aiv"``
     kernels, AI cores otherwise): the remaining cores stay idle for the whole launch."""
@@ -541,8 +551,11 @@ class TooFewPrograms(Detector):
     suggests = ("grid_fold_to_cores",)
     summary = "fewer programs than cores"
 
+    def applies(self, ctx):
+        return ctx.adapter is not None or ctx.ttir is not None
+
     def detect(self, ctx):
-        mix = ctx.adapter.mix_mode or "aiv"
+        mix = _mix_mode(ctx)
         cores = ctx.target.cores_for(mix)
         n = ctx.num_programs
         if n >= cores:
@@ -568,8 +581,11 @@ class ManyWaves(Detector):
     summary = "grid much larger than the core count"
     min_waves = 4
 
+    def applies(self, ctx):
+        return ctx.adapter is not None or ctx.ttir is not None
+
     def detect(self, ctx):
-        mix = ctx.adapter.mix_mode or "aiv"
+        mix = _mix_mode(ctx)
         cores = ctx.target.cores_for(mix)
         n = ctx.num_programs
         waves = -(-n // cores)

@@ -146,3 +146,12 @@ def test_detectors_skip_missing_stages():
     assert analyze_kernel("k", "ascend910b") == []
     for det in DETECTORS:
         assert det.id and det.tier in ("ir", "compiler")
+
+
+def test_core_count_without_adapter_stage_guesses_from_ttir():
+    few = get_detector("ascend_too_few_programs")
+    (f,) = analyze_kernel("g", "ascend910b", ttir=ir("gather_kernel", "ttir"), grid=(8,), detectors=[few])
+    assert f.metric["cores"] == 40                         # no tt.dot: vector cores
+    dot = DOT_TTIR.replace("%M", "32").replace("%N", "32").replace("%K", "32")
+    (f,) = analyze_kernel("k", "ascend910b", ttir=dot, grid=(8,), detectors=[few])
+    assert f.metric["cores"] == 20 and f.metric["mix_mode"] == "mix"
