@@ -90,7 +90,10 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     state_in = {"task_path": str(Path(task_path).resolve()), "run_dir": str(run_dir.resolve()),
                 "config": cfg.model_dump()}
     t0 = time.time()
-    final = graph.invoke(state_in, config, durability="sync")
+    try:
+        final = graph.invoke(state_in, config, durability="sync")
+    finally:
+        saver.conn.close()
     wall = time.time() - t0
     return finish(run_dir, final, wall)
 

@@ -16,7 +16,10 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config
+import json
+
+from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config, run_dir
+from tritondx.tools.evidence import ArtifactRef
 from tritondx.state import DXState
 from tritondx.tools.verifier import bench_variants, verify_candidate
 
@@ -81,6 +84,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                                "reason": error[:600], "backend": backend.name} for c in passed]
             passed = []
         else:
+            ArtifactRef.write(run_dir(state) / "artifacts", f"bench_round{state.get('round', 0)}.json",
+                              json.dumps(result, indent=1), "bench")
             summary = _summarize_bench(result, [v["id"] for v in variants])
             base = summary["initial"]["median_ms"]
             prev_id = best.get("id", "initial")

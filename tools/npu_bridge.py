@@ -21,9 +21,10 @@ def analyze_ascend(tier: Tier, task_path: str, target: str, run_dir: Path, round
         cap = capture_ascend(task_path, target, out_dir)
     except TritonDXError as exc:
         return [], {}, str(exc)
-    found = [f for f in run_detectors(cap, source_path=task_path) if f.tier == tier]
+    found = [f for f in run_detectors(cap, source=Path(task_path).read_text()) if f.tier == tier]
     artifacts = {}
-    for k in getattr(cap, "kernels", []) or []:
-        for stage, ref in (getattr(k, "stages", {}) or {}).items():
+    for k in cap.kernels:
+        for stage, ref in k.artifacts.items():
             artifacts[f"{tier}_round{round_}/{Path(ref.path).name}"] = ref.model_dump()
-    return found, artifacts, ""
+    note = "" if found else f"{target}: pipeline stopped at {cap.stage_reached} ({cap.stop_reason})"
+    return found, artifacts, note

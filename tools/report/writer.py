@@ -37,7 +37,8 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "findings": state.get("findings", []), "candidates": candidates, "decisions": state.get("decisions", []),
         "insufficient": sorted(set(state.get("insufficient", []))),
         "wall_seconds": wall, "gpu_seconds": state.get("gpu_seconds", 0.0),
-        "checkpoint_db_bytes": db.stat().st_size if db.exists() else None,
+        "checkpoint_db_bytes": sum(p.stat().st_size for p in run_dir.glob("checkpoints.sqlite*")) if db.exists()
+        else None,
         "artifacts": state.get("artifacts", {}), "llm_usage": state.get("llm_usage"),
     }
 

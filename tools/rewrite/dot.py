@@ -96,12 +96,14 @@ def tl_dot(ctx: RewriteContext) -> list[Proposal]:
     source, n = to_dot(ctx.spec.source, precision)
     if n == 0:
         return []
-    proposals = [Proposal("tl_dot", source, {"products": n, "precision": precision or "native", "tiles": "kept"},
+    kernels = {k.name: k.constexpr_params for k in ctx.spec.kernels}
+    current = current_launch_values(source, set(kernels), kernels)
+    # tl.dot needs every tile dimension >= 16: keep the tiles only when they already are
+    tiles_ok = all(v >= 16 for vals in current.values() for p, v in vals.items() if "BLOCK" in p.upper())
+    proposals = [] if not tiles_ok else [Proposal("tl_dot", source, {"products": n, "precision": precision or "native", "tiles": "kept"},
                           f"{n} multiply-and-sum product(s) -> tl.dot (precision {precision or 'native 16-bit'})",
                           [f.id for f in motivating],
                           "products move from CUDA-core FMA / upcast tf32 to 16-bit tensor cores")]
-    kernels = {k.name: k.constexpr_params for k in ctx.spec.kernels}
-    current = current_launch_values(source, set(kernels), kernels)
     for bm, bn, bk, w, s in MATMUL_SPACE[:2]:
         values = {}
         for kname, vals in current.items():
