@@ -85,6 +85,34 @@ def diagnose(
     _print_summary(report, report.get("run_dir", out or ""))
 
 
+@app.command()
+def batch(
+    folder: str = typer.Argument(..., help="folder of task files"),
+    backend: str = typer.Option("auto", help="auto, interpreter, cuda or npu"),
+    out: Optional[str] = typer.Option(None, help="batch folder (default runs/batch-<folder>)"),
+    workers: int = typer.Option(1, help="tasks at once (timing still gets the GPU alone)"),
+    max_rounds: Optional[int] = typer.Option(None, help="rewrite rounds per task"),
+    only: Optional[str] = typer.Option(None, help="comma-separated task names"),
+    all_tiers: bool = typer.Option(False, help="gather every tier before the first rewrite (ablation)"),
+    deadline: Optional[float] = typer.Option(None, help="start no new task after this many seconds"),
+) -> None:
+    """Optimize every task in a folder, headless and resumable; write results.json and summary.md."""
+    from pathlib import Path
+
+    from tritondx.batch import run_batch
+    extra = []
+    if max_rounds:
+        extra += ["--max-rounds", str(max_rounds)]
+    if all_tiers:
+        extra += ["--all-tiers"]
+    out_dir = out or f"runs/batch-{Path(folder).name}"
+    agg = run_batch(folder, out_dir, backend=backend, workers=workers, extra_args=extra,
+                    only=only.split(",") if only else None, deadline_s=deadline)
+    typer.echo(f"batch folder: {out_dir}")
+    for k, v in agg.items():
+        typer.echo(f"  {k}: {v}")
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)

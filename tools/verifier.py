@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from pydantic import BaseModel
 
 from tritondx.errors import TaskFormatError
 from tritondx.tools.backends.base import Backend
+from tritondx.tools.gpulock import gpu_exclusive, gpu_shared
 from tritondx.tools.sandbox import JobResult, run_job
 
 CEILINGS_FILE = Path(os.environ.get("TRITONDX_CACHE", Path.home() / ".cache" / "tritondx")) / "ceilings.json"
@@ -46,13 +48,33 @@ def probe_task(task_path: str, backend: Backend, timeout: float = 300) -> dict[s
 
 
 # Static integrity rules: source constructs a launcher may not use to produce or time its output.
+# A needle that the original task's source also holds is allowed (the rule is about what changed).
+# These are a cheap first line; the dynamic checks in verify_impl / guard catch the same classes
+# when the source hides them (getattr, aliases, string building).
 STATIC_RULES = {
     "timing_tampering": ("do_bench =", "perf_counter =", "Event.elapsed_time =", "Event.record =",
-                         "synchronize =", "time.time ="),
-    "side_stream": ("torch.cuda.Stream(", "torch.cuda.stream(", "Stream("),
+                         "synchronize =", "time.time =", "elapsed_time =", "perf_counter_ns =", "monotonic ="),
+    "side_stream": ("torch.cuda.Stream(", "torch.cuda.stream(", "Stream(", "set_stream", "ExternalStream",
+                    "get_current_stream"),
     "l2_persistence": ("accessPolicyWindow", "persisting_l2", "cudaLimitPersistingL2CacheSize",
                        "set_per_process_memory_fraction"),
+    # Reaching into the verifier's own machinery (it runs in the candidate's process), rewriting a
+    # function's code object, running Python inside a Triton launch, or allocating memory that
+    # bypasses the dispatcher (and so the poisoning of fresh allocations).
+    "verifier_tampering": ("tritondx.", "import tritondx", "_python_dispatch", "TorchDispatchMode", "_set_dispatch_mode",
+                           "_pop_mode", "sys.modules", "gc.get_objects", "gc.get_referrers", "__code__",
+                           "add_pre_run_hook", "launch_enter_hook", "launch_exit_hook", "in_triton",
+                           "UntypedStorage"),
+    # Computing on the host outside torch's dispatcher (invisible to the op recorder).
+    "host_compute": (".numpy(", "from_numpy", ".tolist(", "import numpy", "cupy", "numba", "__array__",
+                     "dlpack"),
 }
+
+# Address-space limit (RLIMIT_AS) of a verification job when the caller gives none, per backend.
+# The interpreter runs small CHECK_SHAPES on the host: a worker needs about 1 GiB of address space,
+# so 8 GiB leaves room for honest candidates and stops a runaway allocation long before the host
+# runs out. CUDA jobs get no limit: the CUDA driver reserves far more address space than it uses.
+DEFAULT_MEMORY_BYTES = {"interpreter": 8 << 30}
 
 
 def static_integrity(candidate_source: str, original_source: str) -> tuple[str, str] | None:
@@ -81,7 +103,9 @@ def static_integrity(candidate_source: str, original_source: str) -> tuple[str, 
 
 def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, backend: Backend,
                      include_bench: bool = False, allowed_ops: list[str] | None = None, timeout: float = 600,
-                     seed: int = 0) -> Verification:
+                     seed: int = 0, memory_bytes: int | None = None) -> Verification:
+    """Static checks, then the sandboxed ``verify`` job. ``memory_bytes``: the job's address-space
+    limit; None takes the backend's default (``DEFAULT_MEMORY_BYTES``)."""
     cand_src = Path(candidate_path).read_text()
     orig_src = Path(task_path).read_text()
     bad = static_integrity(cand_src, orig_src) if candidate_path != task_path else None
@@ -91,7 +115,10 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
     job = {"kind": "verify", "task": str(Path(task_path).resolve()), "candidate": str(Path(candidate_path).resolve()),
            "device": backend.torch_device, "include_bench": include_bench, "allowed_ops": allowed_ops or [],
            "seed": seed}
-    r = run_job(job, timeout=timeout, env=backend.job_env())
+    if memory_bytes is None:
+        memory_bytes = DEFAULT_MEMORY_BYTES.get(backend.name)
+    with gpu_shared() if backend.can_time else contextlib.nullcontext():
+        r = run_job(job, timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes)
     if r.ok and r.result and r.result.get("passed"):
         return Verification(candidate_id=candidate_id, passed=True, backend=backend.name,
                             checks=len(r.result.get("checks", [])), seconds=r.seconds,
@@ -109,7 +136,8 @@ def bench_variants(task_path: str, variants: list[dict[str, str]], backend: Back
     job = {"kind": "bench", "task": str(Path(task_path).resolve()),
            "variants": [{"id": v["id"], "path": str(Path(v["path"]).resolve())} for v in variants],
            "rounds": rounds, "baselines": baselines, "ceilings_file": str(CEILINGS_FILE)}
-    r = run_job(job, timeout=timeout, env=backend.job_env())
+    with gpu_exclusive():
+        r = run_job(job, timeout=timeout, env=backend.job_env())
     if r.ok and r.result and "shapes" in r.result:
         return r.result, "", r.seconds
     klass, reason = _job_error(r)
