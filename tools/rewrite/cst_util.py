@@ -159,3 +159,361 @@ def current_launch_values(source: str, kernel_names: set[str], constexprs: dict[
 
 def has_matcher(node: cst.CSTNode, matcher) -> bool:
     return bool(m.findall(node, matcher))
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels, launch sites and expression surgery shared by the structural rewrites
+# ---------------------------------------------------------------------------------------------
+
+def expr(code: str) -> cst.BaseExpression:
+    return cst.parse_expression(code)
+
+
+def stmt(code: str) -> cst.BaseStatement:
+    return cst.parse_statement(code)
+
+
+def stmts(code: str) -> list[cst.BaseStatement]:
+    return list(cst.parse_module(code).body)
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def is_atom(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.Attribute, cst.Call,
+                             cst.Subscript)) or bool(getattr(node, "lpar", None))
+
+
+def paren(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``node`` wrapped in parentheses unless it binds tighter than any operator already."""
+    if is_atom(node):
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def is_jit(fn: cst.FunctionDef) -> bool:
+    for d in fn.decorators:
+        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        if dotted(target).endswith("jit"):
+            return True
+    return False
+
+
+def jit_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    return {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and is_jit(s)}
+
+
+def param_names(fn: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in fn.params.params]
+
+
+def constexpr_names(fn: cst.FunctionDef) -> list[str]:
+    out = []
+    for p in fn.params.params:
+        if p.annotation is not None and "constexpr" in code_of(p.annotation.annotation):
+            out.append(p.name.value)
+    return out
+
+
+class NameSubst(cst.CSTTransformer):
+    """Replace names by expressions (parenthesized where needed) in expression positions.
+
+    Keyword names of calls, attribute names and parameter names are never touched; assignment
+    targets are renamed only when the replacement is itself a Name and ``targets`` is true.
+    """
+
+    def __init__(self, mapping: dict[str, cst.BaseExpression], targets: bool = False):
+        self.mapping = mapping
+        self.targets = targets
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        rep = self.mapping.get(original.value)
+        if rep is None:
+            return updated
+        return paren(rep) if not isinstance(rep, cst.Name) else rep
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Param(self, original: cst.Param, updated: cst.Param) -> cst.Param:
+        return updated.with_changes(name=original.name)
+
+    def leave_AssignTarget(self, original: cst.AssignTarget, updated: cst.AssignTarget) -> cst.AssignTarget:
+        if self.targets:
+            return updated
+        return updated.with_changes(target=original.target)
+
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.AugAssign:
+        if self.targets:
+            return updated
+        return updated.with_changes(target=original.target)
+
+    def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
+        if self.targets:
+            return updated
+        return updated.with_changes(target=original.target)
+
+
+def subst(node, mapping: dict[str, cst.BaseExpression], targets: bool = False):
+    if not mapping:
+        return node
+    return node.visit(NameSubst(mapping, targets))
+
+
+def rename(node, mapping: dict[str, str]):
+    """Rename names everywhere (targets included): for moving a body into another function."""
+    return subst(node, {k: cst.Name(v) for k, v in mapping.items()}, targets=True)
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """Names read or written in a node (keywords and attribute names excluded)."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+    node.visit(V())
+    return found
+
+
+def assigned_names(node: cst.CSTNode) -> set[str]:
+    """Names bound by assignments, aug-assignments and for targets inside ``node``."""
+    found: set[str] = set()
+
+    def targets_of(t: cst.BaseExpression) -> None:
+        if isinstance(t, cst.Name):
+            found.add(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for e in t.elements:
+                targets_of(e.value)
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            targets_of(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            targets_of(n.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            targets_of(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            targets_of(n.target)
+
+    node.visit(V())
+    return found
+
+
+def calls_named(node: cst.CSTNode, name: str) -> list[cst.Call]:
+    out: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            if dotted(n.func) == name:
+                out.append(n)
+
+    node.visit(V())
+    return out
+
+
+def kwarg(call: cst.Call, name: str, pos: int | None = None) -> cst.BaseExpression | None:
+    for i, a in enumerate(call.args):
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    if pos is not None:
+        positional = [a for a in call.args if a.keyword is None]
+        if pos < len(positional):
+            return positional[pos].value
+    return None
+
+
+def make_arg(value: cst.BaseExpression, keyword: str | None = None) -> cst.Arg:
+    if keyword is None:
+        return cst.Arg(value=value)
+    return cst.Arg(keyword=cst.Name(keyword), value=value,
+                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+
+
+def with_args(call: cst.Call, args: list[cst.Arg]) -> cst.Call:
+    """``call`` with ``args`` and clean commas between them."""
+    fixed = []
+    for i, a in enumerate(args):
+        last = i == len(args) - 1
+        if last:
+            a = a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        elif a.comma is cst.MaybeSentinel.DEFAULT:
+            a = a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        fixed.append(a)
+    return call.with_changes(args=fixed)
+
+
+def int_value(node: cst.BaseExpression | None) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    return None
+
+
+@dataclass
+class LaunchSite:
+    """One ``kernel[grid](...)`` call in launch(), with its arguments bound to the kernel's parameters."""
+
+    kernel: str
+    call: cst.Call
+    grid: cst.BaseExpression
+    bound: dict[str, cst.BaseExpression]     # kernel parameter -> argument expression
+    options: dict[str, cst.BaseExpression]   # num_warps, num_stages, ... -> expression
+    top_level: bool                          # the call is a statement directly in launch's body
+    index: int                               # statement index in launch's body (of the enclosing stmt)
+
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+
+
+def launch_sites(module: cst.Module) -> list[LaunchSite]:
+    """Kernel launches in launch(), in source order."""
+    kernels = jit_functions(module)
+    launch = function(module, "launch")
+    if launch is None:
+        return []
+    out: list[LaunchSite] = []
+    for i, st in enumerate(launch.body.body):
+        found: list[cst.Call] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                if isinstance(n.func, cst.Subscript) and dotted(n.func.value) in kernels:
+                    found.append(n)
+
+        st.visit(V())
+        for call in found:
+            name = dotted(call.func.value)
+            params = param_names(kernels[name])
+            bound: dict[str, cst.BaseExpression] = {}
+            options: dict[str, cst.BaseExpression] = {}
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            for p, a in zip(params, positional):
+                bound[p] = a.value
+            for a in call.args:
+                if a.keyword is not None:
+                    (options if a.keyword.value in LAUNCH_OPTIONS else bound)[a.keyword.value] = a.value
+            sl = call.func.slice
+            grid = sl[0].slice.value if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) else None
+            top = isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and \
+                isinstance(st.body[0], cst.Expr) and st.body[0].value is call
+            out.append(LaunchSite(name, call, grid, bound, options, top, i))
+    return out
+
+
+def local_assignment(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """Values assigned to ``name`` anywhere in ``fn`` (simple ``name = value`` and tuple unpacking)."""
+    vals: list[cst.BaseExpression] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                if isinstance(t.target, cst.Name) and t.target.value == name:
+                    vals.append(n.value)
+                elif isinstance(t.target, cst.Tuple) and isinstance(n.value, cst.Tuple):
+                    for te, ve in zip(t.target.elements, n.value.elements):
+                        if isinstance(te.value, cst.Name) and te.value.value == name:
+                            vals.append(ve.value)
+                elif isinstance(t.target, cst.Tuple) and any(
+                        isinstance(te.value, cst.Name) and te.value.value == name for te in t.target.elements):
+                    vals.append(n.value)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if isinstance(n.target, cst.Name) and n.target.value == name:
+                vals.append(n.value)
+
+        def visit_For(self, n: cst.For) -> None:
+            if isinstance(n.target, cst.Name) and n.target.value == name:
+                vals.append(n.iter)
+
+    fn.visit(V())
+    return vals
+
+
+def replace_functions(module: cst.Module, new: dict[str, cst.FunctionDef | list[cst.BaseStatement] | None]
+                      ) -> cst.Module:
+    """Replace (or drop, with None) module-level functions by name; a list inserts several statements."""
+    body: list[cst.BaseStatement] = []
+    for s in module.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value in new:
+            rep = new[s.name.value]
+            if rep is None:
+                continue
+            body.extend(rep if isinstance(rep, list) else [rep])
+        else:
+            body.append(s)
+    return module.with_changes(body=body)
+
+
+def insert_before_function(module: cst.Module, name: str, statements: list[cst.BaseStatement]) -> cst.Module:
+    body: list[cst.BaseStatement] = []
+    for s in module.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value == name:
+            body.extend(statements)
+        body.append(s)
+    return module.with_changes(body=body)
+
+
+def add_params(fn: cst.FunctionDef, names: list[str], constexpr: bool = False) -> cst.FunctionDef:
+    """Append parameters to a kernel signature (``NAME: tl.constexpr`` when constexpr)."""
+    params = list(fn.params.params)
+    for n in names:
+        ann = cst.Annotation(annotation=expr("tl.constexpr")) if constexpr else None
+        params.append(cst.Param(name=cst.Name(n), annotation=ann))
+    fixed = []
+    for i, p in enumerate(params):
+        if i < len(params) - 1:
+            p = p.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        else:
+            p = p.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        fixed.append(p)
+    return fn.with_changes(params=fn.params.with_changes(params=fixed))
+
+
+def add_call_kwargs(call: cst.Call, values: dict[str, cst.BaseExpression]) -> cst.Call:
+    args = list(call.args)
+    present = {a.keyword.value for a in args if a.keyword}
+    for k, v in values.items():
+        if k in present:
+            args = [a.with_changes(value=v) if a.keyword and a.keyword.value == k else a for a in args]
+        else:
+            args.append(make_arg(v, k))
+    return with_args(call, args)
+
+
+def remove_call_kwargs(call: cst.Call, names: set[str]) -> cst.Call:
+    return with_args(call, [a for a in call.args if not (a.keyword and a.keyword.value in names)])
+
+
+class ReplaceNode(cst.CSTTransformer):
+    """Replace specific nodes (by identity) with new ones."""
+
+    def __init__(self, mapping: dict[int, cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel]):
+        self.mapping = mapping
+
+    def on_leave(self, original, updated):
+        rep = self.mapping.get(id(original))
+        if rep is not None:
+            return rep
+        return updated
+
+
+def replace_nodes(node, mapping: dict[int, object]):
+    return node.visit(ReplaceNode(mapping))

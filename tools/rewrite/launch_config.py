@@ -1,9 +1,23 @@
-"""Launch-configuration search: block sizes, num_warps, num_stages, bounded by the evidence."""
+"""Launch-configuration search: block sizes, num_warps, num_stages, bounded by the evidence.
+
+Which block constexprs may change is decided per launch site: a block passed as a literal
+(``BLOCK=1024``) is first hoisted into a launcher local, and the grid's ``triton.cdiv(n, 1024)``
+made to use that local, so that block and grid always move together; a block that the grid uses
+in any other way, or that is computed (``triton.next_power_of_2(N)``), is left alone. A block that
+is neither a flat ``pid * BLOCK`` tile, a loop step nor a matmul tile is only ever enlarged (the
+kernel may rely on it covering a whole row).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import libcst as cst
+
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import current_launch_values, set_launch_values
+from tritondx.tools.rewrite.cst_util import (LaunchSite, SetLaunchValues, calls_named, constexpr_names, dotted,
+                                             function, int_value, jit_functions, launch_sites, local_assignment,
+                                             names_in, parse, replace_nodes, set_launch_values, stmt)
 
 # Elementwise / row-loop kernels: elements per program and warps.
 FLAT_SPACE = [(1024, 4), (2048, 4), (4096, 8), (2048, 8), (8192, 8), (512, 4)]
@@ -12,6 +26,7 @@ MATMUL_SPACE = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 64, 4, 4)
                 (128, 64, 64, 4, 4), (64, 64, 64, 4, 3)]
 MATMUL_NAMES = {"M": ("BLOCK_M", "BLOCK_SIZE_M", "BM"), "N": ("BLOCK_N", "BLOCK_SIZE_N", "BN"),
                 "K": ("BLOCK_K", "BLOCK_SIZE_K", "BK")}
+DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}   # Triton's defaults on NVIDIA
 
 
 def _matmul_params(params: list[str]) -> dict[str, str] | None:
@@ -24,42 +39,240 @@ def _matmul_params(params: list[str]) -> dict[str, str] | None:
     return found
 
 
+def block_role(kernel: cst.FunctionDef, param: str) -> str:
+    """How a kernel uses a block constexpr: 'flat' (pid * B + arange), 'loop' (a range step), 'other'."""
+    for call in calls_named(kernel, "range") + calls_named(kernel, "tl.range"):
+        if len(call.args) >= 3 and param in names_in(call.args[2].value):
+            return "loop"
+    pids: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if calls_named(n.value, "tl.program_id") and isinstance(n.targets[0].target, cst.Name):
+                pids.add(n.targets[0].target.value)
+
+    kernel.visit(V())
+    flat = [False]
+
+    class W(cst.CSTVisitor):
+        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+            if isinstance(n.operator, cst.Multiply):
+                sides = names_in(n.left) | names_in(n.right)
+                if param in sides and (sides & pids or calls_named(n, "tl.program_id")):
+                    flat[0] = True
+
+    kernel.visit(W())
+    return "flat" if flat[0] else "other"
+
+
+@dataclass
+class Tunable:
+    kernel: str
+    param: str
+    value: int
+    role: str
+
+
+def _grid_expr(launch: cst.FunctionDef, site: LaunchSite, sites: list[LaunchSite]) -> tuple[cst.BaseExpression, bool]:
+    """The grid expression of a site (through a local ``grid = ...``) and whether it is shared."""
+    if isinstance(site.grid, cst.Name):
+        vals = local_assignment(launch, site.grid.value)
+        if len(vals) == 1:
+            shared = sum(1 for s in sites if isinstance(s.grid, cst.Name) and s.grid.value == site.grid.value) > 1
+            return vals[0], shared
+    return site.grid, False
+
+
+def _literal_hits(node: cst.CSTNode, value: int) -> tuple[list[cst.Integer], bool]:
+    """Integer nodes equal to ``value`` that are a cdiv divisor, and whether any other occurrence exists."""
+    good: list[cst.Integer] = []
+    bad = [False]
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> bool:
+            if dotted(n.func) in ("triton.cdiv", "cdiv") and len(n.args) == 2 and int_value(n.args[1].value) == value:
+                good.append(n.args[1].value)
+                n.args[0].value.visit(self)
+                return False
+            return True
+
+        def visit_Integer(self, n: cst.Integer) -> None:
+            if int_value(n) == value:
+                bad[0] = True
+
+    node.visit(V())
+    return good, bad[0]
+
+
+def prepare(source: str) -> tuple[str, list[Tunable]]:
+    """Hoist literal block constexprs into launcher locals tied to the grid; list what may be tuned."""
+    module = parse(source)
+    kernels = jit_functions(module)
+    launch = function(module, "launch")
+    if launch is None:
+        return source, []
+    sites = launch_sites(module)
+    launch_names = names_in(launch)
+    replacements: dict[int, cst.CSTNode] = {}
+    inserts: dict[int, list[cst.BaseStatement]] = {}
+    tunables: list[Tunable] = []
+    used_names = set(launch_names)
+    for site in sites:
+        kfn = kernels[site.kernel]
+        for p in constexpr_names(kfn):
+            if "BLOCK" not in p.upper() or p not in site.bound:
+                continue
+            arg = site.bound[p]
+            grid, shared = _grid_expr(launch, site, sites)
+            if grid is None:
+                continue
+            if isinstance(arg, cst.Integer):
+                v = int_value(arg)
+                good, bad = _literal_hits(grid, v)
+                if bad or (good and shared):
+                    continue
+                name = p if p not in used_names else next(f"{p}_{i}" for i in range(2, 99) if f"{p}_{i}" not in used_names)
+                used_names.add(name)
+                replacements[id(arg)] = cst.Name(name)
+                for g in good:
+                    replacements[id(g)] = cst.Name(name)
+                inserts.setdefault(site.index, []).append(stmt(f"{name} = {v}"))
+                tunables.append(Tunable(site.kernel, p, v, block_role(kfn, p)))
+            elif isinstance(arg, cst.Name):
+                vals = local_assignment(launch, arg.value)
+                if len(vals) != 1 or int_value(vals[0]) is None:
+                    continue
+                v = int_value(vals[0])
+                good, bad = _literal_hits(grid, v)
+                if bad:
+                    continue
+                for g in good:
+                    replacements[id(g)] = cst.Name(arg.value)
+                tunables.append(Tunable(site.kernel, p, v, block_role(kfn, p)))
+    if not replacements and not inserts:
+        return source, tunables
+    new_launch = replace_nodes(launch, replacements)
+    body = []
+    for i, st in enumerate(new_launch.body.body):
+        body.extend(inserts.get(i, []))
+        body.append(st)
+    new_launch = new_launch.with_changes(body=new_launch.body.with_changes(body=body))
+    module = module.with_changes(body=[new_launch if s is launch else s for s in module.body])
+    return module.code, tunables
+
+
+def current_options(source: str) -> dict[str, dict[str, int]]:
+    """num_warps / num_stages per kernel as launched (literal or local int), defaults filled in."""
+    module = parse(source)
+    launch = function(module, "launch")
+    out: dict[str, dict[str, int]] = {}
+    for site in launch_sites(module):
+        vals = dict(DEFAULT_OPTIONS)
+        for opt in SetLaunchValues.OPTIONS:
+            e = site.options.get(opt)
+            if isinstance(e, cst.Integer):
+                vals[opt] = int_value(e)
+            elif isinstance(e, cst.Name):
+                assigned = local_assignment(launch, e.value)
+                if len(assigned) == 1 and int_value(assigned[0]) is not None:
+                    vals[opt] = int_value(assigned[0])
+                else:
+                    vals[opt] = -1   # computed: leave it
+            elif e is not None:
+                vals[opt] = -1
+        out[site.kernel] = vals
+    return out
+
+
+def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[str, dict[str, dict[str, int]]]]:
+    """(description, {kernel: {param: value}}) candidates on the prepared source, current config excluded."""
+    source = source if source is not None else ctx.spec.source
+    prepared, tunables = prepare(source)
+    if not tunables:
+        return []
+    options = current_options(prepared)
+    by_kernel: dict[str, dict[str, Tunable]] = {}
+    for t in tunables:
+        by_kernel.setdefault(t.kernel, {})[t.param] = t
+    motivating = ctx.motivating("launch_config")
+    spills = any(f.detector == "register_spills" for f in motivating)
+    small_grid = any(f.detector in ("grid_too_small",) for f in motivating)
+    space_mm = MATMUL_SPACE[3:] + MATMUL_SPACE[:3] if (spills or small_grid) else MATMUL_SPACE
+    space_flat = sorted(FLAT_SPACE, key=lambda c: c[0]) if (spills or small_grid) else FLAT_SPACE
+    out = []
+    for i in range(max(len(space_mm), len(space_flat))):
+        values: dict[str, dict[str, int]] = {}
+        for kname, params in by_kernel.items():
+            mm = _matmul_params(list(params))
+            opts = options.get(kname, dict(DEFAULT_OPTIONS))
+            if mm and i < len(space_mm):
+                bm, bn, bk, w, s = space_mm[i]
+                v = {mm["M"]: bm, mm["N"]: bn, mm["K"]: bk}
+                if opts.get("num_warps", 4) >= 0:
+                    v["num_warps"] = w
+                if opts.get("num_stages", 3) >= 0:
+                    v["num_stages"] = s
+                values[kname] = v
+            elif not mm and i < len(space_flat):
+                blocks = list(params)
+                if len(blocks) != 1:
+                    continue
+                t = params[blocks[0]]
+                b, w = space_flat[i]
+                if t.role == "other" and b < t.value:
+                    continue
+                v = {t.param: b}
+                if opts.get("num_warps", 4) >= 0:
+                    v["num_warps"] = w
+                values[kname] = v
+        changed = {}
+        for k, v in values.items():
+            cur = {**options.get(k, DEFAULT_OPTIONS), **{p: t.value for p, t in by_kernel[k].items()}}
+            if any(cur.get(p) != x for p, x in v.items()):
+                changed[k] = v
+        if not changed:
+            continue
+        # kernels sharing a launcher local must agree on its value
+        if not _consistent(prepared, changed):
+            continue
+        desc = "; ".join(f"{k}: " + ", ".join(f"{p}={x}" for p, x in v.items()) for k, v in changed.items())
+        out.append((desc, changed))
+    return out
+
+
+def _consistent(source: str, values: dict[str, dict[str, int]]) -> bool:
+    module = parse(source)
+    seen: dict[str, int] = {}
+    for site in launch_sites(module):
+        for p, v in values.get(site.kernel, {}).items():
+            e = site.bound.get(p) if p not in SetLaunchValues.OPTIONS else site.options.get(p)
+            if isinstance(e, cst.Name):
+                if seen.setdefault(e.value, v) != v:
+                    return False
+    return True
+
+
+def apply_config(source: str, values: dict[str, dict[str, int]]) -> str:
+    prepared, _ = prepare(source)
+    return set_launch_values(prepared, values)
+
+
 @rewrite("launch_config", "search block sizes, num_warps and num_stages within the evidence's bounds", priority=50)
 def launch_config(ctx: RewriteContext) -> list[Proposal]:
     motivating = ctx.motivating("launch_config")
     if not motivating:
         return []
-    kernels = {k.name: k.constexpr_params for k in ctx.spec.kernels}
-    current = current_launch_values(ctx.spec.source, set(kernels), kernels)
-    spills = any(f.detector == "register_spills" for f in motivating)
-    small_grid = any(f.detector == "grid_too_small" for f in motivating)
     proposals: list[Proposal] = []
-    space_mm = MATMUL_SPACE[3:] + MATMUL_SPACE[:3] if (spills or small_grid) else MATMUL_SPACE
-    space_flat = sorted(FLAT_SPACE, key=lambda c: c[0]) if (spills or small_grid) else FLAT_SPACE
-    n_configs = max(len(space_mm), len(space_flat))
-    for i in range(n_configs):
-        values: dict[str, dict[str, int]] = {}
-        for kname, vals in current.items():
-            mm = _matmul_params(list(vals))
-            if mm and i < len(space_mm):
-                bm, bn, bk, w, s = space_mm[i]
-                values[kname] = {mm["M"]: bm, mm["N"]: bn, mm["K"]: bk, "num_warps": w, "num_stages": s}
-            elif not mm and i < len(space_flat):
-                blocks = [p for p in vals if "BLOCK" in p.upper() and p not in ("num_warps", "num_stages")]
-                if len(blocks) != 1:
-                    continue
-                b, w = space_flat[i]
-                values[kname] = {blocks[0]: b, "num_warps": w}
-        values = {k: v for k, v in values.items() if any(current[k].get(p) != x for p, x in v.items())}
-        if not values:
-            continue
-        source = set_launch_values(ctx.spec.source, values)
+    for desc, values in config_space(ctx):
+        source = apply_config(ctx.spec.source, values)
         if source == ctx.spec.source:
             continue
-        desc = "; ".join(f"{k}: " + ", ".join(f"{p}={x}" for p, x in v.items()) for k, v in values.items())
+        mm = any(_matmul_params(list(v)) for v in values.values())
         proposals.append(Proposal(
             family="launch_config", source=source, params=values, description=desc,
             motivated_by=[f.id for f in motivating],
-            prediction="more work per program and enough warps to keep loads in flight; "
-                       "for memory-bound kernels toward the copy bandwidth"))
+            prediction=("larger tiles with more warps/stages: more reuse per loaded byte and Hopper wgmma "
+                        "(M >= 64 per warpgroup)" if mm else
+                        "more elements per program and enough warps to keep loads in flight; for memory-bound "
+                        "kernels toward the copy bandwidth (little where the kernel is already there)")))
     return proposals

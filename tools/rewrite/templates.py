@@ -8,6 +8,7 @@ launcher are replaced through libcst; the reference, input maker, shapes and tol
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 import libcst as cst
 
@@ -107,10 +108,19 @@ def apply_template(source: str, kernel_names: set[str], code: str) -> str:
     return cst.parse_module(source).visit(ReplaceKernelsAndLaunch(kernel_names, code)).code
 
 
-@rewrite("fuse_passes", "multi-pass reductions fused into one pass from a template (online softmax ...)", priority=5)
-def fuse_passes(ctx: RewriteContext) -> list[Proposal]:
-    motivating = ctx.motivating("fuse_passes")
-    if not motivating or not _softmax_applies(ctx):
+TemplateFn = Callable[[RewriteContext, list[str]], list[Proposal]]
+#: template matchers, tried in registration order; each returns proposals (or none) for fuse_passes
+TEMPLATES: list[TemplateFn] = []
+
+
+def template(fn: TemplateFn) -> TemplateFn:
+    TEMPLATES.append(fn)
+    return fn
+
+
+@template
+def softmax_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Proposal]:
+    if not _softmax_applies(ctx):
         return []
     names = {k.name for k in ctx.spec.kernels}
     proposals = []
@@ -121,6 +131,19 @@ def fuse_passes(ctx: RewriteContext) -> list[Proposal]:
             "fuse_passes", apply_template(ctx.spec.source, names, code),
             {"template": "softmax", "max_row_block": max_row, "num_warps": warps},
             f"softmax template: one program per row held in registers up to N={max_row} (one read, one write), "
-            "online two-pass above", [f.id for f in motivating],
+            "online two-pass above", motivated_by,
             "HBM traffic from 4 passes (3 reads + 1 write) to 2 and one launch instead of several"))
     return proposals
+
+
+@rewrite("fuse_passes", "multi-pass reductions fused into one pass from a template matched on the reference "
+                        "(softmax, LayerNorm, RMSNorm, residual-add norms, attention ...)", priority=5)
+def fuse_passes(ctx: RewriteContext) -> list[Proposal]:
+    motivating = ctx.motivating("fuse_passes")
+    if not motivating:
+        return []
+    ids = [f.id for f in motivating]
+    out: list[Proposal] = []
+    for t in TEMPLATES:
+        out.extend(t(ctx, ids))
+    return out

@@ -1,0 +1,105 @@
+"""Helpers for the rewrite-catalog tests: contexts built from real tasks, verification under the interpreter."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tritondx.tools.backends.base import get_backend
+from tritondx.tools.evidence import Finding
+from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
+from tritondx.tools.rewrite import expert  # noqa: F401  (registers every family)
+from tritondx.tools.task import load_task, parse_task_source
+from tritondx.tools.triage import triage
+from tritondx.tools.verifier import verify_candidate
+
+REPO = Path(__file__).resolve().parents[3]
+SUITE = REPO / "bench" / "suite"
+EXAMPLES = REPO / "examples"
+KERNELS = Path(__file__).resolve().parent / "kernels"
+
+
+def task_path(name: str) -> Path:
+    for folder in (SUITE, EXAMPLES, KERNELS):
+        p = folder / (name if name.endswith(".py") else name + ".py")
+        if p.exists():
+            return p
+    raise FileNotFoundError(name)
+
+
+def _dtypes_and_tolerances(source: str) -> tuple[list[str], dict[str, tuple[float, float]]]:
+    tree = ast.parse(source)
+    dtypes: list[str] = []
+    tols: dict[str, tuple[float, float]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id == "DTYPES":
+                dtypes = [ast.unparse(e).replace("torch.", "") for e in node.value.elts]
+            if node.targets[0].id == "TOLERANCE" and isinstance(node.value, ast.Dict):
+                for k, v in zip(node.value.keys, node.value.values):
+                    d = ast.literal_eval(v)
+                    tols[ast.unparse(k).replace("torch.", "").strip("'\"")] = (d["atol"], d["rtol"])
+    return dtypes, tols
+
+
+def make_context(name: str, suggests: list[str] | None = None, detector: str = "synthetic") -> RewriteContext:
+    """The context the rewriter would build: triage findings, plus one finding suggesting ``suggests``."""
+    spec = load_task(task_path(name))
+    kclass, findings = triage(spec)
+    if suggests:
+        findings.append(Finding(id=f"{detector}:-:-", detector=detector, tier="ir", stage="ttgir",
+                                message="test evidence", suggests=list(suggests)))
+    dtypes, tols = _dtypes_and_tolerances(spec.source)
+    return RewriteContext(spec=spec, original=spec, kernel_class=kclass, findings=findings, dtypes=dtypes,
+                          tolerances=tols)
+
+
+def proposals(name: str, family: str, **kw) -> tuple[RewriteContext, list[Proposal]]:
+    ctx = make_context(name, [family], **kw)
+    props = CATALOG[family].fn(ctx)
+    for p in props:
+        assert p.family == family
+        assert p.motivated_by, "a proposal must say which findings motivated it"
+        assert p.prediction, "a proposal must carry a prediction"
+        parse_task_source(p.source, "candidate.py")   # still a well-formed task
+    return ctx, props
+
+
+def verify(name: str, source: str, tmp_path: Path, label: str = "cand") -> None:
+    """Run the original task's reference against the candidate under the interpreter (sandboxed)."""
+    path = tmp_path / f"{label}.py"
+    path.write_text(source)
+    r = verify_candidate(str(task_path(name)), str(path), label, get_backend("interpreter"))
+    assert r.passed, f"{r.klass}: {r.reason}"
+
+
+def tree(source: str) -> ast.Module:
+    return ast.parse(source)
+
+
+def kernel_names(source: str) -> list[str]:
+    return [n.name for n in tree(source).body if isinstance(n, ast.FunctionDef)
+            and any("jit" in ast.unparse(d) for d in n.decorator_list)]
+
+
+def function(source: str, name: str) -> ast.FunctionDef:
+    return next(n for n in tree(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def calls(node: ast.AST, dotted: str) -> list[ast.Call]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.Call) and ast.unparse(n.func) == dotted]
+
+
+@pytest.fixture
+def rw():
+    """The helpers as one object (tests use --import-mode=importlib, so no conftest imports)."""
+    class H:
+        pass
+    h = H()
+    for f in (task_path, make_context, proposals, verify, tree, kernel_names, function, calls):
+        setattr(h, f.__name__, staticmethod(f))
+    h.CATALOG = CATALOG
+    h.SUITE = SUITE
+    return h
