@@ -20,7 +20,8 @@ class RunConfig(BaseModel):
     gpu_budget_s: float = Field(900.0, description="device seconds (verify + bench jobs) for the whole run")
     verify_timeout_s: float = 600.0
     bench_timeout_s: float = 900.0
-    bench_rounds: int = 5
+    bench_rounds: int = 3
+    verify_parallel: int = Field(4, description="candidates verified at once, each in its own process")
     all_tiers: bool = Field(False, description="gather every tier's evidence before the first rewrite (ablation)")
     stop_after_tier: str | None = Field(None, description="never escalate past this tier (ablation)")
     llm: bool = False

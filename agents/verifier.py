@@ -17,6 +17,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config, run_dir
 from tritondx.tools.evidence import ArtifactRef
@@ -56,9 +58,14 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     allowed_ops = state.get("probe", {}).get("ops", [])
     verifications, passed = [], []
     gpu_seconds = state.get("gpu_seconds", 0.0)
-    for c in pending:
-        v = verify_candidate(state["task_path"], c["path"], c["id"], backend, include_bench=backend.can_time,
-                             allowed_ops=allowed_ops, timeout=cfg.verify_timeout_s, seed=state.get("round", 0))
+    def check(c: dict):
+        return verify_candidate(state["task_path"], c["path"], c["id"], backend, include_bench=backend.can_time,
+                                allowed_ops=allowed_ops, timeout=cfg.verify_timeout_s, seed=state.get("round", 0))
+
+    # each candidate in its own sandboxed process; several at once (they only share the device)
+    with ThreadPoolExecutor(max_workers=max(1, min(cfg.verify_parallel, os.cpu_count() or 1))) as pool:
+        results = list(pool.map(check, pending))
+    for c, v in zip(pending, results):
         if backend.can_time:
             gpu_seconds += v.seconds
         verifications.append({**v.model_dump(), "id": c["id"]})

@@ -29,7 +29,7 @@ _record = torch.cuda.Event.record
 _synchronize = torch.cuda.synchronize
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
-ROUND_TARGET_MS = 40.0
+ROUND_TARGET_MS = 25.0
 
 
 class Timer:
