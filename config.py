@@ -21,6 +21,7 @@ class RunConfig(BaseModel):
     verify_timeout_s: float = 600.0
     bench_timeout_s: float = 900.0
     bench_rounds: int = 3
+    ncu: bool = Field(True, description="read hardware counters with Nsight Compute in the profile tier")
     verify_parallel: int = Field(4, description="candidates verified at once, each in its own process")
     all_tiers: bool = Field(False, description="gather every tier's evidence before the first rewrite (ablation)")
     stop_after_tier: str | None = Field(None, description="never escalate past this tier (ablation)")

@@ -11,6 +11,8 @@ from langgraph.types import Command
 from tritondx.agents.common import backend_of, best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence import ArtifactRef
+from tritondx.tools.gpulock import gpu_exclusive
+from tritondx.tools.ncu import counter_findings, profile_counters
 from tritondx.tools.profiler import roofline_findings
 from tritondx.tools.verifier import bench_variants
 
@@ -39,6 +41,17 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
     ref = ArtifactRef.write(run_dir(state) / "artifacts", f"profile_round{state.get('round', 0)}.json",
                             json.dumps(result, indent=1), "profile")
     found = roofline_findings(result, "best" if len(variants) > 1 else "initial")
+    if cfg.ncu and backend.name == "cuda":
+        with gpu_exclusive():
+            rows, note = profile_counters(best_path(state))
+        if rows:
+            found += counter_findings(rows)
+            ncu_ref = ArtifactRef.write(run_dir(state) / "artifacts", f"ncu_round{state.get('round', 0)}.json",
+                                        json.dumps(rows, indent=1), "ncu")
+            update.setdefault("artifacts", {})[f"ncu_round{state.get('round', 0)}"] = ncu_ref.model_dump()
+        else:
+            update["decisions"] = [{"node": "profiler", "decision": "no counters", "reason": note}]
     log.info("profiled", findings=len(found), seconds=round(seconds, 1))
-    update.update({"findings": dump(found), "artifacts": {f"profile_round{state.get('round', 0)}": ref.model_dump()}})
+    update["findings"] = dump(found)
+    update["artifacts"] = {**update.get("artifacts", {}), f"profile_round{state.get('round', 0)}": ref.model_dump()}
     return Command(goto=goto, update=update)

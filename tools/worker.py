@@ -28,6 +28,8 @@ def main(job_path: str, result_path: str) -> int:
             from tritondx.tools.bench_impl import bench as fn
         elif kind == "capture":
             from tritondx.tools.capture_impl import capture as fn
+        elif kind == "launch":
+            from tritondx.tools.launch_impl import run_launch as fn
         elif kind == "ceilings":
             from tritondx.tools.bench_impl import measure_ceilings as fn
         else:

@@ -1,0 +1,30 @@
+"""Batch aggregation: the figures the summary reports, computed from per-task entries."""
+
+import json
+
+from tritondx.batch import aggregate, geomean, write_summary
+
+
+def _entry(name, t0, t1, compile_ms=None, by_tier=None):
+    return {"task": name, "status": "done", "wall_s": 10.0, "initial_ms": t0, "optimized_ms": t1,
+            "speedup": t0 / t1, "roofline_before": 0.2, "roofline_after": 0.8, "torch_compile_ms": compile_ms,
+            "torch_eager_ms": None, "gpu_seconds": 5.0,
+            "best_by_tier": by_tier or {"triage": t0 / t1, "profile": t0 / t1, "ir": t0 / t1, "compiler": t0 / t1}}
+
+
+def test_aggregate_figures(tmp_path):
+    rs = [_entry("a", 10, 1, compile_ms=2), _entry("b", 3, 1, compile_ms=0.5), _entry("c", 1.5, 1),
+          {"task": "d", "status": "failed", "wall_s": 1.0}]
+    agg = aggregate(rs)
+    assert agg["measured"] == 3 and agg["failed"] == 1
+    assert abs(agg["geomean_speedup"] - (10 * 3 * 1.5) ** (1 / 3)) < 1e-9
+    assert agg["median_speedup"] == 3 and agg["over_2x"] == 2 and agg["over_5x"] == 1
+    assert abs(agg["geomean_vs_torch_compile"] - geomean([2.0, 0.5])) < 1e-9
+    write_summary(tmp_path, rs, {"suite": "s"})
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["aggregate"]["over_5x"] == 1
+    assert "geomean speedup: **" in (tmp_path / "summary.md").read_text()
+
+
+def test_geomean_ignores_missing():
+    assert geomean([]) is None and geomean([None, 4.0, 1.0]) == 2.0

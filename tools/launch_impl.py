@@ -1,0 +1,20 @@
+"""Job ``launch``: run a task's launcher on its first bench shape (for external profilers such as ncu)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, to_dtype
+
+
+def run_launch(job: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    mod = load_module(job["task"], "launch")
+    shape = norm_shape(job.get("shape") or mod.BENCH_SHAPES[0])
+    dtype = to_dtype(mod.DTYPES[0])
+    inputs = as_tuple(mod.make_inputs(shape, dtype, 1, job["device"]))
+    for _ in range(int(job.get("repeat", 1))):
+        mod.launch(*inputs)
+    if job["device"].startswith("cuda"):
+        torch.cuda.synchronize()
+    return {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}

@@ -1,0 +1,136 @@
+"""Hardware counters through Nsight Compute (``ncu``), when it is installed.
+
+The task's launcher runs in a sandboxed worker (job kind ``launch``) under
+``ncu --clock-control none --csv --page raw``; the CSV gives, per kernel launch, DRAM and SM
+throughput, achieved occupancy, L2 hit rate and warp-stall ratios. Clocks are left alone
+(``--clock-control none``), as the device's owners ask.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tritondx.tools.evidence import Finding, finding_id
+from tritondx.tools.sandbox import scrubbed_env
+
+METRICS = {
+    "gpu__time_duration.sum": "duration_ns",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
+    "lts__t_sector_hit_rate.pct": "l2_hit_pct",
+}
+STALLS = ["long_scoreboard", "short_scoreboard", "barrier", "mio_throttle", "lg_throttle", "math_pipe_throttle",
+          "wait", "not_selected", "memory_throttle", "no_instruction", "dispatch_stall", "membar", "branch_resolving",
+          "drain", "sleeping", "tex_throttle", "imc_miss", "selected"]
+STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+
+
+def ncu_path() -> str | None:
+    exe = shutil.which("ncu")
+    if exe:
+        return exe
+    for cand in sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu")) + [Path("/usr/local/cuda/bin/ncu")]:
+        if cand.exists():
+            return str(cand)
+    return None
+
+
+def parse_raw_csv(text: str) -> list[dict[str, Any]]:
+    """Rows of ``ncu --csv --page raw``: the first row names the columns, the second their units."""
+    start = next((i for i, ln in enumerate(text.splitlines()) if ln.startswith('"ID"')), None)
+    if start is None:
+        return []
+    rows = list(csv.reader(io.StringIO("\n".join(text.splitlines()[start:]))))
+    if len(rows) < 3:
+        return []
+    header, data = rows[0], rows[2:]
+    out = []
+    for r in data:
+        rec = dict(zip(header, r))
+        item: dict[str, Any] = {"kernel": rec.get("Kernel Name", "?"), "stalls": {}}
+        for metric, key in METRICS.items():
+            if metric in rec:
+                item[key] = _num(rec[metric])
+        for s in STALLS:
+            m = STALL_METRIC.format(s)
+            if m in rec and _num(rec[m]) is not None:
+                item["stalls"][s] = _num(rec[m])
+        out.append(item)
+    return out
+
+
+def _num(v: str) -> float | None:
+    try:
+        return float(v.replace(",", ""))
+    except (ValueError, AttributeError):
+        return None
+
+
+def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6) -> tuple[list[dict], str]:
+    """Run the task's launcher under ncu. Returns (per-launch counters, note)."""
+    exe = ncu_path()
+    if exe is None:
+        return [], "ncu not available: no hardware counters"
+    work = Path(tempfile.mkdtemp(prefix="tritondx-ncu-"))
+    job = work / "job.json"
+    job.write_text(json.dumps({"kind": "launch", "task": str(Path(task_path).resolve()), "device": "cuda",
+                               "repeat": 2}))
+    metrics = ",".join(list(METRICS) + [STALL_METRIC.format(s) for s in STALLS])
+    cmd = [exe, "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
+           "--launch-count", str(launch_count), "--metrics", metrics,
+           sys.executable, "-m", "tritondx.tools.worker", str(job), str(work / "result.json")]
+    env = scrubbed_env()
+    env["HOME"] = str(work)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work, env=env)
+    except subprocess.TimeoutExpired:
+        return [], f"ncu did not finish within {timeout:.0f} s"
+    finally:
+        pass
+    rows = parse_raw_csv(r.stdout)
+    shutil.rmtree(work, ignore_errors=True)
+    if not rows:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
+        return [], "ncu gave no counters: " + " | ".join(tail)[:400]
+    return rows, ""
+
+
+def counter_findings(rows: list[dict[str, Any]]) -> list[Finding]:
+    out = []
+    for i, row in enumerate(rows):
+        stalls = sorted(row["stalls"].items(), key=lambda kv: -kv[1])[:3]
+        metric = {k: row[k] for k in ("dram_pct", "sm_pct", "achieved_occupancy_pct", "l2_hit_pct", "duration_ns")
+                  if row.get(k) is not None}
+        metric.update({f"stall_{k}": round(v, 3) for k, v in stalls})
+        top = ", ".join(f"{k} {v:.2f}" for k, v in stalls) or "n/a"
+        msg = (f"ncu: DRAM {row.get('dram_pct', 0):.0f}% / SM {row.get('sm_pct', 0):.0f}% of peak, achieved occupancy "
+               f"{row.get('achieved_occupancy_pct', 0):.0f}%, L2 hit {row.get('l2_hit_pct', 0):.0f}%; top stalls: {top}")
+        suggests = []
+        if stalls and stalls[0][0] in ("long_scoreboard", "lg_throttle") and (row.get("dram_pct") or 0) < 60:
+            suggests = ["launch_config", "pipelining", "alignment_hints"]
+        elif (row.get("achieved_occupancy_pct") or 100) < 25:
+            suggests = ["launch_config"]
+        out.append(Finding(id=finding_id("ncu_counters", row["kernel"], i), detector="ncu_counters", tier="profile",
+                           stage="ncu", kernel=row["kernel"][:80], severity="info" if not suggests else "medium",
+                           message=msg, metric=metric, suggests=suggests))
+    return out
+
+
+def ncu_available_note() -> str:
+    return "ncu found" if ncu_path() else "ncu not installed"
+
+
+if __name__ == "__main__":  # manual use: python -m tritondx.tools.ncu TASK.py
+    rows, note = profile_counters(sys.argv[1])
+    print(json.dumps({"rows": rows, "note": note}, indent=1))
+    os._exit(0)
