@@ -1,0 +1,262 @@
+"""Templates for matrix products, matched on the reference:
+
+- split_k (its own family): ``(a @ b).to(a.dtype)`` for 2-D a, b, the product's K range split across
+  programs when the output has too few tiles to fill the SMs (skinny M, long K): fp32 partial tiles
+  then one reduce kernel. SPLIT_K is picked at run time in the launcher from the tile count and the
+  SM count (``torch.cuda.get_device_properties(...).multi_processor_count``; 4 under the interpreter).
+- flash attention (a fuse_passes template): ``softmax(q @ k^T * scale) @ v`` on (B, H, S, D) inputs,
+  non-causal, as one kernel with an online softmax (exp2), tl.dot for QK^T and PV, fp32 accumulators.
+"""
+
+from __future__ import annotations
+
+from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
+from tritondx.tools.rewrite.refmatch import reference_term, strip_f32, term_src
+from tritondx.tools.rewrite.taskinfo import task_info
+from tritondx.tools.rewrite.templates import apply_template, template
+
+
+# ---------------------------------------------------------------------------------------------
+# split-K
+# ---------------------------------------------------------------------------------------------
+
+def plain_matmul(source: str) -> tuple[str, str] | None:
+    """(a, b) when the reference is ``(a @ b)`` cast to a's dtype (or a bare a @ b) and launch(a, b)."""
+    ref = reference_term(source)
+    if ref is None or len(ref.params) != 2:
+        return None
+    t = strip_f32(ref.result)
+    a, b = ref.params
+    if t == ("cast", ("matmul", ("in", a), ("in", b)), a) or t == ("matmul", ("in", a), ("in", b)):
+        if task_info(source).launch_params() == [a, b] and "tl.dot" in source:
+            return a, b
+    return None
+
+
+SPLITK_KERNELS = '''
+@triton.jit
+def _tdx_splitk_matmul_kernel(a_ptr, b_ptr, c_ptr, p_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                              stride_cm, stride_cn, K_PER_SPLIT,
+                              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                              SPLIT_K: tl.constexpr):
+    # program (n tile, m tile, k slice): a K_PER_SPLIT slice of the product for one output tile
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    pid_k = tl.program_id(2)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k_lo = pid_k * K_PER_SPLIT
+    k_hi = tl.minimum(k_lo + K_PER_SPLIT, K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(k_lo, k_hi, BLOCK_K):
+        rk = k + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak,
+                    mask=(rm[:, None] < M) & (rk[None, :] < k_hi), other=0.0)
+        b = tl.load(b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(rk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if SPLIT_K == 1:
+        tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty), mask=mask)
+    else:
+        # fp32 partial tile of slice pid_k; p is a contiguous (SPLIT_K, M, N) buffer
+        tl.store(p_ptr + pid_k * M * N + rm[:, None] * N + rn[None, :], acc, mask=mask)
+
+
+@triton.jit
+def _tdx_splitk_reduce_kernel(p_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < MN
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(p_ptr + s * MN + offs, mask=mask, other=0.0)
+    tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+'''
+
+SPLITK_LAUNCH = '''
+def launch({a}, {b}):
+    M, K = {a}.shape
+    _, N = {b}.shape
+    c = torch.empty((M, N), device={a}.device, dtype={a}.dtype)
+    if M <= 64:
+        BLOCK_M = max(16, triton.next_power_of_2(M))
+        BLOCK_N, BLOCK_K, num_warps, num_stages = {bn}, {bk}, 4, 4
+    else:
+        BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages = 128, 128, 64, 8, 3
+    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+    sms = torch.cuda.get_device_properties({a}.device).multi_processor_count if {a}.is_cuda else 4
+    # split K until the grid covers the SMs {waves} times, keeping >= 2 K blocks per slice
+    split = 1
+    while split < {max_split} and tiles * split < {waves} * sms and K // (2 * split) >= 2 * BLOCK_K:
+        split *= 2
+    k_per_split = triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K
+    split = triton.cdiv(K, k_per_split)
+    grid = (triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M), split)
+    if split == 1:
+        _tdx_splitk_matmul_kernel[grid]({a}, {b}, c, c, M, N, K, {a}.stride(0), {a}.stride(1), {b}.stride(0),
+                                        {b}.stride(1), c.stride(0), c.stride(1), k_per_split,
+                                        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, SPLIT_K=1,
+                                        num_warps=num_warps, num_stages=num_stages)
+    else:
+        partial = torch.empty((split, M, N), device={a}.device, dtype=torch.float32)
+        _tdx_splitk_matmul_kernel[grid]({a}, {b}, c, partial, M, N, K, {a}.stride(0), {a}.stride(1), {b}.stride(0),
+                                        {b}.stride(1), c.stride(0), c.stride(1), k_per_split,
+                                        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, SPLIT_K=split,
+                                        num_warps=num_warps, num_stages=num_stages)
+        _tdx_splitk_reduce_kernel[(triton.cdiv(M * N, 1024),)](partial, c, M * N, SPLIT_K=split, BLOCK=1024)
+    return c
+'''
+
+SPLITK_VARIANTS = [  # (BLOCK_N, BLOCK_K, waves, max split)
+    (64, 128, 2, 16),
+    (128, 64, 4, 32),
+]
+
+
+@rewrite("split_k", "skinny GEMM: the K range split across programs (fp32 partials + a reduce kernel), "
+                    "SPLIT_K picked from the shapes and the SM count at run time", priority=15)
+def split_k(ctx: RewriteContext) -> list[Proposal]:
+    motivating = ctx.motivating("split_k")
+    if not motivating:
+        return []
+    ab = plain_matmul(ctx.original.source)
+    if ab is None or "float16" not in ctx.dtypes and "bfloat16" not in ctx.dtypes and ctx.dtypes:
+        return []
+    a, b = ab
+    names = {k.name for k in ctx.spec.kernels}
+    out = []
+    for bn, bk, waves, max_split in SPLITK_VARIANTS:
+        code = SPLITK_KERNELS + SPLITK_LAUNCH.format(a=a, b=b, bn=bn, bk=bk, waves=waves, max_split=max_split)
+        out.append(Proposal(
+            "split_k", apply_template(ctx.spec.source, names, code),
+            {"BLOCK_N": bn, "BLOCK_K": bk, "waves": waves, "max_split": max_split},
+            f"split-K matmul: up to {max_split} K slices chosen so the grid covers the SMs {waves}x, "
+            f"BLOCK_N={bn}, BLOCK_K={bk} for M <= 64; fp32 partials reduced by a second kernel",
+            [f.id for f in motivating],
+            "for skinny M (one row of tiles) the grid grows from N/BLOCK_N programs to ~2-4 waves: B streamed by "
+            "all SMs (toward the HBM bandwidth); the partials cost split*M*N*4 bytes, small next to B; "
+            "no gain for large M (split stays 1)"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# flash attention
+# ---------------------------------------------------------------------------------------------
+
+ATTN_KERNEL = '''
+@triton.jit
+def _tdx_flash_attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, S, D, qk_scale,
+                               stride_qh, stride_qs, stride_kh, stride_ks, stride_vh, stride_vs,
+                               stride_oh, stride_os,
+                               BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # one program per (BLOCK_M query rows, head): online softmax over key blocks, nothing of size S x S in HBM
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1).to(tl.int64)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rd = tl.arange(0, BLOCK_D)
+    d_ok = rd < D
+    q = tl.load(q_ptr + bh * stride_qh + rm[:, None] * stride_qs + rd[None, :],
+                mask=(rm[:, None] < S) & d_ok[None, :], other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    for start in range(0, S, BLOCK_N):
+        rn = start + tl.arange(0, BLOCK_N)
+        n_ok = rn < S
+        kt = tl.load(k_ptr + bh * stride_kh + rn[None, :] * stride_ks + rd[:, None],
+                     mask=n_ok[None, :] & d_ok[:, None], other=0.0)
+        s = tl.dot(q, kt) * qk_scale
+        s = tl.where(n_ok[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_ptr + bh * stride_vh + rn[:, None] * stride_vs + rd[None, :],
+                    mask=n_ok[:, None] & d_ok[None, :], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    acc = acc / l_i[:, None]
+    tl.store(o_ptr + bh * stride_oh + rm[:, None] * stride_os + rd[None, :], acc.to(o_ptr.dtype.element_ty),
+             mask=(rm[:, None] < S) & d_ok[None, :])
+'''
+
+ATTN_LAUNCH = '''
+def launch({q}, {k}, {v}):
+    B, H, S, D = {q}.shape
+    q3 = {q}.reshape(B * H, S, D)
+    k3 = {k}.reshape(B * H, S, D)
+    v3 = {v}.reshape(B * H, S, D)
+    out = torch.empty((B * H, S, D), device={q}.device, dtype={q}.dtype)
+    sm_scale = {scale}
+    BLOCK_D = max(16, triton.next_power_of_2(D))
+    BLOCK_M, BLOCK_N = {bm}, {bn}
+    grid = (triton.cdiv(S, BLOCK_M), B * H)
+    _tdx_flash_attn_fwd_kernel[grid](q3, k3, v3, out, S, D, sm_scale * 1.4426950408889634,
+                                     q3.stride(0), q3.stride(1), k3.stride(0), k3.stride(1),
+                                     v3.stride(0), v3.stride(1), out.stride(0), out.stride(1),
+                                     BLOCK_D=BLOCK_D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
+                                     num_warps={warps}, num_stages={stages})
+    return out.reshape(B, H, S, D)
+'''
+
+ATTN_VARIANTS = [(128, 64, 8, 3), (64, 64, 4, 3)]
+
+
+def _last_dim_of(t, q: str) -> bool:
+    return t[0] == "size" and t[1].replace(" ", "") in (f"{q}.shape[-1]", f"{q}.size(-1)")
+
+
+def attention_spec(source: str) -> tuple[str, str, str, str] | None:
+    """(q, k, v, sm_scale source in terms of D) for softmax(q @ k^T * scale) @ v, cast to q's dtype."""
+    ref = reference_term(source)
+    if ref is None or len(ref.params) != 3:
+        return None
+    q, k, v = ref.params
+    t = strip_f32(ref.result)
+    if t[0] == "cast" and t[2] == q:
+        t = t[1]
+    if t[0] != "matmul" or t[2] != ("in", v) or t[1][0] != "softmax":
+        return None
+    scores = t[1][1]
+    qk = ("matmul", ("in", q), ("transpose", ("in", k)))
+    scale = None
+    if scores == qk:
+        scale = "D ** -0.5"
+    elif scores[0] == "div" and scores[1] == qk:
+        den = scores[2]
+        if den[0] == "pow" and _last_dim_of(den[1], q) and den[2] == ("const", 0.5):
+            scale = "1.0 / D ** 0.5"
+        elif den[0] == "sqrt" and _last_dim_of(den[1], q):
+            scale = "1.0 / D ** 0.5"
+        elif term_src(den):
+            scale = f"1.0 / {term_src(den)}"
+    elif scores[0] == "mul" and (scores[1] == qk or scores[2] == qk):
+        other = scores[2] if scores[1] == qk else scores[1]
+        if term_src(other):
+            scale = term_src(other)
+        elif other[0] == "pow" and _last_dim_of(other[1], q) and other[2] == ("const", -0.5):
+            scale = "D ** -0.5"
+    if scale is None or task_info(source).launch_params() != [q, k, v]:
+        return None
+    return q, k, v, scale
+
+
+@template
+def attention_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Proposal]:
+    spec = attention_spec(ctx.original.source)
+    if spec is None:
+        return []
+    q, k, v, scale = spec
+    names = {kk.name for kk in ctx.spec.kernels}
+    out = []
+    for bm, bn, warps, stages in ATTN_VARIANTS:
+        code = ATTN_KERNEL + ATTN_LAUNCH.format(q=q, k=k, v=v, scale=scale, bm=bm, bn=bn, warps=warps,
+                                                stages=stages)
+        out.append(Proposal(
+            "fuse_passes", apply_template(ctx.spec.source, names, code),
+            {"template": "flash_attention", "BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps},
+            f"flash-attention template: one kernel, online softmax (exp2), QK^T and PV on tl.dot with fp32 "
+            f"accumulators, {bm}x{bn} blocks; scale {scale}", motivated_by,
+            "no (B*H, S, S) score/probability tensors in HBM: traffic from O(S^2) to O(S*D) per head and one "
+            "launch; compute-bound on tensor cores for long S"))
+    return out
