@@ -472,19 +472,17 @@ def insert_before_function(module: cst.Module, name: str, statements: list[cst.B
 
 
 def add_params(fn: cst.FunctionDef, names: list[str], constexpr: bool = False) -> cst.FunctionDef:
-    """Append parameters to a kernel signature (``NAME: tl.constexpr`` when constexpr)."""
+    """Append parameters to a kernel signature (``NAME: tl.constexpr`` when constexpr), keeping its layout."""
     params = list(fn.params.params)
-    for n in names:
+    if params:
+        last = params[-1]
+        if last.comma is cst.MaybeSentinel.DEFAULT:
+            params[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    for i, n in enumerate(names):
         ann = cst.Annotation(annotation=expr("tl.constexpr")) if constexpr else None
-        params.append(cst.Param(name=cst.Name(n), annotation=ann))
-    fixed = []
-    for i, p in enumerate(params):
-        if i < len(params) - 1:
-            p = p.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        else:
-            p = p.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        fixed.append(p)
-    return fn.with_changes(params=fn.params.with_changes(params=fixed))
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(names) - 1 else cst.MaybeSentinel.DEFAULT
+        params.append(cst.Param(name=cst.Name(n), annotation=ann, comma=comma))
+    return fn.with_changes(params=fn.params.with_changes(params=params))
 
 
 def add_call_kwargs(call: cst.Call, values: dict[str, cst.BaseExpression]) -> cst.Call:
