@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 import libcst.matchers as m
 
 
+@lru_cache(maxsize=128)
 def parse(source: str) -> cst.Module:
+    """Parse once per distinct source (CST nodes are immutable, so sharing the tree is safe)."""
     return cst.parse_module(source)
 
 
@@ -270,8 +274,24 @@ def rename(node, mapping: dict[str, str]):
     return subst(node, {k: cst.Name(v) for k, v in mapping.items()}, targets=True)
 
 
-def names_in(node: cst.CSTNode) -> set[str]:
-    """Names read or written in a node (keywords and attribute names excluded)."""
+_CACHE: "OrderedDict[tuple[str, int], tuple[cst.CSTNode, object]]" = OrderedDict()
+
+
+def _cached(kind: str, node: cst.CSTNode, compute):
+    """Memoize an analysis of an (immutable) node; the entry keeps the node alive so its id stays unique."""
+    key = (kind, id(node))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is node:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    value = compute(node)
+    _CACHE[key] = (node, value)
+    if len(_CACHE) > 4096:
+        _CACHE.popitem(last=False)
+    return value
+
+
+def _names_in(node: cst.CSTNode) -> frozenset[str]:
     found: set[str] = set()
 
     class V(cst.CSTVisitor):
@@ -287,7 +307,12 @@ def names_in(node: cst.CSTNode) -> set[str]:
             return False
 
     node.visit(V())
-    return found
+    return frozenset(found)
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """Names read or written in a node (keywords and attribute names excluded)."""
+    return set(_cached("names", node, _names_in))
 
 
 def assigned_names(node: cst.CSTNode) -> set[str]:
@@ -318,16 +343,20 @@ def assigned_names(node: cst.CSTNode) -> set[str]:
     return found
 
 
-def calls_named(node: cst.CSTNode, name: str) -> list[cst.Call]:
-    out: list[cst.Call] = []
+def _calls_index(node: cst.CSTNode) -> dict[str, list[cst.Call]]:
+    idx: dict[str, list[cst.Call]] = {}
 
     class V(cst.CSTVisitor):
         def visit_Call(self, n: cst.Call) -> None:
-            if dotted(n.func) == name:
-                out.append(n)
+            idx.setdefault(dotted(n.func), []).append(n)
 
     node.visit(V())
-    return out
+    return idx
+
+
+def calls_named(node: cst.CSTNode, name: str) -> list[cst.Call]:
+    """Calls of ``name`` (dotted) inside ``node``, in source order."""
+    return list(_cached("calls", node, _calls_index).get(name, []))
 
 
 def kwarg(call: cst.Call, name: str, pos: int | None = None) -> cst.BaseExpression | None:
@@ -385,6 +414,10 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 
 def launch_sites(module: cst.Module) -> list[LaunchSite]:
     """Kernel launches in launch(), in source order."""
+    return list(_cached("sites", module, _launch_sites))
+
+
+def _launch_sites(module: cst.Module) -> list[LaunchSite]:
     kernels = jit_functions(module)
     launch = function(module, "launch")
     if launch is None:
@@ -420,6 +453,10 @@ def launch_sites(module: cst.Module) -> list[LaunchSite]:
 
 def local_assignment(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
     """Values assigned to ``name`` anywhere in ``fn`` (simple ``name = value`` and tuple unpacking)."""
+    return list(_cached(f"assign:{name}", fn, lambda f: _local_assignment(f, name)))
+
+
+def _local_assignment(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
     vals: list[cst.BaseExpression] = []
 
     class V(cst.CSTVisitor):

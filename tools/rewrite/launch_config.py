@@ -10,12 +10,15 @@ kernel may rely on it covering a whole row).
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (LaunchSite, SetLaunchValues, calls_named, constexpr_names, dotted,
+from tritondx.tools.rewrite.cst_util import (LaunchSite, SetLaunchValues, code_of, constexpr_names, dotted,
                                              function, int_value, jit_functions, launch_sites, local_assignment,
                                              names_in, parse, replace_nodes, set_launch_values, stmt)
 
@@ -41,28 +44,24 @@ def _matmul_params(params: list[str]) -> dict[str, str] | None:
 
 def block_role(kernel: cst.FunctionDef, param: str) -> str:
     """How a kernel uses a block constexpr: 'flat' (pid * B + arange), 'loop' (a range step), 'other'."""
-    for call in calls_named(kernel, "range") + calls_named(kernel, "tl.range"):
-        if len(call.args) >= 3 and param in names_in(call.args[2].value):
+    return _block_role(code_of(kernel), param)
+
+
+@lru_cache(maxsize=1024)
+def _block_role(kernel_src: str, param: str) -> str:
+    fn = ast.parse(textwrap.dedent(kernel_src)).body[0]
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and ast.unparse(n.func) in ("range", "tl.range") and len(n.args) >= 3 and \
+                any(isinstance(x, ast.Name) and x.id == param for x in ast.walk(n.args[2])):
             return "loop"
-    pids: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            if calls_named(n.value, "tl.program_id") and isinstance(n.targets[0].target, cst.Name):
-                pids.add(n.targets[0].target.value)
-
-    kernel.visit(V())
-    flat = [False]
-
-    class W(cst.CSTVisitor):
-        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
-            if isinstance(n.operator, cst.Multiply):
-                sides = names_in(n.left) | names_in(n.right)
-                if param in sides and (sides & pids or calls_named(n, "tl.program_id")):
-                    flat[0] = True
-
-    kernel.visit(W())
-    return "flat" if flat[0] else "other"
+    pids = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and "tl.program_id" in ast.unparse(n.value)
+            for t in n.targets if isinstance(t, ast.Name)}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
+            names = {x.id for x in ast.walk(n) if isinstance(x, ast.Name)}
+            if param in names and (names & pids or "tl.program_id" in ast.unparse(n)):
+                return "flat"
+    return "other"
 
 
 @dataclass
@@ -104,6 +103,7 @@ def _literal_hits(node: cst.CSTNode, value: int) -> tuple[list[cst.Integer], boo
     return good, bad[0]
 
 
+@lru_cache(maxsize=64)
 def prepare(source: str) -> tuple[str, list[Tunable]]:
     """Hoist literal block constexprs into launcher locals tied to the grid; list what may be tuned."""
     module = parse(source)
