@@ -1,0 +1,31 @@
+"""persistent: programs loop over the tiles; the launcher sizes the grid from the SM count."""
+
+from __future__ import annotations
+
+import ast
+
+
+def test_tiles_loop(rw, tmp_path):
+    _, props = rw.proposals("add_tiny_block", "persistent", detector="tail_effect")
+    p = props[0]
+    k = rw.function(p.source, "axpy_kernel")
+    (loop,) = [s for s in k.body if isinstance(s, ast.For)]
+    assert ast.unparse(loop.iter) == "range(tl.program_id(0), NUM_TILES, NUM_PROGS)"
+    assert [a.arg for a in k.args.args][-2:] == ["NUM_TILES", "NUM_PROGS"]
+    helper = rw.function(p.source, "_tdx_num_sms")
+    assert "multi_processor_count" in ast.unparse(helper)
+    launch = ast.unparse(rw.function(p.source, "launch"))
+    assert "axpy_kernel[_progs,]" in launch.replace("(", "").replace(")", "") or "axpy_kernel[(_progs,)]" in launch
+    # under the interpreter 4 programs walk all tiles: the loop itself is what gets checked
+    rw.verify("add_tiny_block", p.source, tmp_path)
+
+
+def test_matmul_one_program_per_sm(rw):
+    _, props = rw.proposals("l3_matmul", "persistent")
+    assert props[0].params == {"per_sm": {"matmul_kernel": 1}}
+
+
+def test_not_persistent(rw):
+    # a 2-D grid, and a kernel that advances its pointer parameters (state that would leak across tiles)
+    for task in ("l2_swiglu", "l3_batched_matmul", "l3_attention"):
+        assert rw.proposals(task, "persistent")[1] == [], task
