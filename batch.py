@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -171,6 +172,8 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
             lines[-1] += f"- | - | - | {','.join(r.get('tiers_used', []))} | - | {r['wall_s']:.0f} |"
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     _plot(out, results)
+    from tritondx.tools.report.html import write_batch_html
+    write_batch_html(out, results, agg, meta)  # report.html: one self-contained page with the plots
     return agg
 
 
@@ -199,13 +202,37 @@ def _plot(out: Path, results: list[dict[str, Any]]) -> None:
     plt.close(fig)
 
 
+def _earlier_run(run_dir: Path) -> str | None:
+    """What a previous, killed batch left in ``run_dir``: "finished" (report written), "interrupted"
+    (checkpoints to resume from) or None (nothing usable)."""
+    if (run_dir / "report.json").exists():
+        return "finished"
+    db = run_dir / "checkpoints.sqlite"
+    if not (run_dir / "run.json").exists() or not db.exists():
+        return None
+    import sqlite3
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+        try:
+            n = con.execute("select count(*) from checkpoints").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return "interrupted" if n else None
+
+
 def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, extra_args: list[str] | None = None,
               final_rounds: int = 3, progress: bool = True, only: list[str] | None = None,
-              deadline_s: float | None = None) -> dict[str, Any]:
+              deadline_s: float | None = None, shuffle: bool = False) -> dict[str, Any]:
     from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.sandbox import _die_with_parent  # imported here, never inside the forked child
     tasks = sorted(str(p) for p in Path(folder).glob("*.py") if not p.name.startswith("_"))
     if only:
         tasks = [t for t in tasks if Path(t).stem in only]
+    if shuffle:  # a fixed pseudo-random order: a batch cut short by a deadline is still a fair sample
+        import hashlib
+        tasks.sort(key=lambda t: hashlib.sha256(Path(t).stem.encode()).hexdigest())
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     res_file = out_dir / "results.json"
@@ -233,8 +260,19 @@ def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, ex
         if deadline_s and time.time() - start > deadline_s:
             return {"task": Path(task).stem, "path": task, "status": "skipped", "exit": None, "wall_s": 0.0}
         t0 = time.time()
-        p = subprocess.run([sys.executable, "-m", "tritondx.cli", "optimize", task, "--backend", be.name, "--out",
-                            str(run_dir), *(extra_args or [])], capture_output=True, text=True, env=env)
+        cmd = [sys.executable, "-m", "tritondx.cli", "optimize", task, "--backend", be.name, "--out",
+               str(run_dir), *(extra_args or [])]
+        earlier = _earlier_run(run_dir)
+        if earlier == "finished":  # the batch died after the run, before results.json: keep the run
+            p = subprocess.CompletedProcess(cmd, 0, "", "")
+        else:
+            if earlier == "interrupted":  # the batch died during the run: continue it from its checkpoint
+                cmd = [sys.executable, "-m", "tritondx.cli", "resume", str(run_dir)]
+            elif run_dir.exists():  # a run that died before its first checkpoint: nothing to keep
+                shutil.rmtree(run_dir)
+            # The child dies with this process (kill -9 included), so a resumed batch never races an
+            # orphaned run on the same folder.
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=_die_with_parent)
         best = None
         rep = run_dir / "report.json"
         if rep.exists():
