@@ -4,8 +4,6 @@
 source bench/scripts/device_env.sh
 mkdir -p $OUT/suite
 [ -f bench/results/suite_state/results.json ] && cp bench/results/suite_state/results.json $OUT/suite/
-args=(--backend cuda --out $OUT/suite --workers "$1" --deadline "$2" --shuffle)
-[ -n "${3:-}" ] && args+=(--only "$3")
-timeout $(( $2 + ${4:-120} )) python3 -m tritondx.cli batch bench/suite "${args[@]}" 2>&1 | grep -v "━" | tail -40
+timeout $(( $2 + ${4:-120} )) python3 bench/scripts/run_batch.py bench/suite $OUT/suite "$1" "$2" "${3:-}" 2>&1 | tail -40
 cd $OUT/suite && tar czf ../suite_runs.tgz --exclude='*.passes.txt' --exclude='*.llir' --exclude='*.sass' --exclude='*.ttgir' --exclude='*.ttir' --exclude='*.ptx' --exclude='checkpoints.sqlite*' runs && rm -rf runs .locks
 ls -la $OUT $OUT/suite
