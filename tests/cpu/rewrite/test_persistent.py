@@ -27,5 +27,8 @@ def test_matmul_one_program_per_sm(rw):
 
 def test_not_persistent(rw):
     # a 2-D grid, and a kernel that advances its pointer parameters (state that would leak across tiles)
-    for task in ("l2_swiglu", "l3_batched_matmul", "l3_attention"):
+    for task in ("l2_swiglu", "l3_batched_matmul", "l2_reduce_sum_mid"):
         assert rw.proposals(task, "persistent")[1] == [], task
+    # attention: only the 1-D softmax launch qualifies; the (m, n, head) grids stay as they are
+    _, props = rw.proposals("l3_attention", "persistent")
+    assert all(p.params["per_sm"].keys() == {"softmax_kernel"} for p in props)
