@@ -16,20 +16,39 @@ MLIR_LOC_DEF_RE = re.compile(r'^(#loc\d*) = loc\("(?P<file>[^"]+)":(?P<line>\d+)
 # Named or call-site location pointing at another alias:
 #   #loc21 = loc("pid"(#loc2))      #loc30 = loc(callsite(#loc5 at #loc6))
 MLIR_LOC_ALIAS_RE = re.compile(r'^(#loc\d*) = loc\((?:"[^"]*")?\(?(?:callsite\()?(#loc\d*)')
+# Any location alias definition, whatever its body (file, name, callsite, fused, unknown):
+#   #loc35 = loc(callsite(#loc16 at #loc33))     #loc1 = loc(unknown)
+MLIR_LOC_ANY_DEF_RE = re.compile(r'^(?P<name>#loc\d*) = loc\((?P<body>.*)\)\s*$')
 # Reference at the end of an op:
 #   %x_5 = tt.load %x_4, %mask_3 : tensor<128x!tt.ptr<f32>, #blocked> loc(#loc27)
 MLIR_LOC_REF_RE = re.compile(r'loc\((#loc\d*)\)\s*$')
 # Inline file location at the end of an op (some dumps print locations inline):
 #   tt.return loc("/work/main/examples/add_tiny_block.py":20:4)
 MLIR_LOC_INLINE_RE = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)\)\s*$')
-# PTX file table and line directives:
+# Any inline location body at the end of an op (named, callsite, fused):
+#   %2 = arith.maxnumf %arg4, %arg5 : f32 loc(callsite(#loc16 at #loc33))
+MLIR_LOC_TAIL_RE = re.compile(r'\sloc\((?P<body>.*)\)\s*$')
+# Source files that belong to Triton itself (tl.sum, tl.max ... are inlined from triton/language/standard.py):
+#   /work/venv-probe/lib/python3.11/site-packages/triton/language/standard.py
+TRITON_LIB_PATH_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\]triton[/\\]|[/\\]triton[/\\]language[/\\]")
+# PTX file table:
 #   .file	1 "/work/main/examples/add_tiny_block.py"
-#   .loc	1 14 17                         // add_tiny_block.py:14:17
 PTX_FILE_RE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]+)"')
+# PTX line directive (file id, line, column):
+#   .loc	1 14 17                         // add_tiny_block.py:14:17
 PTX_LOC_RE = re.compile(r'^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)')
+# Inlined call chain that ptxas-style comments print after a .loc (innermost first, basenames only):
+#   .loc	2 170 27                        // standard.py:170:27 @[ standard.py:191:40 @[ softmax_three_pass.py:19:35 ] ]
+PTX_INLINED_AT_RE = re.compile(r'@\[\s*(?P<file>[^:\s\[\]]+):(?P<line>\d+):(?P<col>\d+)')
+# The same chain as a directive operand (newer LLVM):
+#   .loc	2 191 40, function_name $L__info_string0, inlined_at 1 19 35
+PTX_INLINED_AT_DIRECTIVE_RE = re.compile(r'inlined_at\s+(?P<file>\d+)\s+(?P<line>\d+)\s+(?P<col>\d+)')
 # SASS line comments from nvdisasm -g:
 #   //## File "/work/main/examples/add_tiny_block.py", line 14
 SASS_LOC_RE = re.compile(r'//## File "(?P<file>[^"]+)", line (?P<line>\d+)')
+# nvdisasm -gi adds the call site of inlined code on the same comment:
+#   //## File "/.../triton/language/standard.py", line 191 inlined at "/work/main/examples/softmax.py", line 19
+SASS_INLINED_AT_RE = re.compile(r'inlined at "(?P<file>[^"]+)", line (?P<line>\d+)')
 # SASS instruction:
 #   /*00c0*/                   SHF.L.U32 R0, R0, 0x2, RZ ;
 SASS_INSN_RE = re.compile(r'/\*([0-9a-f]{4,})\*/\s+(?P<insn>[^;]+);')
@@ -54,30 +73,106 @@ class IRModule:
         return [ln for ln in self.lines if pattern.search(ln.text)]
 
 
+def is_triton_library(path: str | None) -> bool:
+    """True for source files of Triton itself (inlined tl.* helpers), which a finding should not cite."""
+    return bool(path) and bool(TRITON_LIB_PATH_RE.search(path))
+
+
+def pick_frame(frames: list[tuple[str, int]]) -> tuple[str, int] | None:
+    """The frame a finding should cite: the innermost one outside Triton's own library, else the innermost."""
+    for f in frames:
+        if not is_triton_library(f[0]):
+            return f
+    return frames[0] if frames else None
+
+
+def _split_top(body: str, sep: str) -> list[str]:
+    parts, depth, cur, i = [], 0, [], 0
+    in_str = False
+    while i < len(body):
+        ch = body[i]
+        if ch == '"':
+            in_str = not in_str
+        if not in_str:
+            if ch in "([<{":
+                depth += 1
+            elif ch in ")]>}":
+                depth -= 1
+            elif depth == 0 and body.startswith(sep, i):
+                parts.append("".join(cur))
+                cur = []
+                i += len(sep)
+                continue
+        cur.append(ch)
+        i += 1
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def _loc_frames(body: str, defs: dict[str, str], memo: dict[str, list[tuple[str, int]]],
+                active: set[str]) -> list[tuple[str, int]]:
+    """Frames (innermost first) of one MLIR location body.
+
+    Handles ``"file":L:C``, ``"name"(<loc>)``, ``callsite(<callee> at <caller>)``, ``fused[<a>, ...]``
+    (also ``fused<...>[...]``), ``#locN`` references and ``unknown``.
+    """
+    body = body.strip()
+    if body.startswith("loc(") and body.endswith(")"):
+        body = body[4:-1].strip()
+    if body.startswith("#loc"):
+        name = body.split()[0]
+        if name in memo:
+            return memo[name]
+        if name in active or name not in defs:
+            return []
+        active.add(name)
+        frames = _loc_frames(defs[name], defs, memo, active)
+        active.discard(name)
+        memo[name] = frames
+        return frames
+    m = re.match(r'^"(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)$', body)
+    if m:
+        return [(m.group("file"), int(m.group("line")))]
+    if body.startswith("callsite(") and body.endswith(")"):
+        parts = _split_top(body[len("callsite("):-1], " at ")
+        if len(parts) == 2:
+            return _loc_frames(parts[0], defs, memo, active) + _loc_frames(parts[1], defs, memo, active)
+        return []
+    if body.startswith("fused"):
+        start = body.find("[")
+        if start >= 0 and body.endswith("]"):
+            for part in _split_top(body[start + 1:-1], ","):
+                frames = _loc_frames(part, defs, memo, active)
+                if frames:
+                    return frames
+        return []
+    m = re.match(r'^"[^"]*"\((?P<inner>.*)\)$', body)
+    if m:
+        return _loc_frames(m.group("inner"), defs, memo, active)
+    return []
+
+
 def _resolve_mlir_locs(text: str) -> dict[str, tuple[str, int]]:
-    direct: dict[str, tuple[str, int]] = {}
-    alias: dict[str, str] = {}
+    """Map every ``#locN`` alias to the (file, line) a finding should cite (see :func:`pick_frame`)."""
+    defs: dict[str, str] = {}
     for raw in text.splitlines():
-        m = MLIR_LOC_DEF_RE.match(raw)
-        if m:
-            direct[m.group(1)] = (m.group("file"), int(m.group("line")))
-            continue
-        m = MLIR_LOC_ALIAS_RE.match(raw)
-        if m:
-            alias[m.group(1)] = m.group(2)
-    resolved = dict(direct)
-    for name in alias:
-        seen, cur = set(), name
-        while cur in alias and cur not in resolved and cur not in seen:
-            seen.add(cur)
-            cur = alias[cur]
-        if cur in resolved:
-            resolved[name] = resolved[cur]
+        if raw.startswith("#loc"):
+            m = MLIR_LOC_ANY_DEF_RE.match(raw)
+            if m:
+                defs[m.group("name")] = m.group("body")
+    memo: dict[str, list[tuple[str, int]]] = {}
+    resolved: dict[str, tuple[str, int]] = {}
+    for name in defs:
+        frame = pick_frame(_loc_frames(name, defs, memo, set()))
+        if frame:
+            resolved[name] = frame
     return resolved
 
 
 def parse_mlir(text: str, stage: str) -> IRModule:
     locs = _resolve_mlir_locs(text)
+    defs = {m.group("name"): m.group("body") for m in map(MLIR_LOC_ANY_DEF_RE.match, text.splitlines()) if m}
+    memo: dict[str, list[tuple[str, int]]] = {}
     mod = IRModule(stage=stage)
     for i, raw in enumerate(text.splitlines()):
         if raw.startswith("#"):
@@ -87,25 +182,45 @@ def parse_mlir(text: str, stage: str) -> IRModule:
         if m and m.group(1) in locs:
             line.src_file, line.src_line = locs[m.group(1)]
         else:
-            m2 = MLIR_LOC_INLINE_RE.search(raw)
+            m2 = MLIR_LOC_TAIL_RE.search(raw)
             if m2:
-                line.src_file, line.src_line = m2.group("file"), int(m2.group("line"))
+                frame = pick_frame(_loc_frames(m2.group("body"), defs, memo, set()))
+                if frame:
+                    line.src_file, line.src_line = frame
         mod.lines.append(line)
     return mod
 
 
 def parse_ptx(text: str) -> IRModule:
+    """PTX lines with the source line of the closest preceding ``.loc``.
+
+    A ``.loc`` in Triton's own library (an inlined ``tl.sum`` ...) is attributed to the innermost call
+    site outside the library, read from the ``inlined_at`` operand or the ``@[ file:line:col ]`` comment
+    chain; ``.loc`` with line 0 (no line) leaves the line unmapped.
+    """
     files: dict[str, str] = {}
-    mod = IRModule(stage="ptx")
-    cur: tuple[str, int] | None = None
-    for i, raw in enumerate(text.splitlines()):
+    for raw in text.splitlines():
         m = PTX_FILE_RE.match(raw)
         if m:
             files[m.group(1)] = m.group(2)
+    by_base: dict[str, str] = {}
+    for path in files.values():
+        by_base.setdefault(path.replace("\\", "/").rsplit("/", 1)[-1], path)
+    mod = IRModule(stage="ptx")
+    cur: tuple[str, int] | None = None
+    for i, raw in enumerate(text.splitlines()):
+        if PTX_FILE_RE.match(raw):
             continue
         m = PTX_LOC_RE.match(raw)
         if m:
-            cur = (files.get(m.group(1), m.group(1)), int(m.group(2)))
+            frames = [(files.get(m.group(1), m.group(1)), int(m.group(2)))]
+            code, _, comment = raw.partition("//")
+            for mi in PTX_INLINED_AT_DIRECTIVE_RE.finditer(code):
+                frames.append((files.get(mi.group("file"), mi.group("file")), int(mi.group("line"))))
+            for mi in PTX_INLINED_AT_RE.finditer(comment):
+                frames.append((by_base.get(mi.group("file"), mi.group("file")), int(mi.group("line"))))
+            frames = [f for f in frames if f[1] > 0]
+            cur = pick_frame(frames)
             continue
         s = raw.strip()
         if not s or s.startswith("//"):
@@ -114,10 +229,6 @@ def parse_ptx(text: str) -> IRModule:
         if cur:
             ln.src_file, ln.src_line = cur
         mod.lines.append(ln)
-    # file table usually comes last in PTX: resolve file ids now
-    for ln in mod.lines:
-        if ln.src_file in files:
-            ln.src_file = files[ln.src_file]
     return mod
 
 
@@ -127,7 +238,9 @@ def parse_sass(text: str) -> IRModule:
     for i, raw in enumerate(text.splitlines()):
         m = SASS_LOC_RE.search(raw)
         if m:
-            cur = (m.group("file"), int(m.group("line")))
+            frames = [(m.group("file"), int(m.group("line")))]
+            frames += [(mi.group("file"), int(mi.group("line"))) for mi in SASS_INLINED_AT_RE.finditer(raw)]
+            cur = pick_frame([f for f in frames if f[1] > 0])
             continue
         m = SASS_INSN_RE.search(raw)
         if m:
