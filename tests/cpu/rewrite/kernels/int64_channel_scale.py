@@ -1,0 +1,43 @@
+"""Per-channel scale of an NCHW tensor with 64-bit flat offsets (pid.to(tl.int64)) and a div/mod per element."""
+
+import torch
+import triton
+import triton.language as tl
+
+NAME = "int64_channel_scale"
+
+
+@triton.jit
+def channel_scale_kernel(x_ptr, s_ptr, out_ptr, n_elements, C, HW, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    c = (offs // HW) % C
+    x = tl.load(x_ptr + offs, mask=mask)
+    s = tl.load(s_ptr + c, mask=mask)
+    tl.store(out_ptr + offs, x * s, mask=mask)
+
+
+def launch(x, s):
+    N, C, H, W = x.shape
+    out = torch.empty_like(x)
+    n = x.numel()
+    channel_scale_kernel[(triton.cdiv(n, 256),)](x, s, out, n, C, H * W, BLOCK=256)
+    return out
+
+
+def reference(x, s):
+    return x * s[None, :, None, None]
+
+
+def make_inputs(shape, dtype, seed, device):
+    N, C, H, W = shape
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),
+            torch.randn((C,), generator=g).to(device=device, dtype=dtype))
+
+
+CHECK_SHAPES = [(2, 3, 5, 7), (1, 4, 9, 11)]
+BENCH_SHAPES = [(64, 256, 56, 56)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-6, "rtol": 1e-6}}
