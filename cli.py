@@ -59,15 +59,118 @@ def optimize(
     all_tiers: bool = typer.Option(False, help="gather every tier before the first rewrite"),
     stop_after_tier: Optional[str] = typer.Option(None, help="never escalate past this tier"),
     baselines: bool = typer.Option(False, help="also time torch eager and torch.compile"),
+    interactive: bool = typer.Option(False, "--interactive", "-i",
+                                     help="approve, reject, edit or comment on each rewrite, and the final kernel"),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
     """Optimize a task: diagnose, rewrite, verify; write the best kernel and the evidence trail."""
+    from tritondx.tools.task import load_task
+    load_task(task)  # a malformed file is answered before the heavy imports below
     from tritondx.runner import run_task
     cfg = _config("optimize", backend=backend, target=target, max_rounds=max_rounds, llm=llm,
                   llm_base_url=llm_base_url, llm_model=llm_model, all_tiers=all_tiers,
-                  stop_after_tier=stop_after_tier, baselines=baselines)
-    report = run_task(task, cfg, out=out, verbose=verbose)
-    _print_summary(report, report.get("run_dir", out or ""))
+                  stop_after_tier=stop_after_tier, baselines=baselines, interactive=interactive or None)
+    report = run_task(task, cfg, out=out, verbose=verbose, approver=_approver() if cfg.interactive else None)
+    _print_result(report, out)
+
+
+def _approver():
+    from tritondx.hitl import terminal_approver
+    return terminal_approver()
+
+
+def _print_result(report: dict, out: Optional[str] = None) -> None:
+    if report.get("status") == "paused":
+        typer.echo(f"paused, waiting for approval; continue with: tritondx resume {report['run_dir']}")
+    elif report.get("status") == "empty":
+        typer.echo(f"run {report['run_dir']}: nothing ran")
+    else:
+        _print_summary(report, report.get("run_dir", out or ""))
+
+
+@app.command()
+def resume(
+    run: str = typer.Argument(..., help="run folder, or run id under runs/"),
+    verbose: bool = typer.Option(False, "-v", "--verbose"),
+) -> None:
+    """Continue a paused or interrupted run from its last checkpoint (answers pending approvals here)."""
+    from tritondx.replay import resume as _resume
+    _print_result(_resume(run, approver=_approver(), verbose=verbose))
+
+
+@app.command()
+def runs(folder: Optional[str] = typer.Option(None, "--dir", help="runs folder (default runs/ or $TRITONDX_RUNS)")
+         ) -> None:
+    """List run folders: task, status, best candidate and speedup."""
+    from pathlib import Path
+
+    from tritondx.replay import list_runs
+    rows = list_runs(Path(folder) if folder else None)
+    if not rows:
+        typer.echo("no runs")
+        return
+    typer.echo(f"{'folder':<44} {'task':<24} {'status':<30} {'best':<8} speedup")
+    for r in rows:
+        fork = f"  (fork of {__import__('pathlib').Path(r['forked_from']).name})" if r.get("forked_from") else ""
+        typer.echo(f"{r['folder']:<44} {str(r['task']):<24} {r['status']:<30} {str(r['best']):<8} "
+                   f"{r['speedup']}{fork}")
+
+
+@app.command()
+def history(run: str = typer.Argument(..., help="run folder, or run id under runs/")) -> None:
+    """The checkpoints of a run, oldest first: step, node that wrote it, highest tier, best so far."""
+    from tritondx.replay import history as _history
+    typer.echo(f"{'step':>4}  {'checkpoint':<38} {'node':<16} {'tier':<9} {'round':>5}  {'best':<8} "
+               f"{'speedup':<11} next")
+    rows = _history(run)
+    for r in rows:
+        wait = ("" if not r["waiting"] else "  [waiting for approval]" if r is rows[-1] else "  (asked a person)")
+        typer.echo(f"{r['step']:>4}  {r['checkpoint_id']:<38} {r['node']:<16} {r['tier']:<9} {r['round']:>5}  "
+                   f"{r['best']:<8} {r['speedup']:<11} {r['next']}{wait}")
+
+
+@app.command()
+def show(
+    run: str = typer.Argument(..., help="run folder, or run id under runs/"),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", "-c", help="checkpoint id or unique prefix "
+                                             "(default: latest)"),
+    as_json: bool = typer.Option(False, "--json", help="the raw state values as JSON"),
+) -> None:
+    """The state at one checkpoint: evidence, candidates, measurements, decisions."""
+    import json
+
+    from tritondx.replay import format_state, show as _show
+    info = _show(run, checkpoint)
+    typer.echo(json.dumps(info, indent=1, default=str) if as_json else format_state(info))
+
+
+@app.command()
+def replay(
+    run: str = typer.Argument(..., help="run folder, or run id under runs/"),
+    checkpoint: str = typer.Option(..., "--checkpoint", "-c", help="checkpoint id or unique prefix"),
+    fork: bool = typer.Option(False, "--fork", help="branch a new run (new folder and thread) from the checkpoint"),
+    backend: Optional[str] = typer.Option(None, help="--fork: another backend"),
+    stop_after_tier: Optional[str] = typer.Option(None, help="--fork: never escalate past this tier"),
+    tier: Optional[str] = typer.Option(None, help="--fork: run this tier's agent next (triage, profile, ir, "
+                                                  "compiler)"),
+    max_rounds: Optional[int] = typer.Option(None, help="--fork: rewrite rounds in all"),
+    out: Optional[str] = typer.Option(None, help="--fork: the new run folder (default runs/<run-id>)"),
+    verbose: bool = typer.Option(False, "-v", "--verbose"),
+) -> None:
+    """Re-execute a run from a checkpoint; with --fork, branch a new run from it with changed settings."""
+    from tritondx.replay import fork as _fork, load_run, resolve_run, replay as _replay
+    interactive = bool(load_run(resolve_run(run)).get("config", {}).get("interactive"))
+    approver = _approver() if interactive else None
+    if fork:
+        report = _fork(run, checkpoint, out=out, backend=backend, stop_after_tier=stop_after_tier, tier=tier,
+                       max_rounds=max_rounds, approver=approver, verbose=verbose)
+        typer.echo(f"forked from checkpoint {report['forked_from']}")
+    else:
+        if any(x is not None for x in (backend, stop_after_tier, tier, max_rounds, out)):
+            raise typer.BadParameter("--backend, --stop-after-tier, --tier, --max-rounds and --out need --fork")
+        report = _replay(run, checkpoint, approver=approver, verbose=verbose)
+        typer.echo(f"replayed from checkpoint {report.get('replayed_from')}")
+    _print_result(report)
 
 
 @app.command()
@@ -95,6 +198,7 @@ def batch(
     only: Optional[str] = typer.Option(None, help="comma-separated task names"),
     all_tiers: bool = typer.Option(False, help="gather every tier before the first rewrite (ablation)"),
     deadline: Optional[float] = typer.Option(None, help="start no new task after this many seconds"),
+    shuffle: bool = typer.Option(False, help="fixed pseudo-random task order (a cut-short batch stays a fair sample)"),
 ) -> None:
     """Optimize every task in a folder, headless and resumable; write results.json and summary.md."""
     from pathlib import Path
@@ -107,7 +211,7 @@ def batch(
         extra += ["--all-tiers"]
     out_dir = out or f"runs/batch-{Path(folder).name}"
     agg = run_batch(folder, out_dir, backend=backend, workers=workers, extra_args=extra,
-                    only=only.split(",") if only else None, deadline_s=deadline)
+                    only=only.split(",") if only else None, deadline_s=deadline, shuffle=shuffle)
     typer.echo(f"batch folder: {out_dir}")
     for k, v in agg.items():
         typer.echo(f"  {k}: {v}")

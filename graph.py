@@ -6,12 +6,16 @@ Built once at module level, uncompiled; the caller compiles it with the checkpoi
     START -> triage -> rewriter -> verifier --(verifier's evidence)--> rewriter | profiler |
              ir_analyst | compiler_expert | END;  each tier node -> rewriter
     diagnose mode: triage -> profiler -> ir_analyst -> compiler_expert -> END
+    --interactive: rewriter -> approval -> verifier | rewriter (feedback);
+                   verifier (stop) -> final_approval -> END | rewriter | verifier
+    (without --interactive the rewriter goes straight to the verifier and the verifier straight to END)
 """
 
 from __future__ import annotations
 
 from langgraph.graph import START, StateGraph
 
+from tritondx.agents.approval import approval_node, final_approval_node
 from tritondx.agents.compiler_expert import compiler_expert_node
 from tritondx.agents.ir_analyst import ir_analyst_node
 from tritondx.agents.profiler import profiler_node
@@ -27,4 +31,6 @@ builder.add_node("ir_analyst", ir_analyst_node)            # tier 2: TTIR/TTGIR/
 builder.add_node("compiler_expert", compiler_expert_node)  # tier 3: per-pass dumps, what the passes did
 builder.add_node("rewriter", rewriter_node)                # candidates from the evidence (expert or LLM)
 builder.add_node("verifier", verifier_node)                # correctness, integrity, timing; routes the graph
+builder.add_node("approval", approval_node)                # --interactive: a person reviews each candidate
+builder.add_node("final_approval", final_approval_node)    # --interactive: a person accepts the best kernel
 builder.add_edge(START, "triage")

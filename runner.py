@@ -10,10 +10,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
 
 from tritondx.config import RunConfig
 from tritondx.graph import builder
@@ -71,12 +72,32 @@ def new_run_dir(task_path: str, out: str | None) -> Path:
 
 
 def open_checkpointer(run_dir: Path) -> SqliteSaver:
-    conn = sqlite3.connect(run_dir / "checkpoints.sqlite", check_same_thread=False, timeout=30)
-    return SqliteSaver(conn)
+    """SQLite checkpoints whose serializer loads plain data and LangGraph's own records only."""
+    from tritondx.checkpoints import open_checkpointer as _open
+    return _open(run_dir)
+
+
+# An approval handler: gets one human-interrupt request (agents/approval.py), returns the response.
+Approver = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def drive(graph, graph_input: Any, config: dict[str, Any], approver: Approver | None = None
+          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Invoke the graph and answer its approval interrupts until it ends (or, without an approver, until
+    it pauses). Returns the state values and the requests still waiting for an answer."""
+    graph.invoke(graph_input, config, durability="sync")
+    latest = {"configurable": {"thread_id": config["configurable"]["thread_id"]},
+              "recursion_limit": config.get("recursion_limit", 200)}
+    while True:
+        snap = graph.get_state(latest)
+        waiting = [i.value[0] if isinstance(i.value, list) and i.value else i.value for i in snap.interrupts]
+        if not waiting or approver is None:
+            return snap.values, waiting
+        graph.invoke(Command(resume=[approver(waiting[0])]), latest, durability="sync")
 
 
 def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bool = False,
-             thread_id: str | None = None) -> dict[str, Any]:
+             thread_id: str | None = None, approver: Approver | None = None) -> dict[str, Any]:
     """Optimize or diagnose one task. Raises TritonDXError with a one-line message on bad input."""
     load_task(task_path)  # a clear one-line error before anything is created
     run_dir = new_run_dir(task_path, out)
@@ -91,10 +112,12 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
                 "config": cfg.model_dump()}
     t0 = time.time()
     try:
-        final = graph.invoke(state_in, config, durability="sync")
+        final, waiting = drive(graph, state_in, config, approver)
     finally:
         saver.conn.close()
     wall = time.time() - t0
+    if waiting:  # paused for a person (no approver here): `tritondx resume RUN` picks it up
+        return {"status": "paused", "run_dir": str(run_dir), "waiting": waiting}
     return finish(run_dir, final, wall)
 
 

@@ -36,7 +36,7 @@ def _llm_proposals(state: DXState, ctx: RewriteContext, log) -> tuple[list[Propo
     return llm_propose(state, ctx, log)
 
 
-def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["verifier"]]:
+def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["verifier", "approval"]]:
     log = logger("rewriter", config)
     cfg = run_config(state)
     ctx = _context(state)
@@ -60,7 +60,13 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
                         "description": p.description, "motivated_by": p.motivated_by, "prediction": p.prediction,
                         "path": str(path), "parent": (state.get("best") or {}).get("id", "initial"),
                         "signature": p.signature, "origin": "llm" if p.family.startswith("llm") else "expert"})
+        if state.get("human_feedback"):
+            records[-1]["human_feedback"] = state["human_feedback"]
     log.info("proposed", round=rnd, tier=tier, candidates=[(r["id"], r["family"]) for r in records])
     update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
                    "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})
-    return Command(goto="verifier", update=update)
+    if state.get("human_feedback"):
+        log.info("human_feedback_used", feedback=state["human_feedback"][:200])
+        update["human_feedback"] = None  # consumed by this round
+    # --interactive: a person reviews the candidates first (agents/approval.py)
+    return Command(goto="approval" if cfg.interactive else "verifier", update=update)

@@ -25,7 +25,7 @@ from tritondx.tools.evidence import ArtifactRef
 from tritondx.state import DXState
 from tritondx.tools.verifier import bench_variants, verify_candidate
 
-Next = Literal["rewriter", "profiler", "ir_analyst", "compiler_expert", "__end__"]
+Next = Literal["rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "__end__"]
 
 
 def _summarize_bench(result: dict, ids: list[str]) -> dict[str, dict]:
@@ -166,4 +166,6 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     if goto == "__end__":
         upd["status"] = "done"
     log.info("decided", goto=goto, reason=reason, best=best.get("id"), speedup=best.get("speedup"))
+    if goto == "__end__" and cfg.interactive:
+        goto = "final_approval"  # a person accepts the best kernel first (agents/approval.py)
     return Command(goto=goto, update=upd)

@@ -1,4 +1,4 @@
-"""Run outputs: the optimized task file, report.json and report.md."""
+"""Run outputs: the optimized task file, report.json, report.md and report.html (tools/report/html.py)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "checkpoint_db_bytes": sum(p.stat().st_size for p in run_dir.glob("checkpoints.sqlite*")) if db.exists()
         else None,
         "artifacts": state.get("artifacts", {}), "llm_usage": state.get("llm_usage"),
+        "measurements": state.get("measurements", []),
     }
 
 
@@ -99,4 +100,10 @@ def write_outputs(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str
                                         "initial", "optimized"))
     (run_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
     (run_dir / "report.md").write_text(_md(report, diff))
+    try:
+        from tritondx.tools.report.html import write_run_html
+        write_run_html(run_dir, report, diff)
+    except Exception as exc:  # the HTML page is a view of report.json: never lose a run over it
+        import structlog
+        structlog.get_logger("tritondx").warning("report_html_failed", error=f"{type(exc).__name__}: {exc}")
     return report

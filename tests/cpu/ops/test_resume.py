@@ -1,0 +1,56 @@
+"""A run paused at the approval prompt survives its terminal: kill the process, `tritondx resume RUN`."""
+
+import json
+import os
+import re
+import signal
+
+import pytest
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def test_kill_at_prompt_then_resume_with_feedback(tmp_path, ops, cli):
+    pexpect = pytest.importorskip("pexpect")
+    runs = tmp_path / "runs"
+    env = ops.cli_env(runs)
+    child = ops.spawn(["optimize", str(ops.EXAMPLES / "add_tiny_block.py"), "--backend", "interpreter",
+                       "--max-rounds", "2", "--interactive"], env, tmp_path, tmp_path / "t1.txt")
+    child.expect(ops.PROMPT)
+    assert "rewrite r1c1" in ANSI.sub("", child.before)
+    os.kill(child.pid, signal.SIGKILL)  # the terminal goes away mid-prompt
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.signalstatus == signal.SIGKILL
+    (run,) = [d for d in runs.iterdir() if (d / "run.json").exists()]
+    assert not (run / "report.json").exists()
+    listed = cli("runs", runs=runs)
+    assert listed.returncode == 0 and "paused (awaiting approval)" in listed.stdout and run.name in listed.stdout
+
+    # resume by run id (a folder name under runs/): the same request comes back first
+    child = ops.spawn(["resume", run.name], env, tmp_path, tmp_path / "t2.txt")
+    child.expect(ops.PROMPT)
+    assert "rewrite r1c1" in ANSI.sub("", child.before)
+    child.sendline("f")  # feedback: drop this round, rewrite with the note
+    child.expect("feedback for the rewriter")
+    child.sendline("keep BLOCK a power of two and try fewer warps")
+    answered = 1
+    while child.expect([ops.PROMPT, pexpect.EOF]) == 0:
+        child.sendline("r")  # reject whatever the feedback round proposes
+        answered += 1
+    child.close()
+    assert child.exitstatus == 0, ANSI.sub("", (tmp_path / "t2.txt").read_text())[-3000:]
+    report = json.loads((run / "report.json").read_text())
+    fb = [d for d in report["decisions"] if d["decision"] == "feedback"]
+    assert fb and "power of two" in fb[0]["reason"] and fb[0]["node"] == "approval"
+    r1 = [c for c in report["candidates"] if c["round"] == 1]
+    assert len(r1) == 4 and all(c["rejection"] == "rejected_by_human" for c in r1)  # the round was dropped
+    later = [c for c in report["candidates"] if c["round"] > 1]
+    assert len(later) == answered - 1
+    assert all(c["rejection"] == "rejected_by_human" for c in later)
+    assert report["best"]["id"] == "initial" and report["status"] == "done"
+    log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert any(e.get("event") == "human_feedback_used" for e in log)  # the rewriter got the note
+    # a finished run resumes to a no-op that rewrites its outputs
+    again = cli("resume", str(run), runs=runs)
+    assert again.returncode == 0 and "axpy_tiny_block" in again.stdout
