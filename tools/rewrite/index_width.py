@@ -133,8 +133,9 @@ def index_width(ctx: RewriteContext) -> list[Proposal]:
     motivating = ctx.motivating("index_width")
     if not motivating:
         return []
+    # a bench shape is a tensor shape only for plain 1-D/2-D tasks (others encode sizes like (M, N, K))
     big = any(numel(s) >= 2 ** 31 for s in task_info(ctx.original.source).shapes("BENCH_SHAPES")
-              if all(isinstance(x, int) for x in s))
+              if len(s) <= 2 and all(isinstance(x, int) for x in s))
     source, done = index_source(ctx.spec.source, widen_ok=big)
     if not done:
         return []
