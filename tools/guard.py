@@ -7,7 +7,9 @@ While a candidate's ``launch`` runs, the guard
   fallback) is caught;
 - poisons fresh allocations (``torch.empty`` and friends) with NaN or a sentinel, so that an
   output element nothing wrote cannot pass as correct;
-- snapshots the timing functions and checks nothing replaced them.
+- snapshots the timing functions and checks nothing replaced them;
+- can run the candidate with every Triton launch given an empty grid (``watch(skip_kernels=True)``):
+  an output that is still correct then was not computed by a Triton kernel.
 """
 
 from __future__ import annotations
@@ -39,15 +41,40 @@ def _op_name(func) -> str:
     return func._schema.name.split("::")[-1] if hasattr(func, "_schema") else str(func)
 
 
+# Aten operators that hand out uninitialized memory; their results are poisoned while a candidate runs.
+_ALLOCATING_OPS = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
+
+
 class _OpRecorder(TorchDispatchMode):
-    def __init__(self, guard: "LaunchGuard"):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Otherwise torch wraps __torch_dispatch__ in torch._disable_dynamo, whose first call imports
+        # torch._dynamo: ~2 s of every verification job. Nothing is compiled under this mode.
+        return False
+
+    def __init__(self, guard: "LaunchGuard", poison: bool = False):
         super().__init__()
         self.guard = guard
+        self.poison = poison
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if not getattr(_state, "in_triton", False):
-            self.guard.ops.append(_op_name(func))
-        return func(*args, **(kwargs or {}))
+        in_triton = getattr(_state, "in_triton", False)
+        name = _op_name(func)
+        if not in_triton:
+            self.guard.ops.append(name)
+        grown_from = None
+        if self.poison and not in_triton and name == "resize_" and args and isinstance(args[0], torch.Tensor):
+            grown_from = args[0].untyped_storage().nbytes()
+        out = func(*args, **(kwargs or {}))
+        # Poisoning here, at the dispatcher, rather than by wrapping ``torch.empty`` in Python: every
+        # allocation reaches the dispatcher, including one through a reference the candidate saved
+        # at import (``_empty = torch.empty``), ``torch.ops.aten.empty`` or ``Tensor.new_empty_strided``.
+        if self.poison and not in_triton:
+            if name in _ALLOCATING_OPS and isinstance(out, torch.Tensor):
+                _poison_(out)
+            elif grown_from is not None:
+                _poison_bytes_(args[0].untyped_storage(), grown_from)
+        return out
 
 
 def _poison_(t: torch.Tensor) -> torch.Tensor:
@@ -61,6 +88,23 @@ def _poison_(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def _poison_bytes_(storage, start: int) -> None:
+    """Fill bytes ``start:`` of a storage (the part a ``resize_`` just added) with 0xFF (NaN for floats)."""
+    n = storage.nbytes() - start
+    if n > 0:
+        with torch.no_grad():
+            torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage, start, (n,), (1,)).fill_(0xFF)
+
+
+class _KernelsOffAbort(Exception):
+    """A kernels-off run launched far more kernels than any launcher needs (e.g. a loop that waits
+    for a kernel to change a flag): stop it; its outputs are then taken as not computed."""
+
+
+#: At most this many launches in one kernels-off run.
+KERNELS_OFF_MAX_LAUNCHES = 10_000
+
+
 @dataclass
 class LaunchGuard:
     """One guard per worker; ``watch()`` wraps each candidate call."""
@@ -69,8 +113,18 @@ class LaunchGuard:
     launches: int = 0
     side_stream_launches: int = 0
     ops: list[str] = field(default_factory=list)
+    #: launches during which Python hooks ran inside the launch (kernel pre-run hooks, Triton launch
+    #: hooks): code there runs with op recording off, so a candidate may not use them
+    hooked_launches: int = 0
+    #: the exception a Triton launch raised during the last watched call (compile or interpreter error)
+    kernel_error: BaseException | None = None
+    kernel_error_name: str = ""
+    #: while true, every Triton launch runs with an empty grid (nothing but the kernel body is skipped)
+    skip_kernels: bool = False
     _installed: bool = False
     _timing_snapshot: dict = field(default_factory=dict)
+    _code_snapshot: dict = field(default_factory=dict)
+    _stream_fns: tuple = ()
 
     def install(self) -> None:
         """Wrap the Triton launch entry points (once per process)."""
@@ -84,6 +138,15 @@ class LaunchGuard:
             classes.append(InterpretedFunction)
         except ImportError:
             pass
+        # The stream functions as they are now, before any candidate is imported: a candidate that
+        # replaces ``torch.cuda.current_stream`` cannot make a side-stream launch look like a default one.
+        self._stream_fns = (torch.cuda.is_available, torch.cuda.is_initialized, torch.cuda.current_stream,
+                            torch.cuda.default_stream)
+        try:
+            from triton import knobs as _knobs
+            hook_chains = [_knobs.runtime.launch_enter_hook, _knobs.runtime.launch_exit_hook]
+        except (ImportError, AttributeError):
+            hook_chains = []
         for cls in classes:
             original = cls.run
 
@@ -91,18 +154,34 @@ class LaunchGuard:
                 if kwargs.get("warmup"):
                     return _original(self, *args, **kwargs)
                 guard.launches += 1
-                if torch.cuda.is_available() and torch.cuda.is_initialized():
-                    if torch.cuda.current_stream().cuda_stream != torch.cuda.default_stream().cuda_stream:
+                is_available, is_initialized, current_stream, default_stream = guard._stream_fns
+                if is_available() and is_initialized():
+                    if current_stream().cuda_stream != default_stream().cuda_stream:
                         guard.side_stream_launches += 1
+                if getattr(self, "pre_run_hooks", None) or any(getattr(h, "calls", None) for h in hook_chains):
+                    guard.hooked_launches += 1
+                if guard.skip_kernels:
+                    if guard.launches > KERNELS_OFF_MAX_LAUNCHES:
+                        raise _KernelsOffAbort()
+                    # An empty grid: argument binding, hooks and host copies still happen, only the
+                    # kernel body does not run (Triton's launcher skips a grid of zero programs).
+                    kwargs["grid"] = (0,)
                 prev = getattr(_state, "in_triton", False)
                 _state.in_triton = True
                 try:
                     return _original(self, *args, **kwargs)
+                except Exception as exc:
+                    if guard.kernel_error is None:
+                        guard.kernel_error = exc
+                        guard.kernel_error_name = getattr(self, "__name__", "") or getattr(
+                            getattr(self, "fn", None), "__name__", "kernel")
+                    raise
                 finally:
                     _state.in_triton = prev
 
             cls.run = run
         self._timing_snapshot = self.timing_functions()
+        self._code_snapshot = {k: getattr(v, "__code__", None) for k, v in self._timing_snapshot.items()}
         self._installed = True
 
     @staticmethod
@@ -117,42 +196,47 @@ class LaunchGuard:
             "torch.cuda.Event.record": torch.cuda.Event.record,
             "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
             "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
+            # the stream a launch uses: replacing these hides a side-stream launch from the guard
+            "torch.cuda.current_stream": torch.cuda.current_stream,
+            "torch.cuda.default_stream": torch.cuda.default_stream,
         }
+        if torch.cuda.is_available():
+            # Triton's launcher asks its driver for the stream; a replaced getter launches elsewhere.
+            try:
+                from triton.runtime import driver
+                fns["triton driver get_current_stream"] = driver.active.get_current_stream
+            except Exception:  # no active Triton driver (e.g. interpreter-only machine)
+                pass
         return fns
 
     def tampered(self) -> list[str]:
         now = self.timing_functions()
-        return [k for k, v in self._timing_snapshot.items() if now.get(k) is not v]
+        replaced = [k for k, v in self._timing_snapshot.items() if now.get(k) is not v]
+        # The same function object with new code (``fn.__code__ = ...``) times nothing real either,
+        # and also fools whoever captured the function object before the candidate was imported.
+        recoded = [f"{k}.__code__" for k, v in self._timing_snapshot.items()
+                   if k not in replaced and getattr(v, "__code__", None) is not self._code_snapshot.get(k)]
+        return replaced + recoded
 
     @contextlib.contextmanager
-    def watch(self, poison: bool = True):
-        """Count launches and record torch ops during one candidate call."""
+    def watch(self, poison: bool = True, skip_kernels: bool = False):
+        """Count launches and record torch ops during one candidate call.
+
+        ``poison``: fill fresh allocations with NaN / a sentinel (done by the op recorder, at the
+        dispatcher). ``skip_kernels``: give every Triton launch an empty grid.
+        """
         self.launches = 0
         self.side_stream_launches = 0
+        self.hooked_launches = 0
+        self.kernel_error = None
+        self.kernel_error_name = ""
         self.ops = []
-        patches = []
-        if poison:
-            for name in ("empty", "empty_like", "empty_strided"):
-                original = getattr(torch, name)
-
-                def poisoned(*args, _original=original, **kwargs):
-                    return _poison_(_original(*args, **kwargs))
-
-                patches.append((torch, name, original))
-                setattr(torch, name, poisoned)
-            original_new_empty = torch.Tensor.new_empty
-
-            def new_empty(self, *args, **kwargs):
-                return _poison_(original_new_empty(self, *args, **kwargs))
-
-            patches.append((torch.Tensor, "new_empty", original_new_empty))
-            torch.Tensor.new_empty = new_empty
+        self.skip_kernels = skip_kernels
         try:
-            with _OpRecorder(self):
+            with _OpRecorder(self, poison=poison):
                 yield self
         finally:
-            for obj, name, original in patches:
-                setattr(obj, name, original)
+            self.skip_kernels = False
 
     def forbidden_ops(self) -> list[str]:
         return sorted({op for op in self.ops if op not in ALLOWED_OPS and op not in self.allowed_extra_ops})

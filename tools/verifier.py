@@ -53,7 +53,8 @@ def probe_task(task_path: str, backend: Backend, timeout: float = 300) -> dict[s
 # when the source hides them (getattr, aliases, string building).
 STATIC_RULES = {
     "timing_tampering": ("do_bench =", "perf_counter =", "Event.elapsed_time =", "Event.record =",
-                         "synchronize =", "time.time =", "elapsed_time =", "perf_counter_ns =", "monotonic ="),
+                         "synchronize =", "time.time =", "elapsed_time =", "perf_counter_ns =", "monotonic =",
+                         "__code__ ="),
     "side_stream": ("torch.cuda.Stream(", "torch.cuda.stream(", "Stream(", "set_stream", "ExternalStream",
                     "get_current_stream"),
     "l2_persistence": ("accessPolicyWindow", "persisting_l2", "cudaLimitPersistingL2CacheSize",
@@ -61,10 +62,10 @@ STATIC_RULES = {
     # Reaching into the verifier's own machinery (it runs in the candidate's process), rewriting a
     # function's code object, running Python inside a Triton launch, or allocating memory that
     # bypasses the dispatcher (and so the poisoning of fresh allocations).
-    "verifier_tampering": ("tritondx.", "import tritondx", "_python_dispatch", "TorchDispatchMode", "_set_dispatch_mode",
-                           "_pop_mode", "sys.modules", "gc.get_objects", "gc.get_referrers", "__code__",
-                           "add_pre_run_hook", "launch_enter_hook", "launch_exit_hook", "in_triton",
-                           "UntypedStorage"),
+    "verifier_tampering": ("tritondx.", "import tritondx", "_python_dispatch", "TorchDispatchMode",
+                           "_set_dispatch_mode", "_pop_mode", "sys.modules", "gc.get_objects",
+                           "gc.get_referrers", "__code__", "add_pre_run_hook", "launch_enter_hook",
+                           "launch_exit_hook", "in_triton", "UntypedStorage"),
     # Computing on the host outside torch's dispatcher (invisible to the op recorder).
     "host_compute": (".numpy(", "from_numpy", ".tolist(", "import numpy", "cupy", "numba", "__array__",
                      "dlpack"),

@@ -1,0 +1,87 @@
+"""Isolation: a candidate that crashes, hangs, exhausts memory, does not compile or exits is
+classified, and the next candidate still runs (each test verifies an honest candidate right
+after the bad one). Also: the memory limit reaches the sandboxed job (explicit and default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from tritondx.tools.backends.base import get_backend
+from tritondx.tools.verifier import DEFAULT_MEMORY_BYTES, Verification, verify_candidate
+
+HERE = Path(__file__).parent
+AXPY = HERE / "tiny_axpy.py"
+HONEST = HERE.parents[2] / "examples" / "add_tiny_block.py"
+HANG_TIMEOUT_S = 15.0
+OOM_LIMIT = 4 << 30
+
+
+def _verify(candidate: Path, timeout: float = 300, memory_bytes: int | None = None) -> Verification:
+    return verify_candidate(str(AXPY), str(candidate), candidate.stem, get_backend("interpreter"),
+                            allowed_ops=["empty_like"], timeout=timeout, memory_bytes=memory_bytes)
+
+
+@dataclass(frozen=True)
+class Isolation:
+    id: str
+    candidate: str
+    expect: tuple[str, ...]      # accepted classes
+    reason: str = ""
+    timeout: float = 300
+    memory_bytes: int | None = None
+    cost: float = 12.0
+
+    def run(self) -> tuple[Verification, Verification]:
+        bad = _verify(HERE / "isolation" / f"{self.candidate}.py", self.timeout, self.memory_bytes)
+        after = _verify(HONEST)   # the next candidate, in the same test
+        return bad, after
+
+
+CASES = [
+    Isolation("segfault", "iso_segfault", ("segfault",)),
+    Isolation("hang", "iso_hang", ("timeout",), "did not finish within 15 s", timeout=HANG_TIMEOUT_S, cost=30.0),
+    Isolation("out_of_memory", "iso_out_of_memory", ("out_of_memory",), "memory", memory_bytes=OOM_LIMIT),
+    Isolation("compile_error", "iso_compile_error", ("compile_error",), "power of 2"),
+    Isolation("os_exit", "iso_os_exit", ("error", "crashed")),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_candidate_is_classified_and_the_next_one_runs(case: Isolation, outcomes):
+    bad, after = outcomes[case.id].result()
+    assert not bad.passed
+    assert bad.klass in case.expect, f"{case.candidate}: classified {bad.klass} ({bad.reason}), want {case.expect}"
+    assert case.reason in bad.reason, f"{case.candidate}: reason {bad.reason!r} lacks {case.reason!r}"
+    assert after.passed, f"the honest candidate after {case.candidate} failed: {after.klass}: {after.reason}"
+
+
+@dataclass(frozen=True)
+class Limit:
+    id: str
+    memory_bytes: int | None
+    want: int
+    cost: float = 6.0
+
+    def run(self) -> Verification:
+        return _verify(HERE / "isolation" / "iso_report_limit.py", memory_bytes=self.memory_bytes)
+
+
+LIMITS = [
+    Limit("explicit_limit", 3 << 30, 3 << 30),
+    Limit("interpreter_default_limit", None, DEFAULT_MEMORY_BYTES["interpreter"]),
+]
+
+
+@pytest.mark.parametrize("case", LIMITS, ids=[c.id for c in LIMITS])
+def test_memory_limit_reaches_the_job(case: Limit, outcomes):
+    v = outcomes[case.id].result()
+    assert v.klass == "exception", f"{v.klass}: {v.reason}"
+    assert f"RLIMIT_AS={case.want}" in v.reason, v.reason
+
+
+def test_interpreter_default_limit_is_sensible():
+    # room for an honest interpreter job (~1 GiB of address space), far below a host's memory
+    assert 4 << 30 <= DEFAULT_MEMORY_BYTES["interpreter"] <= 32 << 30

@@ -1,0 +1,52 @@
+"""Cheat (12), GPU bench: computes only the first 1% of the output (and would fail verification);
+timed, it is faster than the roofline allows for the bytes the task must move.
+Expected: the bench flags it impossible (median below 0.8 x the roofline floor).
+
+Derived from tests/cpu/verifier/tiny_axpy.py (from examples/add_tiny_block.py); only launch() (and what it uses) differs.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+NAME = "g12_one_percent_of_the_work"
+DESCRIPTION = "out = 2.5 * x + y over a flat tensor; BLOCK=128 (tiny check shapes for the verifier tests)."
+
+
+@triton.jit
+def axpy_kernel(x_ptr, y_ptr, out_ptr, n_elements, alpha, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+
+
+def launch(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    part = max(1, n // 100)
+    axpy_kernel[(triton.cdiv(part, 1024),)](x, y, out, part, 2.5, BLOCK=1024, num_warps=4)
+    return out
+
+
+def reference(x, y):
+    return 2.5 * x + y
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).to(device=device, dtype=dtype)
+    y = torch.randn(shape, generator=g).to(device=device, dtype=dtype)
+    return (x, y)
+
+
+def flops(shape, dtype):
+    return 2 * shape[0]
+
+
+CHECK_SHAPES = [(1000,), (4097,)]
+BENCH_SHAPES = [(1 << 24,)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}

@@ -1,0 +1,126 @@
+"""GPU-only integrity checks of the verifier and the bench (need CUDA; marked ``gpu``).
+
+- (3) side stream at run time: a kernel launched on a stream obtained through getattr, and one
+  launched through a replaced Triton driver stream getter;
+- (6) a candidate wrong only on the timed (bench) shape, caught because a backend that can time
+  also checks the BENCH_SHAPES;
+- (11) the bench's L2 flush: a kernel re-reading a 32 MB buffer is slower with the flush;
+- (12) the roofline `impossible` flag: an original whose min_bytes is overstated 100x, and a
+  variant that does 1% of the work;
+- a few CPU-suite cheats again on the JIT path (the kernels-off run, poisoning and caching checks
+  must work there too), and the honest control.
+
+Run on a GPU machine: ``python -m pytest tests/gpu/verifier -q -m gpu``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+import torch
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+HERE = Path(__file__).parent
+CPU_SUITE = HERE.parents[1] / "cpu" / "verifier"
+AXPY = CPU_SUITE / "tiny_axpy.py"
+EXAMPLES = HERE.parents[2] / "examples"
+
+
+def _cuda():
+    from tritondx.tools.backends.base import get_backend
+    return get_backend("cuda")
+
+
+def _verify(candidate: Path, include_bench: bool = True):
+    from tritondx.tools.verifier import verify_candidate
+    return verify_candidate(str(AXPY), str(candidate), candidate.stem, _cuda(), include_bench=include_bench,
+                            allowed_ops=["empty_like"], timeout=600)
+
+
+GPU_CHEATS = [
+    (HERE / "cheats" / "g03a_side_stream_getattr.py", "side_stream", "non-default stream"),
+    (HERE / "cheats" / "g03b_driver_stream_patch.py", "timing_tampering", "triton driver get_current_stream"),
+    (HERE / "cheats" / "g06_wrong_on_bench_shape.py", "mismatch", f"shape ({1 << 24},)"),
+    # CPU-suite cheats, now on the JIT path
+    (CPU_SUITE / "cheats" / "c01a_torch_expression.py", "torch_compute", "'mul'"),
+    (CPU_SUITE / "cheats" / "c01j_guard_flag.py", "not_from_triton", "no Triton kernel body runs"),
+    (CPU_SUITE / "cheats" / "c02a_cache_by_shape.py", "caches_outputs", "shares memory"),
+    (CPU_SUITE / "cheats" / "c04a_result_into_x.py", "mutates_inputs", "input 0"),
+    (CPU_SUITE / "cheats" / "c05a_saved_empty.py", "mismatch", "NaN"),
+    (CPU_SUITE / "cheats" / "c09c_expanded_stride0.py", "aliased_output", "expanded"),
+    (CPU_SUITE / "cheats" / "c10e_code_object_swap.py", "timing_tampering", "__code__"),
+]
+
+
+@pytest.mark.parametrize("candidate,klass,reason", GPU_CHEATS, ids=[f"{c.stem}:{k}" for c, k, _ in GPU_CHEATS])
+def test_gpu_cheat_is_rejected(candidate: Path, klass: str, reason: str):
+    v = _verify(candidate)
+    assert not v.passed, f"{candidate.name} PASSED on the GPU"
+    assert v.klass == klass, f"{candidate.name}: rejected as {v.klass} ({v.reason}), want {klass}"
+    assert reason in v.reason, v.reason
+    assert v.seconds > 0, "caught by a source rule; this case must be caught at run time"
+
+
+@pytest.mark.parametrize("candidate", [EXAMPLES / "add_tiny_block.py", CPU_SUITE / "controls" / "axpy_block1024.py"],
+                         ids=["add_tiny_block", "axpy_block1024"])
+def test_gpu_honest_candidate_passes(candidate: Path):
+    v = _verify(candidate)
+    assert v.passed, f"{v.klass}: {v.reason}"
+
+
+def test_bench_l2_flush_makes_a_hot_buffer_cold():
+    """(11) Timer.calls flushes L2 before every call: a 32 MB re-read must be slower with it."""
+    from tritondx.tools.bench_impl import Timer, _elapsed, _Event, _record, _synchronize
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    nbytes = 32 << 20
+    if l2 < nbytes * 5 // 4:
+        pytest.skip(f"L2 of {l2 >> 20} MB does not hold a 32 MB buffer")
+    buf = torch.randn(nbytes // 4, device="cuda")
+    sink = torch.empty((), device="cuda")
+
+    def reread():
+        torch.sum(buf, dim=0, out=sink)
+
+    for _ in range(20):
+        reread()
+    _synchronize()
+    timer = Timer()
+    flushed = statistics.median(timer.calls(reread, 100))
+
+    # The same event pattern without the flush: the buffer stays in L2 from one call to the next.
+    starts = [_Event(enable_timing=True) for _ in range(100)]
+    ends = [_Event(enable_timing=True) for _ in range(100)]
+    reread()
+    for s, e in zip(starts, ends):
+        _record(s)
+        reread()
+        _record(e)
+    _synchronize()
+    hot = statistics.median([_elapsed(s, e) for s, e in zip(starts, ends)])
+    assert flushed > 1.1 * hot, f"flushed {flushed * 1e3:.1f} us vs hot {hot * 1e3:.1f} us: the flush does not evict"
+
+
+def _bench(task: Path, variants: list[Path]):
+    from tritondx.tools.verifier import bench_variants
+    vs = [{"id": "initial", "path": str(task)}] + [{"id": v.stem, "path": str(v)} for v in variants]
+    result, error, _ = bench_variants(str(task), vs, _cuda(), rounds=3, timeout=900)
+    assert result is not None, error
+    return result["shapes"][0]["variants"]
+
+
+def test_overstated_min_bytes_makes_the_honest_kernel_impossible():
+    """(12) With min_bytes overstated 100x, the honest kernel beats the (wrong) floor: flagged."""
+    v = _bench(HERE / "tasks" / "axpy_min_bytes_overstated.py", [])
+    assert v["initial"]["impossible"] is True, v["initial"]
+
+
+def test_one_percent_of_the_work_is_impossible_and_honest_is_not():
+    """(12) Against the true min_bytes: the honest kernel is possible, 1% of the work is not."""
+    cheat = HERE / "cheats" / "g12_one_percent_of_the_work.py"
+    v = _bench(HERE / "tasks" / "axpy_min_bytes_true.py", [cheat])
+    assert v["initial"]["impossible"] is False, v["initial"]
+    assert v[cheat.stem]["impossible"] is True, v[cheat.stem]
