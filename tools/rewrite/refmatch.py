@@ -185,6 +185,29 @@ class _Eval:
             eps = _kw(node, "eps", 3)
             return ("rms_norm", self(a[0]), self(w) if w is not None else ("const", None),
                     self(eps) if eps is not None else ("const", None))
+        if name == "topk" and len(a) >= 2 or name == "topk" and a and _kw(node, "k") is not None:
+            k = _kw(node, "k", 1)
+            dim = _kw(node, "dim", 2)
+            largest = _kw(node, "largest", 3)
+            srt = _kw(node, "sorted", 4)
+            if dim is not None and not _dims_last(dim):
+                return ("opaque", ast.unparse(node))
+            flag = lambda e, default: bool(e.value) if isinstance(e, ast.Constant) else default  # noqa: E731
+            return ("topk", self(a[0]), self(k), flag(largest, True), flag(srt, True))
+        if name == "group_norm" and len(a) >= 2:
+            w = _kw(node, "weight", 2)
+            b = _kw(node, "bias", 3)
+            eps = _kw(node, "eps", 4)
+            return ("group_norm", self(a[0]), self(a[1]), self(w) if w is not None else ("const", None),
+                    self(b) if b is not None else ("const", None),
+                    self(eps) if eps is not None else ("const", 1e-5))
+        if name in ("silu", "sigmoid", "relu") and a:
+            return (name, self(a[0]))
+        if name == "gelu" and a:
+            approx = _kw(node, "approximate")
+            if approx is None or (isinstance(approx, ast.Constant) and approx.value == "none"):
+                return ("gelu", self(a[0]))
+            return ("opaque", ast.unparse(node))
         if name == "softmax" and a:
             dim = _kw(node, "dim", 1)
             return ("softmax", self(a[0])) if _dims_last(dim) else ("opaque", ast.unparse(node))
@@ -223,10 +246,14 @@ def reference_term(source: str) -> Reference | None:
             if isinstance(tgt, ast.Tuple) and all(isinstance(e, ast.Name) for e in tgt.elts):
                 # B, H, S, D = q.shape  -> sizes
                 if isinstance(st.value, ast.Attribute) and st.value.attr == "shape":
-                    for e in tgt.elts:
-                        ev.env[e.id] = ("size", e.id)
+                    for i, e in enumerate(tgt.elts):
+                        ev.env[e.id] = ("size", f"{ast.unparse(st.value)}[{i}]")
                     continue
-                return None
+                # values, indices = torch.topk(...): the items of a multi-output call
+                value = ev(st.value)
+                for i, e in enumerate(tgt.elts):
+                    ev.env[e.id] = ("item", value, i)
+                continue
             return None
         if isinstance(st, ast.Return) and st.value is not None:
             result = ev(st.value)
