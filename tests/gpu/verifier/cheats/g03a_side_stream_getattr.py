@@ -1,5 +1,5 @@
 """Cheat (3), GPU: launches the kernel on a side stream obtained through getattr (no
-`torch.cuda.Stream(` in the source, so the static rule does not fire).
+the stream constructor spelled out in the source, so the static rule does not fire).
 Expected: rejected as side_stream (the guard checks the current stream at every launch).
 
 Derived from tests/cpu/verifier/tiny_axpy.py (from examples/add_tiny_block.py); only launch() (and what it uses) differs.

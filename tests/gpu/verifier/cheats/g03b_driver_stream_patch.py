@@ -1,6 +1,6 @@
 """Cheat (3), GPU: leaves torch's current stream alone but replaces the stream getter of
 Triton's driver, so Triton launches on a side stream the timer does not see.
-Expected: rejected as timing_tampering (the driver's get_current_stream is snapshotted).
+Expected: rejected as timing_tampering (the driver's current-stream getter is snapshotted).
 
 Derived from tests/cpu/verifier/tiny_axpy.py (from examples/add_tiny_block.py); only launch() (and what it uses) differs.
 """
