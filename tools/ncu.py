@@ -106,8 +106,13 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
 
 
 def counter_findings(rows: list[dict[str, Any]]) -> list[Finding]:
+    """One finding per kernel (the first profiled launch of each; repeats only confirm it)."""
     out = []
+    seen: set[str] = set()
     for i, row in enumerate(rows):
+        if row["kernel"] in seen:
+            continue
+        seen.add(row["kernel"])
         stalls = sorted(row["stalls"].items(), key=lambda kv: -kv[1])[:3]
         metric = {k: row[k] for k in ("dram_pct", "sm_pct", "achieved_occupancy_pct", "l2_hit_pct", "duration_ns")
                   if row.get(k) is not None}

@@ -23,3 +23,8 @@ def test_parse_and_findings():
 
 def test_no_table():
     assert parse_raw_csv("==ERROR== something failed") == []
+
+
+def test_one_finding_per_kernel():
+    rows = parse_raw_csv(SAMPLE + SAMPLE.splitlines()[-1] + "\n")
+    assert len(rows) == 2 and len(counter_findings(rows)) == 1
