@@ -76,6 +76,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     insufficient = [fid for c in pending if c not in passed for fid in c["motivated_by"]]
     best = dict(state.get("best") or {})
     measurements = []
+    bench_artifacts: dict = {}
     gain = None
     if passed and backend.can_time:
         variants = [{"id": "initial", "path": state["task_path"]}]
@@ -91,8 +92,9 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                                "reason": error[:600], "backend": backend.name} for c in passed]
             passed = []
         else:
-            ArtifactRef.write(run_dir(state) / "artifacts", f"bench_round{state.get('round', 0)}.json",
-                              json.dumps(result, indent=1), "bench")
+            bench_ref = ArtifactRef.write(run_dir(state) / "artifacts", f"bench_round{state.get('round', 0)}.json",
+                                          json.dumps(result, indent=1), "bench")
+            bench_artifacts = {f"bench_round{state.get('round', 0)}": bench_ref.model_dump()}
             summary = _summarize_bench(result, [v["id"] for v in variants])
             base = summary["initial"]["median_ms"]
             prev_id = best.get("id", "initial")
@@ -137,7 +139,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     # ---- routing ----
     rounds = state.get("round", 0)
     upd: dict = {"verifications": verifications, "measurements": measurements, "best": best, "pending": [],
-                 "gpu_seconds": gpu_seconds, "insufficient": insufficient}
+                 "gpu_seconds": gpu_seconds, "insufficient": insufficient, "artifacts": bench_artifacts}
     tier_next = next_tier(state)
     reason, goto = "", "__end__"
     if best.get("roofline_fraction") and best["roofline_fraction"] >= cfg.target_fraction:
