@@ -128,7 +128,10 @@ def autotune_source(source: str) -> tuple[str, dict[str, dict]]:
                 grids.append(s.grid)
         if not ok:
             continue
-        other_uses = _uses_outside(launch, set(locals_.values()), [s.call for s in sites] + grids)
+        # (only the tuned keywords themselves and the grids: a local also feeding, say, an EVEN flag or a
+        # buffer size would no longer match the configuration the autotuner picks)
+        tuned_args = [a for s in ks for a in s.call.args if a.keyword is not None and a.keyword.value in tun]
+        other_uses = _uses_outside(launch, set(locals_.values()), tuned_args + grids)
         if other_uses:
             continue
         configs = _config_list(kname, tun, options)

@@ -117,6 +117,25 @@ def prepare(source: str) -> tuple[str, list[Tunable]]:
     inserts: dict[int, list[cst.BaseStatement]] = {}
     tunables: list[Tunable] = []
     used_names = set(launch_names)
+    # every literal in launch(), and those that are block keywords or their grid's cdiv divisors: a block
+    # literal whose value also appears anywhere else (an EVEN flag, a tile count, a buffer size ...) may be
+    # tied to it, so it is not tuned
+    literals: dict[int, list[int]] = {}
+
+    class Lits(cst.CSTVisitor):
+        def visit_Integer(self, n: cst.Integer) -> None:
+            literals.setdefault(int_value(n), []).append(id(n))
+
+    launch.visit(Lits())
+    accounted: set[int] = set()
+    for site in sites:
+        g, _ = _grid_expr(launch, site, sites)
+        for p in constexpr_names(kernels[site.kernel]):
+            a = site.bound.get(p)
+            if "BLOCK" in p.upper() and isinstance(a, cst.Integer):
+                accounted.add(id(a))
+                if g is not None:
+                    accounted.update(id(x) for x in _literal_hits(g, int_value(a))[0])
     for site in sites:
         kfn = kernels[site.kernel]
         for p in constexpr_names(kfn):
@@ -129,7 +148,7 @@ def prepare(source: str) -> tuple[str, list[Tunable]]:
             if isinstance(arg, cst.Integer):
                 v = int_value(arg)
                 good, bad = _literal_hits(grid, v)
-                if bad or (good and shared):
+                if bad or (good and shared) or any(i not in accounted for i in literals.get(v, [])):
                     continue
                 name = p if p not in used_names else next(f"{p}_{i}" for i in range(2, 99) if f"{p}_{i}" not in used_names)
                 used_names.add(name)

@@ -47,3 +47,13 @@ def test_static_shapes_not_autotuned(rw):
     # not DYNAMIC: one launch configuration is enough (launch_config searches it offline)
     assert rw.proposals("l1_add", "autotune")[1] == []
     assert rw.proposals("l2_layernorm", "autotune")[1] == []
+
+
+def test_block_feeding_other_launch_values_not_autotuned(rw):
+    """An EVEN flag computed from the launcher's BLOCK must keep matching the BLOCK the kernel gets."""
+    from tritondx.tools.task import parse_task_source
+
+    ctx, props = rw.proposals("l2_swiglu", "mask_removal")
+    ctx.spec = parse_task_source(props[0].source, ctx.spec.path)
+    ctx.findings = rw.make_context("l2_swiglu", ["autotune"]).findings
+    assert rw.CATALOG["autotune"].fn(ctx) == []

@@ -41,3 +41,13 @@ def test_grid_it_cannot_follow_is_left_alone(rw):
     ctx = rw.make_context("l1_sqrt")
     ctx.findings = [f for f in ctx.findings if "launch_config" not in f.suggests]
     assert rw.CATALOG["launch_config"].fn(ctx) == []
+
+
+def test_literal_tied_elsewhere_is_not_tuned(rw):
+    """After mask_removal the launcher computes EVEN from the literal block: tuning it would break EVEN."""
+    from tritondx.tools.task import parse_task_source
+
+    ctx, props = rw.proposals("l2_softmax", "mask_removal")
+    assert "N % 1024 == 0" in props[0].source
+    ctx.spec = parse_task_source(props[0].source, ctx.spec.path)
+    assert rw.CATALOG["launch_config"].fn(ctx) == []
