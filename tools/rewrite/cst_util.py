@@ -197,6 +197,13 @@ def paren(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+def unwrap_hints(e: cst.BaseExpression) -> cst.BaseExpression:
+    """``tl.max_contiguous(tl.multiple_of(x, B), B)`` -> x (hints do not change values)."""
+    while isinstance(e, cst.Call) and dotted(e.func) in ("tl.max_contiguous", "tl.multiple_of") and e.args:
+        e = e.args[0].value
+    return e
+
+
 def is_jit(fn: cst.FunctionDef) -> bool:
     for d in fn.decorators:
         target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator

@@ -27,7 +27,8 @@ import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (LaunchSite, assigned_names, calls_named, code_of, constexpr_names, dotted,
                                              expr, function, jit_functions, launch_sites, make_arg, names_in,
-                                             param_names, parse, rename, replace_nodes, stmt, subst, with_args)
+                                             param_names, parse, rename, replace_nodes, stmt, subst, unwrap_hints,
+                                             with_args)
 
 ELEMENTWISE = {
     "tl.load", "tl.store", "tl.where", "tl.exp", "tl.exp2", "tl.log", "tl.log2", "tl.erf", "tl.sigmoid", "tl.sqrt",
@@ -82,8 +83,9 @@ def flat_kernel(fn: cst.FunctionDef) -> Flat | None:
         if a and pid is None and _is_pid_expr(a[1], None):
             pid = a[0]
             continue
-        if a and pid and offs is None and isinstance(a[1], cst.BinaryOperation) and isinstance(a[1].operator, cst.Add):
-            l, r = a[1].left, a[1].right
+        if a and pid and offs is None and isinstance(unwrap_hints(a[1]), cst.BinaryOperation) and \
+                isinstance(unwrap_hints(a[1]).operator, cst.Add):
+            l, r = unwrap_hints(a[1]).left, unwrap_hints(a[1]).right
             for prod, ar in ((l, r), (r, l)):
                 if isinstance(prod, cst.BinaryOperation) and isinstance(prod.operator, cst.Multiply) and \
                         isinstance(ar, cst.Call) and dotted(ar.func) == "tl.arange" and len(ar.args) == 2 and \

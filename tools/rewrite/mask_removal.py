@@ -19,7 +19,8 @@ import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (add_call_kwargs, add_params, calls_named, code_of, constexpr_names,
                                              dotted, expr, function, jit_functions, launch_sites, local_assignment,
-                                             names_in, param_names, parse, paren, remove_call_kwargs, replace_nodes)
+                                             names_in, param_names, parse, paren, remove_call_kwargs, replace_nodes,
+                                             unwrap_hints)
 
 
 def _program_axis(e: cst.BaseExpression, pids: dict[str, int]) -> int | None:
@@ -73,6 +74,7 @@ class _Analysis(cst.CSTVisitor):
         self.loop_stack.pop()
 
     def _kind(self, v: cst.BaseExpression):
+        v = unwrap_hints(v)
         if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Add):
             for a, b in ((v.left, v.right), (v.right, v.left)):
                 blk = _arange_block(b, self.consts)

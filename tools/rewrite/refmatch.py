@@ -201,6 +201,16 @@ class _Eval:
             return ("group_norm", self(a[0]), self(a[1]), self(w) if w is not None else ("const", None),
                     self(b) if b is not None else ("const", None),
                     self(eps) if eps is not None else ("const", 1e-5))
+        if name == "batch_norm" and len(a) >= 3:
+            w = _kw(node, "weight", 3)
+            b = _kw(node, "bias", 4)
+            training = _kw(node, "training", 5)
+            eps = _kw(node, "eps", 7)
+            if not (isinstance(training, ast.Constant) and training.value is False):
+                return ("opaque", ast.unparse(node))
+            return ("batch_norm", self(a[0]), self(a[1]), self(a[2]),
+                    self(w) if w is not None else ("const", None), self(b) if b is not None else ("const", None),
+                    self(eps) if eps is not None else ("const", 1e-5))
         if name in ("silu", "sigmoid", "relu") and a:
             return (name, self(a[0]))
         if name == "gelu" and a:

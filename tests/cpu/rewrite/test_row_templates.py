@@ -39,3 +39,16 @@ def test_templates_do_not_misfire(rw):
     for task in ("l2_layernorm", "l2_softmax", "l1_add", "l2_batchnorm"):
         text = rw.task_path(task).read_text()
         assert topk_spec(text) is None and groupnorm_spec(text) is None
+
+
+def test_batchnorm_inference(rw):
+    from tritondx.tools.rewrite.row_templates import batchnorm_spec
+
+    s = batchnorm_spec(rw.task_path("l2_batchnorm").read_text())
+    assert s is not None and (s["mean"], s["var"], s["w"], s["b"], s["eps"]) == \
+        ("running_mean", "running_var", "weight", "bias", "EPS")
+    _, props = rw.proposals("l2_batchnorm", "fuse_passes", detector="roofline")
+    (name,) = rw.kernel_names(props[0].source)
+    k = rw.function(props[0].source, name)
+    # per-channel values are scalars loaded once per program: only x is loaded per element
+    assert sum(1 for c in rw.calls(k, "tl.load") if "offs" in ast.unparse(c.args[0])) == 1
