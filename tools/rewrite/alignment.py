@@ -11,9 +11,15 @@ usually derives this itself; the hint matters where it cannot (offsets passed th
 from __future__ import annotations
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import code_of, constexpr_names, dotted, expr, jit_functions, paren, parse
+from tritondx.tools.rewrite.cst_util import (
+    code_of,
+    constexpr_names,
+    dotted,
+    expr,
+    jit_functions,
+    parse,
+)
 
 
 def _arange_block(e: cst.BaseExpression, consts: list[str]) -> str | None:

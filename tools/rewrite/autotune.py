@@ -13,13 +13,31 @@ so ``single_config_variants`` gives one candidate per configuration for a correc
 from __future__ import annotations
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (calls_named, code_of, constexpr_names, dotted, expr, function,
-                                             jit_functions, launch_sites, local_assignment, names_in, param_names,
-                                             parse, remove_call_kwargs, subst)
-from tritondx.tools.rewrite.launch_config import (DEFAULT_OPTIONS, FLAT_SPACE, MATMUL_NAMES, MATMUL_SPACE,
-                                                  _matmul_params, current_options, prepare)
+from tritondx.tools.rewrite.cst_util import (
+    code_of,
+    constexpr_names,
+    dotted,
+    expr,
+    function,
+    jit_functions,
+    launch_sites,
+    local_assignment,
+    names_in,
+    param_names,
+    parse,
+    remove_call_kwargs,
+    subst,
+)
+from tritondx.tools.rewrite.launch_config import (
+    DEFAULT_OPTIONS,
+    FLAT_SPACE,
+    MATMUL_NAMES,
+    MATMUL_SPACE,
+    _matmul_params,
+    current_options,
+    prepare,
+)
 
 # (BLOCK_N, BLOCK_K, num_warps, num_stages) when the M tile is not tunable
 NK_SPACE = [(128, 64, 4, 4), (64, 128, 4, 4), (128, 128, 8, 3), (256, 64, 8, 3)]
@@ -201,15 +219,19 @@ def single_config_variants(source: str) -> list[str]:
     out = []
     for i in range(n):
         class T(cst.CSTTransformer):
+            def __init__(self, index: int):
+                super().__init__()
+                self.index = index
+
             def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
                 if updated.keyword is not None and updated.keyword.value == "configs" and \
                         isinstance(updated.value, cst.List):
                     els = list(updated.value.elements)
-                    keep = els[min(i, len(els) - 1)].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                    keep = els[min(self.index, len(els) - 1)].with_changes(comma=cst.MaybeSentinel.DEFAULT)
                     return updated.with_changes(value=updated.value.with_changes(elements=[keep]))
                 return updated
 
-        out.append(module.visit(T()).code)
+        out.append(module.visit(T(i)).code)
     return out
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from tritondx.tools.evidence import Finding
 from tritondx.tools.task import TaskSpec

@@ -281,7 +281,7 @@ def rename(node, mapping: dict[str, str]):
     return subst(node, {k: cst.Name(v) for k, v in mapping.items()}, targets=True)
 
 
-_CACHE: "OrderedDict[tuple[str, int], tuple[cst.CSTNode, object]]" = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int], tuple[cst.CSTNode, object]] = OrderedDict()
 
 
 def _cached(kind: str, node: cst.CSTNode, compute):
@@ -431,14 +431,8 @@ def _launch_sites(module: cst.Module) -> list[LaunchSite]:
         return []
     out: list[LaunchSite] = []
     for i, st in enumerate(launch.body.body):
-        found: list[cst.Call] = []
-
-        class V(cst.CSTVisitor):
-            def visit_Call(self, n: cst.Call) -> None:
-                if isinstance(n.func, cst.Subscript) and dotted(n.func.value) in kernels:
-                    found.append(n)
-
-        st.visit(V())
+        found = [c for cs in _cached("calls", st, _calls_index).values() for c in cs
+                 if isinstance(c.func, cst.Subscript) and dotted(c.func.value) in kernels]
         for call in found:
             name = dotted(call.func.value)
             params = param_names(kernels[name])

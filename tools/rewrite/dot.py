@@ -12,9 +12,13 @@ precision the task's tolerance allows (tf32 when rtol >= 1e-3, else ieee).
 from __future__ import annotations
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import current_launch_values, dotted, parse, set_launch_values
+from tritondx.tools.rewrite.cst_util import (
+    current_launch_values,
+    dotted,
+    parse,
+    set_launch_values,
+)
 from tritondx.tools.rewrite.launch_config import MATMUL_SPACE, _matmul_params
 
 

@@ -7,8 +7,23 @@ proposal already tried (same family, parameters and resulting source) is never p
 
 from __future__ import annotations
 
-from tritondx.tools.rewrite import dot, launch_config, templates  # noqa: F401  (register families)
-from tritondx.tools.rewrite import alignment, autotune, fuse_launches, grouped, index_width, mask_removal, matmul_templates, norm_templates, persistent, pipelining, row_templates, vectorize  # noqa: F401
+from tritondx.tools.rewrite import (  # noqa: F401  (register families)  # noqa: F401
+    alignment,
+    autotune,
+    dot,
+    fuse_launches,
+    grouped,
+    index_width,
+    launch_config,
+    mask_removal,
+    matmul_templates,
+    norm_templates,
+    persistent,
+    pipelining,
+    row_templates,
+    templates,
+    vectorize,
+)
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.task import parse_task_source
 

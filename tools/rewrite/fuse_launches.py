@@ -23,12 +23,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (LaunchSite, assigned_names, calls_named, code_of, constexpr_names, dotted,
-                                             expr, function, jit_functions, launch_sites, make_arg, names_in,
-                                             param_names, parse, rename, replace_nodes, stmt, subst, unwrap_hints,
-                                             with_args)
+from tritondx.tools.rewrite.cst_util import (
+    LaunchSite,
+    assigned_names,
+    calls_named,
+    code_of,
+    constexpr_names,
+    dotted,
+    expr,
+    function,
+    jit_functions,
+    launch_sites,
+    make_arg,
+    names_in,
+    param_names,
+    parse,
+    rename,
+    replace_nodes,
+    unwrap_hints,
+    with_args,
+)
 
 ELEMENTWISE = {
     "tl.load", "tl.store", "tl.where", "tl.exp", "tl.exp2", "tl.log", "tl.log2", "tl.erf", "tl.sigmoid", "tl.sqrt",
@@ -112,7 +127,7 @@ def flat_kernel(fn: cst.FunctionDef) -> Flat | None:
         used |= names_in(st)
         if not isinstance(st, cst.SimpleStatementLine):
             return None
-    if pid in used or block in used or {pid, offs, mask} & set().union(*(assigned_names(s) for s in rest) or [set()]):
+    if pid in used or block in used or {pid, offs, mask} & set().union(set(), *(assigned_names(s) for s in rest)):
         return None
     return Flat(fn, pid, offs, mask, bound, block, rest)
 
@@ -335,6 +350,7 @@ class Plan:
     producer: LaunchSite
     consumer: LaunchSite
     temp: str
+    stored_args: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,7 +469,9 @@ def plan_chains(module: cst.Module) -> list[Plan]:
                     kind = "prologue"
                 else:
                     continue
-                plans.append(Plan(kind, prod, cons, temp))
+                stored = tuple(code_of(prod.bound[p]) for p in param_names(k1) if p in prod.bound and
+                               isinstance(prod.bound[p], cst.Name) and _ptr_accesses(k1, p)[1])
+                plans.append(Plan(kind, prod, cons, temp, stored))
     return plans
 
 
@@ -668,15 +686,22 @@ def _prologue(module: cst.Module, plan: Plan) -> cst.Module | None:
 
 
 def _args_available(launch: cst.FunctionDef, plan: Plan, binding: dict[str, cst.BaseExpression]) -> bool:
-    """Nothing between the two launches reassigns a name the fused call reads, or touches the
-    producer's other outputs."""
+    """Nothing between the two launches reassigns a name the producer's call reads, or reads a tensor the
+    producer writes (other than shape queries on the temporary, checked separately): the fused launch
+    runs where the consumer's was."""
     between = launch.body.body[plan.producer.index + 1:plan.consumer.index]
-    written = set().union(*(assigned_names(s) for s in between)) if between else set()
-    read_by_producer = set().union(*(names_in(e) for e in plan.producer.bound.values()))
+    written = set().union(set(), *(assigned_names(s) for s in between))
+    read_by_producer = set().union(set(), *(names_in(e) for e in plan.producer.bound.values()))
     if written & read_by_producer:
         return False
-    # other tensors the producer writes must not be read in between
-    return True
+    outputs = {code_of(e) for p, e in plan.producer.bound.items() if isinstance(e, cst.Name)} - {plan.temp}
+    touched = set().union(set(), *(names_in(s) for s in between))
+    return not (outputs & touched & _stored_args(plan))
+
+
+def _stored_args(plan: Plan) -> set[str]:
+    """Launcher names passed to the producer for the pointers it stores to."""
+    return set(plan.stored_args)
 
 
 @rewrite("fuse_launches", "elementwise launches chained through a temporary fused into one kernel "

@@ -16,12 +16,28 @@ Anything else (a batch or head axis on axis 1/2 used otherwise, grids that do no
 from __future__ import annotations
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (add_call_kwargs, add_params, calls_named, code_of, constexpr_names,
-                                             dotted, expr, function, jit_functions, launch_sites, local_assignment,
-                                             names_in, param_names, parse, replace_nodes, stmts)
-from tritondx.tools.rewrite.launch_config import MATMUL_NAMES, apply_config, config_space
+from tritondx.tools.rewrite.cst_util import (
+    add_call_kwargs,
+    add_params,
+    calls_named,
+    code_of,
+    constexpr_names,
+    dotted,
+    function,
+    jit_functions,
+    launch_sites,
+    local_assignment,
+    names_in,
+    param_names,
+    parse,
+    stmts,
+)
+from tritondx.tools.rewrite.launch_config import (
+    MATMUL_NAMES,
+    apply_config,
+    config_space,
+)
 
 GROUP_SIZES = (8,)
 

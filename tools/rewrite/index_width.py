@@ -12,11 +12,20 @@
 from __future__ import annotations
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (add_call_kwargs, add_params, calls_named, code_of, constexpr_names,
-                                             dotted, expr, function, jit_functions, launch_sites, param_names,
-                                             parse)
+from tritondx.tools.rewrite.cst_util import (
+    add_call_kwargs,
+    add_params,
+    code_of,
+    constexpr_names,
+    dotted,
+    expr,
+    function,
+    jit_functions,
+    launch_sites,
+    param_names,
+    parse,
+)
 from tritondx.tools.rewrite.taskinfo import numel, task_info
 
 HELPER = '''

@@ -16,11 +16,24 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (LaunchSite, SetLaunchValues, code_of, constexpr_names, dotted,
-                                             function, int_value, jit_functions, launch_sites, local_assignment,
-                                             names_in, parse, replace_nodes, set_launch_values, stmt)
+from tritondx.tools.rewrite.cst_util import (
+    LaunchSite,
+    SetLaunchValues,
+    code_of,
+    constexpr_names,
+    dotted,
+    function,
+    int_value,
+    jit_functions,
+    launch_sites,
+    local_assignment,
+    names_in,
+    parse,
+    replace_nodes,
+    set_launch_values,
+    stmt,
+)
 
 # Elementwise / row-loop kernels: elements per program and warps.
 FLAT_SPACE = [(1024, 4), (2048, 4), (4096, 8), (2048, 8), (8192, 8), (512, 4)]
@@ -265,9 +278,8 @@ def _consistent(source: str, values: dict[str, dict[str, int]]) -> bool:
     for site in launch_sites(module):
         for p, v in values.get(site.kernel, {}).items():
             e = site.bound.get(p) if p not in SetLaunchValues.OPTIONS else site.options.get(p)
-            if isinstance(e, cst.Name):
-                if seen.setdefault(e.value, v) != v:
-                    return False
+            if isinstance(e, cst.Name) and seen.setdefault(e.value, v) != v:
+                return False
     return True
 
 

@@ -15,12 +15,27 @@ other conditions (window bounds, row masks) stay.
 from __future__ import annotations
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (add_call_kwargs, add_params, calls_named, code_of, constexpr_names,
-                                             dotted, expr, function, jit_functions, launch_sites, local_assignment,
-                                             names_in, param_names, parse, paren, remove_call_kwargs, replace_nodes,
-                                             unwrap_hints)
+from tritondx.tools.rewrite.cst_util import (
+    add_call_kwargs,
+    add_params,
+    calls_named,
+    code_of,
+    constexpr_names,
+    dotted,
+    expr,
+    function,
+    jit_functions,
+    launch_sites,
+    local_assignment,
+    names_in,
+    param_names,
+    paren,
+    parse,
+    remove_call_kwargs,
+    replace_nodes,
+    unwrap_hints,
+)
 
 
 def _program_axis(e: cst.BaseExpression, pids: dict[str, int]) -> int | None:

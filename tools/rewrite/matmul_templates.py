@@ -15,7 +15,6 @@ from tritondx.tools.rewrite.refmatch import reference_term, strip_f32, term_src
 from tritondx.tools.rewrite.taskinfo import task_info
 from tritondx.tools.rewrite.templates import apply_template, template
 
-
 # ---------------------------------------------------------------------------------------------
 # split-K
 # ---------------------------------------------------------------------------------------------
@@ -27,9 +26,9 @@ def plain_matmul(source: str) -> tuple[str, str] | None:
         return None
     t = strip_f32(ref.result)
     a, b = ref.params
-    if t == ("cast", ("matmul", ("in", a), ("in", b)), a) or t == ("matmul", ("in", a), ("in", b)):
-        if task_info(source).launch_params() == [a, b] and "tl.dot" in source:
-            return a, b
+    plain = t in (("cast", ("matmul", ("in", a), ("in", b)), a), ("matmul", ("in", a), ("in", b)))
+    if plain and task_info(source).launch_params() == [a, b] and "tl.dot" in source:
+        return a, b
     return None
 
 
@@ -224,9 +223,7 @@ def attention_spec(source: str) -> tuple[str, str, str, str] | None:
         scale = "D ** -0.5"
     elif scores[0] == "div" and scores[1] == qk:
         den = scores[2]
-        if den[0] == "pow" and _last_dim_of(den[1], q) and den[2] == ("const", 0.5):
-            scale = "1.0 / D ** 0.5"
-        elif den[0] == "sqrt" and _last_dim_of(den[1], q):
+        if den[0] == "pow" and _last_dim_of(den[1], q) and den[2] == ("const", 0.5) or den[0] == "sqrt" and _last_dim_of(den[1], q):
             scale = "1.0 / D ** 0.5"
         elif term_src(den):
             scale = f"1.0 / {term_src(den)}"

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from tritondx.tools.rewrite.base import Proposal, RewriteContext
 from tritondx.tools.rewrite.refmatch import factors, reference_term, strip_f32, term_src
-from tritondx.tools.rewrite.templates import apply_template, template
 from tritondx.tools.rewrite.taskinfo import task_info
+from tritondx.tools.rewrite.templates import apply_template, template
 
 
 @dataclass
@@ -190,8 +190,8 @@ def _rows_kernel(s: NormSpec) -> str:
     store_h = "h" in s.outputs
     lines = [
         "@triton.jit",
-        f"def _tdx_{s.kind}norm_rows_kernel({', '.join(_kernel_params(s))}, "
-        "BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):",
+        (f"def _tdx_{s.kind}norm_rows_kernel({', '.join(_kernel_params(s))}, "
+         "BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):"),
         "    # BLOCK_M whole rows per program, held in registers: x is read once, out written once",
         "    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)",
         "    cols = tl.arange(0, BLOCK_N)",

@@ -17,11 +17,24 @@ level; no ``return``; nothing in the body reassigns a parameter or a value defin
 from __future__ import annotations
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (add_call_kwargs, add_params, assigned_names, calls_named, code_of, dotted,
-                                             expr, function, jit_functions, launch_sites, local_assignment,
-                                             names_in, param_names, parse, stmt, stmts)
+from tritondx.tools.rewrite.cst_util import (
+    add_call_kwargs,
+    add_params,
+    assigned_names,
+    calls_named,
+    code_of,
+    dotted,
+    expr,
+    function,
+    jit_functions,
+    launch_sites,
+    local_assignment,
+    names_in,
+    param_names,
+    parse,
+    stmts,
+)
 
 HELPER = '''
 def _tdx_num_sms(t):
@@ -63,13 +76,12 @@ def persistent_kernel(fn: cst.FunctionDef) -> cst.FunctionDef | None:
     if set().union(*(assigned_names(s) for s in rest)) & defined_before if rest else False:
         return None
     a = pid_st.body[0]
-    pid_name = a.targets[0].target.value
     tile = "_tile"
     while tile in names_in(fn):
         tile = "_" + tile
     # pid = tl.program_id(0)[.to(...)]  ->  pid = _tile[.to(...)]
     new_pid = a.with_changes(value=_replace_pid(a.value, tile))
-    loop = cst.For(target=cst.Name(tile), iter=expr(f"range(tl.program_id(0), NUM_TILES, NUM_PROGS)"),
+    loop = cst.For(target=cst.Name(tile), iter=expr("range(tl.program_id(0), NUM_TILES, NUM_PROGS)"),
                    body=cst.IndentedBlock(body=[pid_st.with_changes(body=[new_pid])] + rest),
                    leading_lines=pid_st.leading_lines)
     new = fn.with_changes(body=fn.body.with_changes(body=before + [loop]))

@@ -16,11 +16,25 @@ static (unrolled) loops, loops already using tl.range with num_stages.
 from __future__ import annotations
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (add_call_kwargs, calls_named, code_of, dotted, expr, jit_functions,
-                                             launch_sites, make_arg, names_in, param_names, parse, paren,
-                                             replace_nodes, stmt, subst, with_args)
+from tritondx.tools.rewrite.cst_util import (
+    add_call_kwargs,
+    calls_named,
+    code_of,
+    dotted,
+    expr,
+    jit_functions,
+    launch_sites,
+    make_arg,
+    names_in,
+    param_names,
+    paren,
+    parse,
+    replace_nodes,
+    stmt,
+    subst,
+    with_args,
+)
 
 
 def _loaded_and_stored(fn: cst.FunctionDef) -> tuple[set[str], set[str]]:
@@ -59,7 +73,7 @@ def _pipelineable(fn: cst.FunctionDef, loop: cst.For) -> bool:
     loop.body.visit(V())
     if bad[0]:
         return False
-    loaded, stored = _loaded_and_stored(fn)
+    _, stored = _loaded_and_stored(fn)
     loop_loaded = set()
     for c in calls_named(loop.body, "tl.load"):
         loop_loaded |= names_in(c.args[0].value) & set(param_names(fn))

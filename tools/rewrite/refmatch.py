@@ -76,7 +76,7 @@ class _Eval:
             return node.value.id
         return None
 
-    def __call__(self, node: ast.expr) -> Term:  # noqa: C901  (a flat dispatcher)
+    def __call__(self, node: ast.expr) -> Term:
         ev = self
         if isinstance(node, ast.Name):
             if node.id in self.env:
@@ -192,7 +192,7 @@ class _Eval:
             srt = _kw(node, "sorted", 4)
             if dim is not None and not _dims_last(dim):
                 return ("opaque", ast.unparse(node))
-            flag = lambda e, default: bool(e.value) if isinstance(e, ast.Constant) else default  # noqa: E731
+            flag = lambda e, default: bool(e.value) if isinstance(e, ast.Constant) else default
             return ("topk", self(a[0]), self(k), flag(largest, True), flag(srt, True))
         if name == "group_norm" and len(a) >= 2:
             w = _kw(node, "weight", 2)

@@ -16,7 +16,6 @@ from tritondx.tools.rewrite.refmatch import reference_term, strip_f32, term_src
 from tritondx.tools.rewrite.taskinfo import task_info
 from tritondx.tools.rewrite.templates import apply_template, template
 
-
 # ---------------------------------------------------------------------------------------------
 # top-k
 # ---------------------------------------------------------------------------------------------

@@ -8,10 +8,9 @@ launcher are replaced through libcst; the reference, input maker, shapes and tol
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from collections.abc import Callable
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 
 SOFTMAX_KERNELS = '''

@@ -20,11 +20,26 @@ and stored in the loop (a loop-carried dependence through memory).
 from __future__ import annotations
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import (add_call_kwargs, add_params, calls_named, code_of, dotted, expr,
-                                             function, jit_functions, launch_sites, make_arg, names_in,
-                                             param_names, parse, paren, replace_nodes, stmt, subst, with_args)
+from tritondx.tools.rewrite.cst_util import (
+    add_call_kwargs,
+    add_params,
+    calls_named,
+    code_of,
+    dotted,
+    expr,
+    jit_functions,
+    launch_sites,
+    make_arg,
+    names_in,
+    param_names,
+    paren,
+    parse,
+    replace_nodes,
+    stmt,
+    subst,
+    with_args,
+)
 from tritondx.tools.rewrite.launch_config import prepare
 
 REDUCE = {"sum": ("tl.sum", "0"), "max": ("tl.max", 'float("-inf")'), "min": ("tl.min", 'float("inf")')}

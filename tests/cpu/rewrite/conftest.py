@@ -6,11 +6,10 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from tritondx.tools.backends.base import get_backend
 from tritondx.tools.evidence import Finding
-from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite import expert  # noqa: F401  (registers every family)
+from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.task import load_task, parse_task_source
 from tritondx.tools.triage import triage
 from tritondx.tools.verifier import verify_candidate

@@ -8,7 +8,6 @@ Two tables are printed (run with -s to see them):
 
 from __future__ import annotations
 
-from tritondx.tools.evidence import Finding
 from tritondx.tools.rewrite.expert import propose
 
 EXPECTED = {   # family -> tasks it must apply to (when motivated)

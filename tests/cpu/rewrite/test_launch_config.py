@@ -10,7 +10,7 @@ def _launch(rw, source):
 
 
 def test_literal_block_is_hoisted_with_its_grid(rw, tmp_path):
-    ctx, props = rw.proposals("l2_add_rmsnorm", "launch_config")
+    _, props = rw.proposals("l2_add_rmsnorm", "launch_config")
     assert props
     # every proposal: each launch's BLOCK keyword is a local name, and the cdiv in its grid uses the same name
     for p in props:

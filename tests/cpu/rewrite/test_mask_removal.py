@@ -17,7 +17,7 @@ def test_row_loops(rw, tmp_path):
     (p,) = props
     k = rw.function(p.source, "softmax_kernel")
     branch = _even_branch(k)
-    masked = lambda body: [c for s in body for c in ast.walk(s) if isinstance(c, ast.Call)  # noqa: E731
+    masked = lambda body: [c for s in body for c in ast.walk(s) if isinstance(c, ast.Call)
                            and ast.unparse(c.func) in ("tl.load", "tl.store") and any(kw.arg == "mask" for kw in c.keywords)]
     assert masked(branch.body) == [] and len(masked(branch.orelse)) == 4
     call = next(n for n in ast.walk(rw.function(p.source, "launch")) if isinstance(n, ast.Call)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 
 import pytest
-
 from tritondx.tools.rewrite.norm_templates import norm_code, norm_spec
 from tritondx.tools.rewrite.taskinfo import task_info
 from tritondx.tools.rewrite.templates import apply_template
@@ -29,7 +28,7 @@ def test_spec_from_reference(rw, task, kind, residual, outputs):
 
 
 def test_add_rmsnorm_fused_and_correct(rw, tmp_path):
-    ctx, props = rw.proposals("l2_add_rmsnorm", "fuse_passes")
+    _, props = rw.proposals("l2_add_rmsnorm", "fuse_passes")
     assert props and all(p.params["template"] == "add_rmsnorm" for p in props)
     src = props[0].source
     # one kernel launch per call instead of two, and the row kernel has no loop

@@ -6,7 +6,7 @@ import ast
 
 
 def test_scalar_loops(rw, tmp_path):
-    ctx, props = rw.proposals("scalar_loop_rmsnorm", "vectorize_scalar_loop")
+    _, props = rw.proposals("scalar_loop_rmsnorm", "vectorize_scalar_loop")
     # motivated by triage's own scalar_loop findings
     assert any(m.startswith("scalar_loop:") for m in props[0].motivated_by)
     src = props[0].source

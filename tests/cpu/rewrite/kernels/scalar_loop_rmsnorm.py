@@ -16,7 +16,7 @@ def rms_rows_kernel(x_ptr, out_ptr, N, stride, eps):
         v = tl.load(x_ptr + base + i).to(tl.float32)
         ss += v * v
     rstd = 1.0 / tl.sqrt(ss / N + eps)
-    for i in range(0, N):
+    for i in range(N):
         v = tl.load(x_ptr + base + i).to(tl.float32)
         tl.store(out_ptr + base + i, (v * rstd).to(out_ptr.dtype.element_ty))
 
