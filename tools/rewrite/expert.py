@@ -7,7 +7,7 @@ proposal already tried (same family, parameters and resulting source) is never p
 
 from __future__ import annotations
 
-from tritondx.tools.rewrite import (  # noqa: F401  (register families)  # noqa: F401
+from tritondx.tools.rewrite import (  # noqa: F401  (importing a module registers its families and templates)
     alignment,
     autotune,
     dot,
@@ -20,6 +20,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (register families)  # noqa:
     norm_templates,
     persistent,
     pipelining,
+    row_resident,
     row_templates,
     templates,
     vectorize,

@@ -144,5 +144,10 @@ def fuse_passes(ctx: RewriteContext) -> list[Proposal]:
     ids = [f.id for f in motivating]
     out: list[Proposal] = []
     for t in TEMPLATES:
-        out.extend(t(ctx, ids))
+        if not getattr(t, "fallback", False):
+            out.extend(t(ctx, ids))
+    if not out:   # structural rewrites for kernels no reference-matched template knows
+        for t in TEMPLATES:
+            if getattr(t, "fallback", False):
+                out.extend(t(ctx, ids))
     return out
