@@ -16,11 +16,23 @@ from __future__ import annotations
 import ast
 
 import libcst as cst
-
 from tritondx.tools.rewrite.base import Proposal, RewriteContext
-from tritondx.tools.rewrite.cst_util import (add_call_kwargs, calls_named, code_of, constexpr_names, dotted, expr,
-                                             jit_functions, launch_sites, names_in, param_names, parse,
-                                             replace_nodes, stmts, subst)
+from tritondx.tools.rewrite.cst_util import (
+    add_call_kwargs,
+    calls_named,
+    code_of,
+    constexpr_names,
+    dotted,
+    expr,
+    jit_functions,
+    launch_sites,
+    names_in,
+    param_names,
+    parse,
+    replace_nodes,
+    stmts,
+    subst,
+)
 from tritondx.tools.rewrite.templates import template
 
 STORES = ("tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_xchg", "tl.atomic_cas")
