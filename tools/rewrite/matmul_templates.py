@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.refmatch import reference_term, strip_f32, term_src
 from tritondx.tools.rewrite.taskinfo import task_info
@@ -256,4 +258,140 @@ def attention_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Pro
             f"accumulators, {bm}x{bn} blocks; scale {scale}", motivated_by,
             "no (B*H, S, S) score/probability tensors in HBM: traffic from O(S^2) to O(S*D) per head and one "
             "launch; compute-bound on tensor cores for long S"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# grouped GEMM (contiguous row segments, one weight per segment): one launch over every group's tiles
+# ---------------------------------------------------------------------------------------------
+
+def _strip_float(node: ast.AST) -> str:
+    """Source with .float() calls removed (the template accumulates in fp32 anyway)."""
+    class T(ast.NodeTransformer):
+        def visit_Call(self, n: ast.Call):
+            self.generic_visit(n)
+            if isinstance(n.func, ast.Attribute) and n.func.attr == "float" and not n.args:
+                return n.func.value
+            return n
+    return ast.unparse(T().visit(ast.parse(ast.unparse(node))))
+
+
+def grouped_gemm_spec(source: str) -> tuple[str, str, str] | None:
+    """(x, w, sizes) for a reference of the form
+
+        outs = []; start = 0
+        for g, m in enumerate(sizes.tolist()):
+            outs.append(x[start:start + m] @ w[g]); start += m
+        return torch.cat(outs, dim=0).to(x.dtype)
+    """
+    info = task_info(source)
+    ref = info.reference
+    if ref is None or len(ref.args.args) != 3 or info.launch_params() != [a.arg for a in ref.args.args]:
+        return None
+    x, w, sizes = (a.arg for a in ref.args.args)
+    body = [st for st in ref.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if len(body) != 4:
+        return None
+    init1, init2, loop, ret = body
+    inits = {ast.unparse(init1), ast.unparse(init2)}
+    if not isinstance(loop, ast.For) or not isinstance(ret, ast.Return):
+        return None
+    lists = [s.split(" = ")[0] for s in inits if s.endswith("= []")]
+    starts = [s.split(" = ")[0] for s in inits if s.endswith("= 0")]
+    if len(lists) != 1 or len(starts) != 1:
+        return None
+    outs, start = lists[0], starts[0]
+    if ast.unparse(loop.iter) != f"enumerate({sizes}.tolist())" or not isinstance(loop.target, ast.Tuple):
+        return None
+    g, m = (e.id for e in loop.target.elts)
+    want = {f"{outs}.append({x}[{start}:{start} + {m}] @ {w}[{g}])", f"{start} += {m}"}
+    if {_strip_float(s) for s in loop.body} != want or len(loop.body) != 2:
+        return None
+    if _strip_float(ret.value) not in (f"torch.cat({outs}, dim=0).to({x}.dtype)", f"torch.cat({outs}, dim=0)",
+                                       f"torch.cat({outs}).to({x}.dtype)", f"torch.cat({outs})"):
+        return None
+    return x, w, sizes
+
+
+GROUPED_KERNEL = '''
+@triton.jit
+def _tdx_grouped_gemm_kernel(x_ptr, w_ptr, out_ptr, sizes_ptr, G, N, K,
+                             stride_xm, stride_xk, stride_wg, stride_wk, stride_wn, stride_om, stride_on,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # one launch for every group: program pid finds its group by walking the groups' tile counts
+    pid = tl.program_id(0)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    row0 = 0
+    tile0 = 0
+    grp = 0
+    m = 0
+    g_row0 = 0
+    g_tile0 = 0
+    for g in range(0, G):
+        m_g = tl.load(sizes_ptr + g)
+        t_g = tl.cdiv(m_g, BLOCK_M) * tiles_n
+        hit = (pid >= tile0) & (pid < tile0 + t_g)
+        grp = tl.where(hit, g, grp)
+        m = tl.where(hit, m_g, m)
+        g_row0 = tl.where(hit, row0, g_row0)
+        g_tile0 = tl.where(hit, tile0, g_tile0)
+        row0 += m_g
+        tile0 += t_g
+    local = pid - g_tile0
+    pid_m = local // tiles_n
+    pid_n = local % tiles_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = (g_row0 + rm).to(tl.int64)
+    w_base = w_ptr + grp.to(tl.int64) * stride_wg
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        rk = k + tl.arange(0, BLOCK_K)
+        a = tl.load(x_ptr + rows[:, None] * stride_xm + rk[None, :] * stride_xk,
+                    mask=(rm[:, None] < m) & (rk[None, :] < K), other=0.0)
+        b = tl.load(w_base + rk[:, None] * stride_wk + rn[None, :] * stride_wn,
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(out_ptr + rows[:, None] * stride_om + rn[None, :] * stride_on, acc.to(out_ptr.dtype.element_ty),
+             mask=(rm[:, None] < m) & (rn[None, :] < N))
+'''
+
+GROUPED_LAUNCH = '''
+def launch({x}, {w}, {sizes}):
+    total_m, K = {x}.shape
+    G, _, N = {w}.shape
+    out = torch.empty((total_m, N), device={x}.device, dtype={x}.dtype)
+    sizes = {sizes}.tolist()   # a host copy of the sizes, as the task's own launcher makes
+    avg_m = max(1, total_m // max(1, G))
+    if avg_m >= {big_m}:
+        BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages = 128, 128, 64, 8, 3
+    else:
+        BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages = 64, 128, 64, 4, 4
+    tiles = sum(triton.cdiv(m, BLOCK_M) for m in sizes) * triton.cdiv(N, BLOCK_N)
+    if tiles > 0:
+        _tdx_grouped_gemm_kernel[(tiles,)]({x}, {w}, out, {sizes}, G, N, K, {x}.stride(0), {x}.stride(1),
+                                           {w}.stride(0), {w}.stride(1), {w}.stride(2), out.stride(0), out.stride(1),
+                                           BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                                           num_warps=num_warps, num_stages=num_stages)
+    return out
+'''
+
+
+def grouped_gemm_proposals(ctx: RewriteContext, motivated_by: list[str]) -> list[Proposal]:
+    spec = grouped_gemm_spec(ctx.original.source)
+    if spec is None:
+        return []
+    x, w, sizes = spec
+    names = {k.name for k in ctx.spec.kernels}
+    out = []
+    for big_m in (256, 128):
+        code = GROUPED_KERNEL + GROUPED_LAUNCH.format(x=x, w=w, sizes=sizes, big_m=big_m)
+        out.append(Proposal(
+            "persistent", apply_template(ctx.spec.source, names, code),
+            {"template": "grouped_gemm", "big_m_threshold": big_m},
+            "grouped GEMM template: one launch over the tiles of every group (each program finds its group "
+            f"from the sizes on the device); 128x128x64 tiles when groups average >= {big_m} rows, else 64x128x64",
+            motivated_by,
+            "one launch instead of one per group and no per-group tail waves: the gain grows with the number of "
+            "small groups (many small GEMMs fill the GPU together); large groups gain from the bigger tiles"))
     return out

@@ -35,6 +35,7 @@ from tritondx.tools.rewrite.cst_util import (
     parse,
     stmts,
 )
+from tritondx.tools.rewrite.matmul_templates import grouped_gemm_proposals
 
 HELPER = '''
 def _tdx_num_sms(t):
@@ -198,7 +199,7 @@ def persistent(ctx: RewriteContext) -> list[Proposal]:
     module = parse(ctx.spec.source)
     kernels = jit_functions(module)
     heavy = {n for n, fn in kernels.items() if calls_named(fn, "tl.dot")}
-    out = []
+    out = grouped_gemm_proposals(ctx, [f.id for f in motivating])
     seen = {ctx.spec.source}
     for light_k, heavy_k in ((4, 1), (8, 2)):
         per_sm = {n: (heavy_k if n in heavy else light_k) for n in kernels}

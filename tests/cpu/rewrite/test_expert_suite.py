@@ -19,6 +19,7 @@ EXPECTED = {   # family -> tasks it must apply to (when motivated)
     "vectorize_scalar_loop": {"l2_reduce_sum_mid"},
     "autotune": {"l2_rmsnorm", "l2_softmax", "l2_swiglu", "l1_gather", "l3_skinny_gemm", "l3_grouped_matmul"},
     "index_width": {"l2_groupnorm_swish"},
+    "persistent": {"l3_grouped_matmul", "l3_matmul", "l1_add"},
     "launch_config": {"l1_sqrt", "l1_isinf", "l3_matmul", "l3_batched_matmul", "l2_add_rmsnorm", "l3_gemv"},
 }
 

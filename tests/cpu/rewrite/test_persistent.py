@@ -32,3 +32,18 @@ def test_not_persistent(rw):
     # attention: only the 1-D softmax launch qualifies; the (m, n, head) grids stay as they are
     _, props = rw.proposals("l3_attention", "persistent")
     assert all(p.params["per_sm"].keys() == {"softmax_kernel"} for p in props)
+
+
+def test_grouped_gemm_single_launch(rw, tmp_path):
+    """The per-group launch loop of a grouped GEMM becomes one launch over every group's tiles."""
+    from tritondx.tools.rewrite.matmul_templates import grouped_gemm_spec
+
+    assert grouped_gemm_spec(rw.task_path("l3_grouped_matmul").read_text()) == ("x", "w", "group_sizes")
+    _, props = rw.proposals("l3_grouped_matmul", "persistent", detector="grid_too_small")
+    p = next(p for p in props if p.params.get("template") == "grouped_gemm")
+    launch = rw.function(p.source, "launch")
+    assert not [n for n in ast.walk(launch) if isinstance(n, ast.For)]       # no per-group loop of launches
+    assert len([n for n in ast.walk(launch) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)]) == 1
+    rw.verify("l3_grouped_matmul", p.source, tmp_path)
+    for task in ("l3_matmul", "l3_batched_matmul", "l1_add"):
+        assert grouped_gemm_spec(rw.task_path(task).read_text()) is None
