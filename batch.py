@@ -226,7 +226,7 @@ def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, ex
               final_rounds: int = 3, progress: bool = True, only: list[str] | None = None,
               deadline_s: float | None = None, shuffle: bool = False) -> dict[str, Any]:
     from tritondx.tools.backends.base import get_backend
-    from tritondx.tools.sandbox import _die_with_parent  # imported here, never inside the forked child
+    from tritondx.tools.sandbox import die_with_parent_fn  # imported here, never inside the forked child
     tasks = sorted(str(p) for p in Path(folder).glob("*.py") if not p.name.startswith("_"))
     if only:
         tasks = [t for t in tasks if Path(t).stem in only]
@@ -272,7 +272,7 @@ def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, ex
                 shutil.rmtree(run_dir)
             # The child dies with this process (kill -9 included), so a resumed batch never races an
             # orphaned run on the same folder.
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=_die_with_parent)
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn())
         best = None
         rep = run_dir / "report.json"
         if rep.exists():

@@ -76,5 +76,6 @@ class StrictSerializer(JsonPlusSerializer):
 
 
 def open_checkpointer(run_dir: Path | str) -> SqliteSaver:
+    from tritondx.tools.checkpoint_retry import PatientSqliteSaver  # writes wait out a locked database
     conn = sqlite3.connect(Path(run_dir) / "checkpoints.sqlite", check_same_thread=False, timeout=30)
-    return SqliteSaver(conn, serde=StrictSerializer())
+    return PatientSqliteSaver(conn, serde=StrictSerializer())

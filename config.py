@@ -8,6 +8,14 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 
+ENV_KNOBS = {
+    "candidates_per_round": "TRITONDX_CANDIDATES_PER_ROUND",
+    "verify_timeout_s": "TRITONDX_VERIFY_TIMEOUT",
+    "verify_parallel": "TRITONDX_VERIFY_PARALLEL",
+    "bench_timeout_s": "TRITONDX_BENCH_TIMEOUT",
+}
+
+
 class RunConfig(BaseModel):
     mode: Literal["optimize", "diagnose"] = "optimize"
     backend: str = Field("auto", description="auto, interpreter, cuda or npu")
@@ -38,5 +46,9 @@ class RunConfig(BaseModel):
             env["backend"] = os.environ["TRITONDX_BACKEND"]
         if os.environ.get("TRITONDX_MAX_ROUNDS"):
             env["max_rounds"] = int(os.environ["TRITONDX_MAX_ROUNDS"])
+        # Knobs for long unattended runs (and for fast tests): field <- environment variable.
+        for field, var in ENV_KNOBS.items():
+            if os.environ.get(var):
+                env[field] = os.environ[var]  # pydantic converts and validates
         env.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**env)

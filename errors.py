@@ -10,8 +10,15 @@ class TritonDXError(Exception):
 class TaskFormatError(TritonDXError):
     """A task file breaks the task format."""
 
+    #: the longest problem text kept (a task's own exception text can be arbitrarily long)
+    MAX_PROBLEM = 400
+
     def __init__(self, path: str, problem: str):
         self.path = path
+        # One line, whatever the task's exception text held (newlines, tracebacks, huge reprs).
+        problem = " ".join(str(problem).split())
+        if len(problem) > self.MAX_PROBLEM:
+            problem = problem[: self.MAX_PROBLEM - 3] + "..."
         self.problem = problem
         super().__init__(f"{path}: {problem}")
 

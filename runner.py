@@ -26,7 +26,8 @@ RUNS_DIR = Path(os.environ.get("TRITONDX_RUNS", "runs"))
 
 def setup_logging(log_file: Path | None, verbose: bool = False) -> None:
     """structlog: JSON lines into the run's log file, short lines on stderr; secrets redacted."""
-    from tritondx.tools.llm.redact import redact_secrets
+    from tritondx.tools.llm.redact import RedactingFilter, redact_secrets
+    register_env_secrets()
     handlers: list[logging.Handler] = []
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(logging.DEBUG if verbose else logging.INFO)
@@ -43,6 +44,7 @@ def setup_logging(log_file: Path | None, verbose: bool = False) -> None:
     for h in list(root.handlers):
         root.removeHandler(h)
     for h in handlers:
+        h.addFilter(RedactingFilter())  # stdlib records (httpx, openai, langgraph) are redacted too
         root.addHandler(h)
     root.setLevel(logging.DEBUG)
     for noisy in ("httpx", "httpcore", "openai", "urllib3"):
@@ -59,6 +61,29 @@ def setup_logging(log_file: Path | None, verbose: bool = False) -> None:
         logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=False,
     )
+
+
+def register_env_secrets() -> None:
+    """Register with the log redactor every secret this process can see: the value of each environment
+    variable with a secret-looking name (API keys, tokens, passwords) and the credentials in a proxy URL,
+    so that none of them can reach a log line, a report or a checkpoint through an error message."""
+    from urllib.parse import urlsplit
+
+    from tritondx.tools.llm.redact import register_secret
+    from tritondx.tools.sandbox import SECRET_NAME
+    for name, value in os.environ.items():
+        if not value:
+            continue
+        if "PROXY" in name.upper():
+            try:
+                parts = urlsplit(value)
+                register_secret(parts.password)
+                if parts.password:
+                    register_secret(f"{parts.username}:{parts.password}")
+            except ValueError:
+                pass
+        elif SECRET_NAME.search(name):
+            register_secret(value)
 
 
 def new_run_dir(task_path: str, out: str | None) -> Path:

@@ -9,6 +9,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from tritondx.agents.common import dump, logger, run_config, run_dir
+from tritondx.errors import TaskFormatError
 from tritondx.state import DXState
 from tritondx.tools.backends.base import get_backend
 from tritondx.tools.task import load_task
@@ -23,9 +24,12 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
     initial = folder / "task_initial.py"
     if not initial.exists():
         shutil.copyfile(state["task_path"], initial)
-    spec = load_task(initial)
     backend = get_backend(cfg.backend)
-    probe = probe_task(str(initial), backend)
+    try:
+        spec = load_task(initial)
+        probe = probe_task(str(initial), backend)
+    except TaskFormatError as exc:  # name the user's file, not the run folder's copy of it
+        raise TaskFormatError(state["task_path"], exc.problem) from None
     kclass, found = triage(spec)
     target = cfg.target or backend.default_ir_target()
     log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)

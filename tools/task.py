@@ -108,10 +108,36 @@ def find_kernels(tree: ast.Module) -> list[KernelInfo]:
     return kernels
 
 
+# Literal values that can never be the list CHECK_SHAPES / BENCH_SHAPES / DTYPES must be.
+_NOT_A_LIST = (ast.Constant, ast.Dict, ast.Set, ast.GeneratorExp, ast.SetComp, ast.DictComp, ast.JoinedStr)
+
+
+def _literal_kind(node: ast.expr) -> str:
+    if isinstance(node, ast.Constant):
+        return "None" if node.value is None else type(node.value).__name__
+    return {ast.Dict: "a dict", ast.Set: "a set", ast.GeneratorExp: "a generator", ast.SetComp: "a set",
+            ast.DictComp: "a dict", ast.JoinedStr: "a string", ast.List: "a list",
+            ast.Tuple: "a tuple"}.get(type(node), type(node).__name__)
+
+
+def _assigned_value(tree: ast.Module, name: str) -> ast.expr | None:
+    """The value of the last module-level ``name = ...`` (None when not assigned that way)."""
+    value = None
+    for n in tree.body:
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            value = n.value
+    return value
+
+
 def parse_task_source(source: str, path: str) -> TaskSpec:
     """Check the task format statically; raise ``TaskFormatError`` with one clear line."""
     if len(source.encode()) > MAX_TASK_BYTES:
         raise TaskFormatError(path, f"file is larger than {MAX_TASK_BYTES} bytes")
+    if not source.strip():
+        raise TaskFormatError(path, "the file is empty: see README (task format) for what a task defines")
+    if "\x00" in source:
+        raise TaskFormatError(path, "the file holds NUL bytes: not a Python source file")
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
@@ -139,6 +165,13 @@ def parse_task_source(source: str, path: str) -> TaskSpec:
         value = node.value
         if isinstance(value, (ast.List, ast.Tuple)) and not value.elts:
             raise TaskFormatError(path, f"{cname} is empty: list at least one entry")
+        if isinstance(value, _NOT_A_LIST):
+            raise TaskFormatError(path, f"{cname} must be a list, got {_literal_kind(value)} "
+                                        f"`{ast.unparse(value)[:60]}`")
+    tol = _assigned_value(tree, "TOLERANCE")
+    if isinstance(tol, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.JoinedStr)):
+        raise TaskFormatError(path, f"TOLERANCE must be a dict {{dtype: {{'atol': ..., 'rtol': ...}}}}, got "
+                                    f"{_literal_kind(tol)} `{ast.unparse(tol)[:60]}`")
     name = Path(path).stem
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "NAME" for t in node.targets):
@@ -158,10 +191,18 @@ def load_task(path: str | Path) -> TaskSpec:
     p = Path(path)
     if not p.exists():
         raise TaskFormatError(str(path), "no such file")
+    if p.is_dir():
+        raise TaskFormatError(str(path), "is a directory, not a task file (for a folder of tasks: `tritondx batch`)")
     if p.suffix != ".py":
         raise TaskFormatError(str(path), "a task must be a Python file (.py)")
+    if not p.is_file():
+        raise TaskFormatError(str(path), "not a regular file")
     try:
-        source = p.read_text()
+        if p.stat().st_size > MAX_TASK_BYTES:
+            raise TaskFormatError(str(path), f"file is larger than {MAX_TASK_BYTES} bytes")
+        source = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise TaskFormatError(str(path), "not UTF-8 text") from exc
+        raise TaskFormatError(str(path), f"not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})") from exc
+    except OSError as exc:
+        raise TaskFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from exc
     return parse_task_source(source, str(path))

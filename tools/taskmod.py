@@ -33,6 +33,8 @@ def load_module(path: str, label: str = "task") -> ModuleType:
         raise TaskFormatError(path, f"syntax error at line {exc.lineno}: {exc.msg}") from exc
     except Exception as exc:  # user code at import time: report it as a task problem
         raise TaskFormatError(path, f"raised at import: {type(exc).__name__}: {exc}") from exc
+    except SystemExit as exc:  # sys.exit() / exit() at import would end the worker without a word
+        raise TaskFormatError(path, f"called sys.exit({exc.code!r}) at import") from None
     return mod
 
 
@@ -50,14 +52,23 @@ def to_dtype(value: Any) -> torch.dtype:
 
 
 def tolerance(mod: ModuleType, dtype: torch.dtype) -> tuple[float, float]:
-    table = {dtype_name(k): v for k, v in mod.TOLERANCE.items()}
+    path = getattr(mod, "__file__", "?")
+    tol = getattr(mod, "TOLERANCE", None)
+    if not isinstance(tol, dict):
+        raise TaskFormatError(path, f"TOLERANCE must be a dict {{dtype: {{'atol': ..., 'rtol': ...}}}}, "
+                                    f"got {type(tol).__name__}")
+    table = {dtype_name(k): v for k, v in tol.items()}
     entry = table.get(dtype_name(dtype))
     if entry is None:
-        raise TaskFormatError(getattr(mod, "__file__", "?"), f"TOLERANCE has no entry for {dtype_name(dtype)}")
-    if isinstance(entry, dict):
-        return float(entry.get("atol", 0.0)), float(entry.get("rtol", 0.0))
-    atol, rtol = entry
-    return float(atol), float(rtol)
+        raise TaskFormatError(path, f"TOLERANCE has no entry for {dtype_name(dtype)}")
+    try:
+        if isinstance(entry, dict):
+            return float(entry.get("atol", 0.0)), float(entry.get("rtol", 0.0))
+        atol, rtol = entry
+        return float(atol), float(rtol)
+    except (TypeError, ValueError) as exc:
+        raise TaskFormatError(path, f"TOLERANCE[{dtype_name(dtype)}] must be {{'atol': float, 'rtol': float}} "
+                                    f"or (atol, rtol), got {entry!r:.60}") from exc
 
 
 def as_tuple(out: Any) -> tuple:

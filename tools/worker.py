@@ -14,6 +14,8 @@ import traceback
 
 
 def main(job_path: str, result_path: str) -> int:
+    from tritondx.tools.sandbox import watch_lifeline
+    watch_lifeline()  # first thing: a job never outlives the run that started it
     with open(job_path) as f:
         job = json.load(f)
     kind = job["kind"]
@@ -39,11 +41,21 @@ def main(job_path: str, result_path: str) -> int:
         result = {"passed": False, "class": exc.klass, "error": exc.reason}
     except TaskFormatError as exc:
         result = {"passed": False, "ok": False, "class": "task_format", "error": str(exc), "problem": exc.problem}
+    except SystemExit as exc:  # task or candidate code called sys.exit(): say so instead of vanishing
+        result = {"passed": False, "ok": False, "class": "exited", "problem": f"task code called sys.exit({exc.code!r})",
+                  "error": f"task code called sys.exit({exc.code!r})"}
     except Exception as exc:
         tb = traceback.format_exc(limit=6)
         text = str(exc).strip().splitlines()
         first = text[0] if text else ""
         klass = "compile_error" if "CompilationError" in type(exc).__name__ or "PTXAS" in tb else "exception"
+        # A CUDA fault surfaces as a RuntimeError at the next synchronization: name it for what it is
+        # (the parent would otherwise only see a job that exited normally).
+        from tritondx.tools.sandbox import ILLEGAL_ACCESS_RE, OOM_RE
+        if ILLEGAL_ACCESS_RE.search(f"{type(exc).__name__}: {exc}"):
+            klass = "illegal_memory_access"
+        elif klass == "exception" and OOM_RE.search(f"{type(exc).__name__}: {first}"):
+            klass = "out_of_memory"
         result = {"passed": False, "ok": False, "class": klass, "error": f"{type(exc).__name__}: {first[:400]}",
                   "traceback": tb[-3000:]}
     with open(result_path, "w") as f:

@@ -1,0 +1,29 @@
+"""The reliability suite's background pool (see tdx_rel.py for the helpers and the Case type)."""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tdx_rel import WORKERS  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def rel_outcomes(request, tmp_path_factory) -> dict[str, Future]:
+    cases: dict[str, Any] = {}
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        case = callspec.params.get("rcase") if callspec is not None else None
+        if case is not None and hasattr(case, "run"):
+            cases.setdefault(case.id, case)
+    pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="reliability")
+    futures = {cid: pool.submit(c.run, tmp_path_factory.mktemp(cid[:40].replace("/", "_"), numbered=True))
+               for cid, c in sorted(cases.items(), key=lambda kv: -kv[1].cost)}
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,24 @@
+"""Verify one candidate the way the verifier agent does, in a process of its own (so that the test can
+give that process the environment a real run has: API keys, proxy credentials, its own cwd).
+
+    python verify_one.py TASK CANDIDATE  ->  one JSON line: verification, sandbox isolation, log events
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import structlog
+
+from tritondx.tools.backends.base import get_backend
+from tritondx.tools.sandbox import isolation
+from tritondx.tools.verifier import verify_candidate
+
+if __name__ == "__main__":
+    task, candidate = sys.argv[1], sys.argv[2]
+    with structlog.testing.capture_logs() as logs:
+        iso = isolation()
+        v = verify_candidate(task, candidate, "snoop", get_backend("interpreter"), timeout=300)
+    print(json.dumps({"verification": v.model_dump(), "isolation": iso.model_dump(),
+                      "logs": [{k: str(val) for k, val in e.items()} for e in logs]}))

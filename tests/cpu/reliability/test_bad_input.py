@@ -1,0 +1,108 @@
+"""Bad input: every malformed task file in bad_tasks/ is answered by `tritondx optimize FILE` with
+exactly one line on stderr that names the file and the problem, a non-zero exit code, and no
+traceback (with `--debug`: the traceback, then the same line).
+
+Static problems are found without running the task; the rest by the sandboxed probe job, which has a
+timeout (TRITONDX_PROBE_TIMEOUT) and the backend's memory limit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tdx_rel import BAD, Case, base_env, one_line, run_cli
+
+PROBE_TIMEOUT_S = "8"  # only for the endless-loop task: every other probe keeps the default
+
+# file -> a substring the one line must hold (besides the file's name)
+EXPECT: dict[str, str] = {
+    # static: the file is read and parsed, nothing runs
+    "syntax_error.py": "syntax error at line 18",
+    "no_kernel.py": "no kernel",
+    "no_launcher.py": "no launcher",
+    "no_reference.py": "no reference",
+    "no_make_inputs.py": "no input maker",
+    "no_tolerance.py": "no TOLERANCE",
+    "no_bench_shapes.py": "no BENCH_SHAPES",
+    "empty_shapes.py": "CHECK_SHAPES is empty",
+    "check_shapes_not_list.py": "CHECK_SHAPES must be a list, got int",
+    "check_shapes_computed_not_list.py": "CHECK_SHAPES must be a list, got a generator",
+    "tolerance_not_dict.py": "TOLERANCE must be a dict",
+    "empty_file.py": "the file is empty",
+    "not_utf8.py": "not UTF-8",
+    "not_python.txt": "must be a Python file (.py)",
+    "directory_task.py": "is a directory",
+    # run in the sandboxed probe
+    "reference_raises.py": "reference raised ValueError: reference is broken",
+    "launcher_raises.py": "launch raised RuntimeError: launcher is broken",
+    "launch_wrong_arity.py": "launch raised TypeError",
+    "wrong_shape.py": "launch output 0 is (999,)",
+    "wrong_dtype.py": "torch.float64, reference gives (1000,) torch.float32",
+    "wrong_output_count.py": "launch returned 2 outputs, reference 1",
+    "launch_returns_none.py": "launch output 0 is NoneType, not a tensor",
+    "launch_wrong_result.py": "the initial launch does not match the reference",
+    "shape_too_large.py": "ran out of memory (asked for 3725.3 GiB): the shape is too large",
+    "non_tensor_inputs.py": "make_inputs must return tensors (and plain scalars), got ['list']",
+    "inputs_all_zeros.py": "input 0 is all zeros",
+    "make_inputs_raises.py": "raised KeyError",
+    "reference_not_tensor.py": "reference must return tensors, got ['float']",
+    "no_triton_launch.py": "launch ran no Triton kernel",
+    "kernel_compile_error.py": "kernel axpy_kernel does not compile: line 11 "
+                               "`offs = pid * BLOCK + tl.arange(0, 100)`",
+    "missing_module.py": "import failed: No module named 'kernel_helpers_that_do_not_exist'",
+    "import_raises.py": "raised at import: ZeroDivisionError",
+    "infinite_loop_at_import.py": f"did not finish within {PROBE_TIMEOUT_S} s",
+    "sys_exit_at_import.py": "called sys.exit(3) at import",
+    "os_exit_in_launch.py": "ended the process (exit code 0) before the probe finished",
+    "tolerance_missing_dtype.py": "TOLERANCE has no entry for float16",
+    "unknown_dtype.py": "DTYPES: unknown dtype 'float33'",
+}
+# also run with --debug: the traceback is shown, and the last line is still the one-line answer
+DEBUG = ["no_reference.py", "reference_raises.py", "kernel_compile_error.py", "directory_task.py"]
+# static problems must be answered before any heavy import or sandbox job
+STATIC = [f for f in list(EXPECT)[:15]]
+
+
+def _optimize(path: Path, debug: bool = False):
+    def fn(tmp: Path):
+        extra = {"TRITONDX_PROBE_TIMEOUT": PROBE_TIMEOUT_S} if path.name == "infinite_loop_at_import.py" else {}
+        args = (["--debug"] if debug else []) + ["optimize", str(path), "--backend", "interpreter",
+                                                  "--out", str(tmp / "run")]
+        return run_cli(*args, tmp=tmp, env=base_env(tmp, **extra), timeout=400), tmp / "run"
+    return fn
+
+
+CASES = [Case(f"bad:{name}", _optimize(BAD / name), cost=1.0 if name in STATIC else 4.0) for name in EXPECT]
+DEBUG_CASES = [Case(f"bad-debug:{name}", _optimize(BAD / name, debug=True), cost=4.0) for name in DEBUG]
+
+
+def test_every_bad_task_has_an_expectation():
+    assert sorted(p.name for p in BAD.iterdir()) == sorted(EXPECT), "bad_tasks/ and EXPECT disagree"
+    assert len(EXPECT) >= 25
+
+
+@pytest.mark.parametrize("rcase", CASES, ids=[c.id.split(":", 1)[1] for c in CASES])
+def test_bad_task_one_line(rcase: Case, rel_outcomes):
+    name = rcase.id.split(":", 1)[1]
+    r, run_dir = rel_outcomes[rcase.id].result()
+    lines = one_line(r.stderr)
+    assert r.returncode == 2, f"{name}: exit {r.returncode}\n{r.stderr[-2000:]}"
+    assert len(lines) == 1, f"{name}: want exactly one line on stderr, got:\n{r.stderr[-3000:]}"
+    line = lines[0]
+    assert line.startswith("tritondx: error: ") and name in line, line
+    assert EXPECT[name] in line, f"{name}: {line!r} lacks {EXPECT[name]!r}"
+    assert "Traceback" not in r.stderr and r.stdout.strip() == "", r.stdout[-1000:]
+    if name in STATIC:
+        assert not run_dir.exists(), "a statically bad task must not create a run folder"
+
+
+@pytest.mark.parametrize("rcase", DEBUG_CASES, ids=[c.id.split(":", 1)[1] for c in DEBUG_CASES])
+def test_bad_task_debug_shows_traceback(rcase: Case, rel_outcomes):
+    name = rcase.id.split(":", 1)[1]
+    r, _ = rel_outcomes[rcase.id].result()
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "Traceback (most recent call last)" in r.stderr
+    last = one_line(r.stderr)[-1]
+    assert last.startswith("tritondx: error: ") and name in last and EXPECT[name] in last, last
