@@ -150,6 +150,11 @@ class _Eval:
             return ("var", t, keep) if last and biased else ("opaque", ast.unparse(node))
         if meth in ("abs", "exp", "sqrt", "rsqrt"):
             return (meth, t)
+        if meth == "index_copy" and len(node.args) == 3:
+            dim = node.args[0]
+            if isinstance(dim, ast.Constant) and dim.value == 0:
+                return ("index_copy", t, self(node.args[1]), self(node.args[2]))
+            return ("opaque", ast.unparse(node))
         if meth == "clamp_min" and node.args:
             return ("clamp_min", t, self(node.args[0]))
         if meth == "squeeze" and node.args and _dims_last(node.args[0]):

@@ -367,3 +367,78 @@ def batchnorm_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Pro
                      "no per-element div/mod and four per-element gathers: one read and one write per element "
                      "with almost no index math (a modest gain; the kernel was near the bandwidth)")
             for mb in (1024, 2048)]
+
+
+# ---------------------------------------------------------------------------------------------
+# row scatter without conflicts: out = x.index_copy(0, idx, src)
+# ---------------------------------------------------------------------------------------------
+
+SCATTER_KERNELS = '''
+@triton.jit
+def _tdx_scatter_mark_kernel(idx_ptr, mark_ptr, M):
+    # mark[idx[i]] = i: which source row (if any) lands on each output row
+    i = tl.program_id(0)
+    if i < M:
+        tl.store(mark_ptr + tl.load(idx_ptr + i), i)
+
+
+@triton.jit
+def _tdx_scatter_rows_kernel(x_ptr, src_ptr, mark_ptr, out_ptr, D, stride_x, stride_src, stride_out,
+                             BLOCK: tl.constexpr):
+    # each output row written once, read from src where it is overwritten and from x elsewhere
+    row = tl.program_id(0).to(tl.int64)
+    j = tl.load(mark_ptr + row).to(tl.int64)
+    from_src = j >= 0
+    for start in range(0, D, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        cm = cols < D
+        vs = tl.load(src_ptr + j * stride_src + cols, mask=cm & from_src, other=0.0)
+        vx = tl.load(x_ptr + row * stride_x + cols, mask=cm & (j < 0), other=0.0)
+        tl.store(out_ptr + row * stride_out + cols, tl.where(from_src, vs, vx), mask=cm)
+'''
+
+SCATTER_LAUNCH = '''
+def launch({params}):
+    V, D = {x}.shape
+    M = {idx}.shape[0]
+    out = torch.empty_like({x})
+    mark = torch.full((V,), -1, device={x}.device, dtype=torch.int32)
+    if M > 0:
+        _tdx_scatter_mark_kernel[(M,)]({idx}, mark, M)
+    BLOCK = min({max_block}, triton.next_power_of_2(D))
+    _tdx_scatter_rows_kernel[(V,)]({x}, {src}, mark, out, D, {x}.stride(0), {src}.stride(0), out.stride(0),
+                                   BLOCK=BLOCK, num_warps=4 if BLOCK <= 1024 else 8)
+    return out
+'''
+
+
+def scatter_spec(source: str) -> dict | None:
+    ref = reference_term(source)
+    if ref is None or len(ref.params) != 3:
+        return None
+    t = strip_f32(ref.result)
+    if t[0] != "index_copy" or t[1][0] != "in" or t[2][0] != "in" or t[3][0] != "in":
+        return None
+    if task_info(source).launch_params() != ref.params:
+        return None
+    return {"x": t[1][1], "idx": t[2][1], "src": t[3][1], "params": ref.params}
+
+
+@template
+def scatter_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Proposal]:
+    s = scatter_spec(ctx.original.source)
+    if s is None:
+        return []
+    names = {k.name for k in ctx.spec.kernels}
+    out = []
+    for mb in (4096, 1024):
+        code = SCATTER_KERNELS + SCATTER_LAUNCH.format(params=", ".join(s["params"]), x=s["x"], idx=s["idx"],
+                                                       src=s["src"], max_block=mb)
+        out.append(Proposal(
+            "fuse_passes", apply_template(ctx.spec.source, names, code), {"template": "index_copy_rows",
+                                                                          "max_block": mb},
+            "index_copy template: a row map (mark[idx[i]] = i), then every output row written once from src "
+            f"or x (blocks of up to {mb})", motivated_by,
+            "overwritten rows are no longer copied from x and then rewritten: bytes from read V + write V + "
+            "read M + write M rows to read V + write V rows (~1.5x at half the rows replaced)"))
+    return out

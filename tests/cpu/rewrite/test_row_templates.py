@@ -52,3 +52,16 @@ def test_batchnorm_inference(rw):
     k = rw.function(props[0].source, name)
     # per-channel values are scalars loaded once per program: only x is loaded per element
     assert sum(1 for c in rw.calls(k, "tl.load") if "offs" in ast.unparse(c.args[0])) == 1
+
+
+def test_index_copy_rows(rw):
+    from tritondx.tools.rewrite.row_templates import scatter_spec
+
+    assert scatter_spec(rw.task_path("l1_scatter").read_text()) == \
+        {"x": "x", "idx": "idx", "src": "src", "params": ["x", "src", "idx"]}
+    _, props = rw.proposals("l1_scatter", "fuse_passes")
+    src = props[0].source
+    rows = rw.function(src, "_tdx_scatter_rows_kernel")
+    assert len(rw.calls(rows, "tl.store")) == 1 and len(rw.calls(rows, "tl.load")) == 3   # mark, src, x
+    for task in ("l1_gather", "l1_index_add"):
+        assert scatter_spec(rw.task_path(task).read_text()) is None
