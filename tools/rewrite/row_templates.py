@@ -375,11 +375,11 @@ def batchnorm_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Pro
 
 SCATTER_KERNELS = '''
 @triton.jit
-def _tdx_scatter_mark_kernel(idx_ptr, mark_ptr, M):
+def _tdx_scatter_mark_kernel(idx_ptr, mark_ptr, M, BLOCK: tl.constexpr):
     # mark[idx[i]] = i: which source row (if any) lands on each output row
-    i = tl.program_id(0)
-    if i < M:
-        tl.store(mark_ptr + tl.load(idx_ptr + i), i)
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = i < M
+    tl.store(mark_ptr + tl.load(idx_ptr + i, mask=ok, other=0), i, mask=ok)
 
 
 @triton.jit
@@ -404,7 +404,7 @@ def launch({params}):
     out = torch.empty_like({x})
     mark = torch.full((V,), -1, device={x}.device, dtype=torch.int32)
     if M > 0:
-        _tdx_scatter_mark_kernel[(M,)]({idx}, mark, M)
+        _tdx_scatter_mark_kernel[(triton.cdiv(M, 1024),)]({idx}, mark, M, BLOCK=1024)
     BLOCK = min({max_block}, triton.next_power_of_2(D))
     _tdx_scatter_rows_kernel[(V,)]({x}, {src}, mark, out, D, {x}.stride(0), {src}.stride(0), out.stride(0),
                                    BLOCK=BLOCK, num_warps=4 if BLOCK <= 1024 else 8)
