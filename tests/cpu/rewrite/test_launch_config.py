@@ -51,3 +51,15 @@ def test_literal_tied_elsewhere_is_not_tuned(rw):
     assert "N % 1024 == 0" in props[0].source
     ctx.spec = parse_task_source(props[0].source, ctx.spec.path)
     assert rw.CATALOG["launch_config"].fn(ctx) == []
+
+
+def test_lambda_grid_and_literal_options(rw):
+    _, props = rw.proposals("lambda_grid", "launch_config")
+    assert props
+    p = props[0]
+    assert p.params == {"scale_kernel": {"BLOCK": 1024, "num_warps": 4}}
+    call = next(n for n in ast.walk(rw.function(p.source, "launch")) if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Subscript))
+    kw = {k.arg: ast.unparse(k.value) for k in call.keywords}
+    assert kw["num_warps"] == "4" and kw["BLOCK"] == "BLOCK"
+    assert "BLOCK = 1024" in ast.unparse(rw.function(p.source, "launch"))
