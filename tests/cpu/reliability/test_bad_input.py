@@ -61,8 +61,11 @@ EXPECT: dict[str, str] = {
 }
 # also run with --debug: the traceback is shown, and the last line is still the one-line answer
 DEBUG = ["no_reference.py", "reference_raises.py", "kernel_compile_error.py", "directory_task.py"]
-# static problems must be answered before any heavy import or sandbox job
-STATIC = [f for f in list(EXPECT)[:15]]
+# static problems: answered before any heavy import or sandbox job, without a run folder
+STATIC = ["syntax_error.py", "no_kernel.py", "no_launcher.py", "no_reference.py", "no_make_inputs.py",
+          "no_tolerance.py", "no_bench_shapes.py", "empty_shapes.py", "check_shapes_not_list.py",
+          "check_shapes_computed_not_list.py", "tolerance_not_dict.py", "empty_file.py", "not_utf8.py",
+          "not_python.txt", "directory_task.py"]
 
 
 def _optimize(path: Path, debug: bool = False):
