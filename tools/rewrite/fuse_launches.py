@@ -378,13 +378,6 @@ def _stored_value(store: cst.Call, ptr: str) -> cst.BaseExpression:
                     args=[cst.Arg(expr(f"{ptr}.dtype.element_ty"))])
 
 
-def _stmt_of(fn_body: list[cst.BaseStatement], call: cst.Call) -> int | None:
-    for i, st in enumerate(fn_body):
-        if any(c is call for c in calls_named(st, dotted(call.func))):
-            return i
-    return None
-
-
 def _build_signature(base: cst.FunctionDef, params: list[cst.Param]) -> cst.Parameters:
     plain = [p for p in params if p.annotation is None or "constexpr" not in code_of(p.annotation.annotation)]
     const = [p for p in params if p not in plain]
