@@ -316,6 +316,21 @@ def occupancy(k: KernelIR) -> dict[str, float]:
             "occupancy": blocks * threads / lim["max_threads_per_sm"], "limiter": limiter}
 
 
+@detector("resource_report", "ir", ("ptx",), (),
+          "per-kernel resources: registers, spills, stack, shared memory, estimated occupancy, grid")
+def _resources(det: Detector, k: KernelIR) -> list[Finding]:
+    """Always fires (severity info): the resource report of the launch, from ptxas -v and the compiled
+    kernel's metadata, with the occupancy estimate of ``occupancy()``."""
+    r, occ = k.resources, occupancy(k)
+    msg = (f"{r.get('registers', '?')} registers/thread, {r.get('spill_store_bytes', 0) + r.get('spill_load_bytes', 0)} B "
+           f"spilled, {r.get('stack_bytes', 0)} B stack, {r.get('shared_bytes', 0)} B shared/program; "
+           f"{k.num_warps} warps x {k.programs} programs; estimated occupancy {occ['occupancy']:.0%} "
+           f"({occ['blocks_per_sm']} programs/SM, limited by {occ['limiter']})")
+    return [det.finding(k, msg, None, stage="ptx", severity="info", programs=k.programs, num_warps=k.num_warps,
+                        num_stages=k.num_stages, **{kk: v for kk, v in r.items()},
+                        occupancy=round(occ["occupancy"], 3), occupancy_limiter=occ["limiter"])]
+
+
 @detector("low_occupancy", "ir", ("ptx",), ("launch_config",),
           "few warps resident per SM (from registers, shared memory and warps per program)")
 def _low_occ(det: Detector, k: KernelIR) -> list[Finding]:
