@@ -8,7 +8,7 @@ from typing import Any
 
 from tritondx.tools.evidence import ArtifactRef, Finding, Tier
 from tritondx.tools.ir.context import load_capture
-from tritondx.tools.ir.detectors import run_detectors
+from tritondx.tools.ir.detectors import resource_report, run_detectors
 from tritondx.tools.verifier import capture_ir
 
 
@@ -31,6 +31,8 @@ def analyze_tier(tier: Tier, task_path: str, target: str, run_dir: Path, round_:
     kernels = load_capture(out_dir / "manifest.json", Path(task_path).read_text(), arch=arch, sm_count=sm_count,
                            source_path=task_path)
     found = run_detectors(kernels, tier)
+    if tier == "ir":
+        found += [resource_report(k) for k in kernels]
     artifacts: dict[str, Any] = {f"{tier}_round{round_}/manifest": _ref(out_dir / "manifest.json", "manifest").model_dump()}
     for rec in manifest["launches"]:
         for stage, p in rec.get("stages", {}).items():

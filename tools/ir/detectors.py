@@ -108,6 +108,21 @@ def run_detectors(kernels: list[KernelIR], tier: Tier) -> list[Finding]:
     return out
 
 
+def resource_report(k: KernelIR) -> Finding:
+    """The launch's resource report (not a detector: it always applies): registers, spills, stack and shared
+    memory from ptxas -v and the kernel metadata, warps and programs, and the occupancy estimate."""
+    r, occ = k.resources, occupancy(k)
+    msg = (f"{r.get('registers', '?')} registers/thread, {r.get('spill_store_bytes', 0) + r.get('spill_load_bytes', 0)} B "
+           f"spilled, {r.get('stack_bytes', 0)} B stack, {r.get('shared_bytes', 0)} B shared/program; "
+           f"{k.num_warps} warps x {k.programs} programs; estimated occupancy {occ['occupancy']:.0%} "
+           f"({occ['blocks_per_sm']} programs/SM, limited by {occ['limiter']})")
+    return Finding(id=finding_id("resource_report", k.name, None) + f":{k.record.get('index', 0)}",
+                   detector="resource_report", tier="ir", stage="ptx", kernel=k.name, severity="info", message=msg,
+                   metric={"programs": k.programs, "num_warps": k.num_warps, "num_stages": k.num_stages,
+                           **{kk: v for kk, v in r.items()}, "occupancy": round(occ["occupancy"], 3),
+                           "occupancy_limiter": occ["limiter"]})
+
+
 def catalog_table() -> list[dict]:
     """One row per detector (for docs/detectors.md): id, tier, stages, suggests, description."""
     return [{"id": d.id, "tier": d.tier, "stages": list(d.stages), "suggests": list(d.suggests),
@@ -307,28 +322,13 @@ def occupancy(k: KernelIR) -> dict[str, float]:
     regs_per_block = regs * threads
     by_regs = lim["regs_per_sm"] // max(regs_per_block, 1)
     smem = k.resources.get("shared_bytes", 0)
-    by_smem = lim["smem_per_sm"] // smem if smem else lim["max_blocks_per_sm"]
+    by_smem = lim["smem_per_sm"] // smem if smem else 10 ** 9  # no shared memory: no limit from it
     by_threads = lim["max_threads_per_sm"] // threads
     blocks = max(0, min(by_regs, by_smem, by_threads, lim["max_blocks_per_sm"]))
     limiter = min((("registers", by_regs), ("shared memory", by_smem), ("threads", by_threads),
                    ("blocks per SM", lim["max_blocks_per_sm"])), key=lambda x: x[1])[0]
     return {"blocks_per_sm": blocks, "warps_per_sm": blocks * k.num_warps,
             "occupancy": blocks * threads / lim["max_threads_per_sm"], "limiter": limiter}
-
-
-@detector("resource_report", "ir", ("ptx",), (),
-          "per-kernel resources: registers, spills, stack, shared memory, estimated occupancy, grid")
-def _resources(det: Detector, k: KernelIR) -> list[Finding]:
-    """Always fires (severity info): the resource report of the launch, from ptxas -v and the compiled
-    kernel's metadata, with the occupancy estimate of ``occupancy()``."""
-    r, occ = k.resources, occupancy(k)
-    msg = (f"{r.get('registers', '?')} registers/thread, {r.get('spill_store_bytes', 0) + r.get('spill_load_bytes', 0)} B "
-           f"spilled, {r.get('stack_bytes', 0)} B stack, {r.get('shared_bytes', 0)} B shared/program; "
-           f"{k.num_warps} warps x {k.programs} programs; estimated occupancy {occ['occupancy']:.0%} "
-           f"({occ['blocks_per_sm']} programs/SM, limited by {occ['limiter']})")
-    return [det.finding(k, msg, None, stage="ptx", severity="info", programs=k.programs, num_warps=k.num_warps,
-                        num_stages=k.num_stages, **{kk: v for kk, v in r.items()},
-                        occupancy=round(occ["occupancy"], 3), occupancy_limiter=occ["limiter"])]
 
 
 @detector("low_occupancy", "ir", ("ptx",), ("launch_config",),

@@ -26,3 +26,13 @@ def test_capture_matmul_all_stages(tmp_path):
     sass = ks[0].ir("sass")
     assert any(ln.src_line for ln in sass.lines)
     assert json.loads((tmp_path / "manifest.json").read_text())["task"].endswith("matmul_no_dot.py")
+
+
+def test_resource_report_for_every_launch(tmp_path):
+    from tritondx.tools.analysis import analyze_tier
+    found, _, note = analyze_tier("ir", str(EXAMPLES / "softmax_three_pass.py"), "cuda:90", tmp_path, 0)
+    reports = [f for f in found if f.detector == "resource_report"]
+    assert not note and len(reports) == 3  # one per kernel launch
+    r = reports[0]
+    assert r.metric["registers"] > 0 and r.metric["programs"] == 8192 and 0 < r.metric["occupancy"] <= 1
+    assert "registers/thread" in r.message and "occupancy" in r.message
