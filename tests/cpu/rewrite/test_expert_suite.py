@@ -67,3 +67,7 @@ def test_tl_dot_example(rw, tmp_path):
     props = rw.CATALOG["tl_dot"].fn(ctx)
     assert props and all(p.family == "tl_dot" for p in props)
     assert rw.calls(rw.function(props[0].source, "matmul_kernel"), "tl.dot")
+
+
+def test_tl_dot_nothing_when_already_dot(rw):
+    assert rw.proposals("l3_matmul", "tl_dot")[1] == []

@@ -36,3 +36,9 @@ def test_templates_first_and_single_pass_kernels_untouched(rw):
     assert {p.params["template"] for p in props} == {"layernorm"}
     for task in ("l2_reduce_sum_last", "l2_cumsum", "l1_gather"):
         assert row_resident_source(rw.task_path(task).read_text(), 16384)[1] == []
+
+
+def test_fuse_passes_nothing_to_fuse(rw):
+    # one pass already (a row sum), and an elementwise map: no template, no multi-pass loops
+    assert rw.proposals("l2_reduce_sum_last", "fuse_passes")[1] == []
+    assert rw.proposals("l1_add", "fuse_passes")[1] == []
