@@ -158,5 +158,5 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
                         node.lineno, ["tl_dot"], severity="high", kernel=fn.name)
     if "triton.autotune" not in spec.source and "autotune" not in spec.source:
         add("fixed_launch_config", "no autotuning: one hand-picked launch configuration", launch_fn.lineno,
-            ["launch_config"], severity="low")
+            ["launch_config", "autotune"], severity="low")
     return kclass, findings

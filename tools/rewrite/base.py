@@ -25,14 +25,7 @@ class RewriteContext:
     unmeasured_families: set[str] = field(default_factory=set)
 
     def motivating(self, family: str) -> list[Finding]:
-        implied = IMPLIED_BY.get(family, set())
-        return [f for f in self.findings
-                if (family in f.suggests or f.detector in implied) and f.id not in self.insufficient]
-
-
-#: detectors whose findings also motivate a family their ``suggests`` list does not name (yet):
-#: "no autotuning: one hand-picked launch configuration" is the evidence autotune answers.
-IMPLIED_BY: dict[str, set[str]] = {"autotune": {"fixed_launch_config"}}
+        return [f for f in self.findings if family in f.suggests and f.id not in self.insufficient]
 
 
 @dataclass
