@@ -17,6 +17,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from tritondx.config import RunConfig
+from tritondx.errors import TaskFormatError, TritonDXError
 from tritondx.graph import builder
 from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task import load_task
@@ -86,9 +87,19 @@ def register_env_secrets() -> None:
             register_secret(value)
 
 
+# Files whose presence means a folder already holds a run (or the start of one).
+RUN_MARKERS = ("run.json", "checkpoints.sqlite", "report.json")
+
+
 def new_run_dir(task_path: str, out: str | None) -> Path:
     if out:
         folder = Path(out)
+        held = [m for m in RUN_MARKERS if (folder / m).exists()] if folder.is_dir() else []
+        if held:  # never write a second run over the first one's checkpoints and report
+            raise TritonDXError(f"{folder}: already holds a run ({held[0]}); continue it with "
+                                f"`tritondx resume {folder}`, or choose another --out")
+        if folder.exists() and not folder.is_dir():
+            raise TritonDXError(f"{folder}: exists and is not a folder; choose another --out")
     else:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         folder = RUNS_DIR / f"{stamp}-{Path(task_path).stem}-{uuid.uuid4().hex[:6]}"
@@ -125,6 +136,7 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
              thread_id: str | None = None, approver: Approver | None = None) -> dict[str, Any]:
     """Optimize or diagnose one task. Raises TritonDXError with a one-line message on bad input."""
     load_task(task_path)  # a clear one-line error before anything is created
+    before = set(os.listdir(out)) if out and os.path.isdir(out) else None  # None: the folder is ours
     run_dir = new_run_dir(task_path, out)
     setup_logging(run_dir / "log.jsonl", verbose)
     thread_id = thread_id or run_dir.name
@@ -136,14 +148,41 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     state_in = {"task_path": str(Path(task_path).resolve()), "run_dir": str(run_dir.resolve()),
                 "config": cfg.model_dump()}
     t0 = time.time()
+    unusable = False
     try:
         final, waiting = drive(graph, state_in, config, approver)
+    except TaskFormatError:  # the probe found the task unusable (triage never finished): no run to keep
+        unusable = not graph.get_state(config).values.get("probe")
+        raise
     finally:
         saver.conn.close()
+        if unusable:
+            discard_run_dir(run_dir, before)
     wall = time.time() - t0
     if waiting:  # paused for a person (no approver here): `tritondx resume RUN` picks it up
         return {"status": "paused", "run_dir": str(run_dir), "waiting": waiting}
     return finish(run_dir, final, wall)
+
+
+def discard_run_dir(run_dir: Path, before: set[str] | None) -> None:
+    """Remove what this run wrote into ``run_dir``: the whole folder when it made it, else only the entries
+    that were not there before (an existing, empty ``--out`` folder stays, empty). Bad input leaves no
+    half-made run behind, the same as a task rejected before the run folder is made."""
+    import shutil
+    root = logging.getLogger()
+    for h in list(root.handlers):  # stop writing log.jsonl before it goes
+        if isinstance(h, logging.FileHandler) and Path(h.baseFilename).resolve().parent == run_dir.resolve():
+            root.removeHandler(h)
+            h.close()
+    if before is None:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    for item in run_dir.iterdir():
+        if item.name not in before:
+            if item.is_dir() and not item.is_symlink():
+                shutil.rmtree(item, ignore_errors=True)
+            else:
+                item.unlink(missing_ok=True)
 
 
 def finish(run_dir: Path, final: dict[str, Any], wall: float) -> dict[str, Any]:
