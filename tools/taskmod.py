@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -35,7 +36,57 @@ def load_module(path: str, label: str = "task") -> ModuleType:
         raise TaskFormatError(path, f"raised at import: {type(exc).__name__}: {exc}") from exc
     except SystemExit as exc:  # sys.exit() / exit() at import would end the worker without a word
         raise TaskFormatError(path, f"called sys.exit({exc.code!r}) at import") from None
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        round_robin_autotuners(mod)
     return mod
+
+
+def round_robin_autotuners(mod: ModuleType) -> int:
+    """Under the interpreter, make every ``triton.autotune`` kernel of ``mod`` run its configurations in turn.
+
+    The interpreter has no active driver, so the autotuner's benchmark (``driver.active.get_benchmarker()``)
+    raises ``RuntimeError: 0 active drivers`` on the first call with more than one configuration. Here each
+    call instead picks the next configuration (call i runs configuration i mod n) without running any
+    kernel to "time" it, so the verifier's calls (shapes x seeds) check the configurations one after another
+    and every output still comes from exactly one launch of one configuration. Returns how many autotuners
+    were changed. On a GPU nothing is changed (the real autotuner times the configurations).
+    """
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:  # pragma: no cover
+        return 0
+    done: set[int] = set()
+    for value in list(vars(mod).values()):
+        fn, depth = value, 0
+        while fn is not None and depth < 8:   # heuristics(autotune(jit)) and the like
+            if isinstance(fn, Autotuner) and id(fn) not in done and len(fn.configs) > 1:
+                done.add(id(fn))
+                _round_robin(fn)
+            fn, depth = getattr(fn, "fn", None), depth + 1
+    return len(done)
+
+
+def _round_robin(tuner: Any) -> None:
+    state = {"call": 0, "bench": 0, "pick": 0}
+    original_run = tuner.run
+
+    def fake_bench(kernel_call, quantiles=None, **_):
+        # the j-th "timing" of one tuning pass belongs to the j-th (pruned) configuration: the picked
+        # one reads fastest; no kernel runs here
+        j = state["bench"]
+        state["bench"] += 1
+        t = 0.0 if j == state["pick"] else 1.0
+        return [t, t, t] if quantiles else t
+
+    def run(*args, **kwargs):
+        state["pick"] = state["call"] % len(tuner.configs)
+        state["call"] += 1
+        state["bench"] = 0
+        tuner.cache.clear()   # tune again on every call: the next configuration wins
+        return original_run(*args, **kwargs)
+
+    tuner.do_bench = fake_bench   # a cached_property on Autotuner: the instance attribute takes its place
+    tuner.run = run
 
 
 def dtype_name(dtype: Any) -> str:
