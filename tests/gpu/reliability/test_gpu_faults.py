@@ -47,7 +47,10 @@ def _verify(candidate: Path):
 def test_gpu_fault_then_next_candidate_passes(bad: str, klass: str, reason: str):
     v = _verify(CANDIDATES / bad)
     assert not v.passed and v.klass == klass, f"{bad}: {v.klass}: {v.reason}"
-    assert reason in v.reason.lower()
+    # the reason is the worker's exception line ("AcceleratorError: CUDA error: an illegal memory access was
+    # encountered", "... launch() ran out of memory: OutOfMemoryError: CUDA out of memory ..."), or, should the
+    # worker die instead of answering, the sandbox's "illegal_memory_access: <last stderr line>"
+    assert reason in v.reason.lower().replace("_", " "), v.reason
     after = _verify(CANDIDATES / "g0_honest.py")  # a fresh worker, a fresh CUDA context
     assert after.passed, f"the honest candidate after {bad} failed: {after.klass}: {after.reason}"
 
