@@ -13,6 +13,8 @@ ENV_KNOBS = {
     "verify_timeout_s": "TRITONDX_VERIFY_TIMEOUT",
     "verify_parallel": "TRITONDX_VERIFY_PARALLEL",
     "bench_timeout_s": "TRITONDX_BENCH_TIMEOUT",
+    "ncu": "TRITONDX_NCU",
+    "final_profile": "TRITONDX_FINAL_PROFILE",
 }
 
 
@@ -30,6 +32,8 @@ class RunConfig(BaseModel):
     bench_timeout_s: float = 900.0
     bench_rounds: int = 3
     ncu: bool = Field(True, description="read hardware counters with Nsight Compute in the profile tier")
+    final_profile: bool = Field(True, description="after the search, read the counters of initial and best with "
+                                                  "Nsight Compute for the report (cuda, when ncu is installed)")
     verify_parallel: int = Field(4, description="candidates verified at once, each in its own process")
     all_tiers: bool = Field(False, description="gather every tier's evidence before the first rewrite (ablation)")
     stop_after_tier: str | None = Field(None, description="never escalate past this tier (ablation)")

@@ -19,6 +19,14 @@ def merge_dict(left: dict, right: dict) -> dict:
     return {**(left or {}), **(right or {})}
 
 
+def add_seconds(left: dict, right: dict) -> dict:
+    """Sum per-key seconds (time spent in each node over the whole run)."""
+    out = dict(left or {})
+    for k, v in (right or {}).items():
+        out[k] = round(out.get(k, 0.0) + v, 3)
+    return out
+
+
 class DXState(TypedDict, total=False):
     # inputs
     task_path: str            # the initial task file (copied into the run folder)
@@ -46,5 +54,7 @@ class DXState(TypedDict, total=False):
     gpu_seconds: float
     decisions: Annotated[list[dict], operator.add]          # verifier's routing decisions with reasons
     llm_usage: dict[str, Any]
+    node_seconds: Annotated[dict[str, float], add_seconds]   # wall seconds spent in each agent node
+    final_profile: dict[str, Any]                           # counters of initial and best after the search
     human_feedback: str | None
     status: str

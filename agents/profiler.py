@@ -17,7 +17,55 @@ from tritondx.tools.profiler import roofline_findings
 from tritondx.tools.verifier import bench_variants
 
 
-def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "ir_analyst"]]:
+def _counter_summary(rows: list[dict]) -> list[dict]:
+    """Per kernel (first profiled launch): the counters a reader compares between initial and best."""
+    out, seen = [], set()
+    for row in rows:
+        if row["kernel"] in seen:
+            continue
+        seen.add(row["kernel"])
+        stalls = sorted(row.get("stalls", {}).items(), key=lambda kv: -kv[1])[:3]
+        out.append({"kernel": row["kernel"][:80], **{k: row.get(k) for k in (
+            "duration_ns", "dram_pct", "sm_pct", "achieved_occupancy_pct", "l2_hit_pct")},
+            "top_stalls": [[k, round(v, 3)] for k, v in stalls]})
+    return out
+
+
+def final_profile(state: DXState, config: RunnableConfig) -> Command:
+    """After the search: hardware counters of the initial kernel and of the accepted best, side by
+    side, so that every report on a GPU with ncu carries them (the search may have stopped before
+    the profile tier). Not a tier: it adds no findings and no rewrite follows it."""
+    log = logger("profiler", config)
+    cfg = run_config(state)
+    out: dict = {"ncu": None, "kernels": {}}
+    arts: dict = {}
+    paths = {"initial": state["task_path"]}
+    if best_path(state) != state["task_path"]:
+        paths["best"] = best_path(state)
+    notes = []
+    for label, path in paths.items():
+        with gpu_exclusive():
+            rows, note = profile_counters(path)
+        if rows:
+            out["kernels"][label] = _counter_summary(rows)
+            ref = ArtifactRef.write(run_dir(state) / "artifacts", f"ncu_final_{label}.json",
+                                    json.dumps(rows, indent=1), "ncu")
+            arts[f"ncu_final_{label}"] = ref.model_dump()
+        else:
+            notes.append(f"{label}: {note}")
+    out["ncu"] = "ok" if out["kernels"] else "; ".join(notes)
+    log.info("final_profile", kernels={k: len(v) for k, v in out["kernels"].items()}, note="; ".join(notes)[:200])
+    goto = "final_approval" if cfg.interactive else "__end__"
+    return Command(goto=goto, update={"final_profile": out, "artifacts": arts, "status": "done",
+                                      "decisions": [{"node": "profiler", "decision": "final profile",
+                                                     "reason": "ncu counters of the initial and best kernels"
+                                                     if out["kernels"] else out["ncu"]}]})
+
+
+def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "ir_analyst", "final_approval",
+                                                                          "__end__"]]:
+    if state.get("status") == "final_profile":
+        return final_profile(state, config)
     log = logger("profiler", config)
     cfg = run_config(state)
     backend = backend_of(state)

@@ -18,12 +18,16 @@ from langgraph.types import Command
 
 import json
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config, run_dir
 from tritondx.tools.evidence import ArtifactRef
 from tritondx.state import DXState
 from tritondx.tools.verifier import bench_variants, verify_candidate
+
+# e.g. "timing_tampering: variant r1c3 replaced torch.Tensor.zero_ while it was timed"
+TAMPER_RE = re.compile(r"timing_tampering: variant (\S+) replaced")
 
 Next = Literal["rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "__end__"]
 
@@ -86,6 +90,20 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         result, error, seconds = bench_variants(state["task_path"], variants, backend, rounds=cfg.bench_rounds,
                                                 timeout=cfg.bench_timeout_s)
         gpu_seconds += seconds
+        cheat = TAMPER_RE.match(error or "")
+        if result is None and cheat and cheat.group(1) in {c["id"] for c in passed}:
+            # the bench job names the variant that replaced a timing function: reject it, time the rest
+            bad = next(c for c in passed if c["id"] == cheat.group(1))
+            verifications.append({"id": bad["id"] + ":timing", "candidate_id": bad["id"], "passed": False,
+                                  "klass": "timing_tampering", "reason": error[:600], "backend": backend.name})
+            passed.remove(bad)
+            insufficient += bad["motivated_by"]
+            variants = [v for v in variants if v["id"] != bad["id"]]
+            log.warning("timing_tampering", candidate=bad["id"], reason=error[:200])
+            if passed:
+                result, error, seconds = bench_variants(state["task_path"], variants, backend,
+                                                        rounds=cfg.bench_rounds, timeout=cfg.bench_timeout_s)
+                gpu_seconds += seconds
         if result is None:
             log.warning("bench_failed", error=error)
             verifications += [{"id": c["id"], "candidate_id": c["id"], "passed": False, "klass": "bench_failed",
@@ -168,6 +186,10 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     if goto == "__end__":
         upd["status"] = "done"
     log.info("decided", goto=goto, reason=reason, best=best.get("id"), speedup=best.get("speedup"))
+    if goto == "__end__" and backend.name == "cuda" and cfg.ncu and cfg.final_profile and best.get("measured") \
+            and not state.get("final_profile"):
+        upd["status"] = "final_profile"  # the profiler reads the counters of initial and best, then ends
+        return Command(goto="profiler", update=upd)
     if goto == "__end__" and cfg.interactive:
         goto = "final_approval"  # a person accepts the best kernel first (agents/approval.py)
     return Command(goto=goto, update=upd)

@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 import torch
 
+from tritondx.tools.gpulock import phase
+from tritondx.tools.verify_impl import Rejected
 from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype
 
 # Captured before any candidate is imported: candidates cannot swap the clock under us.
@@ -27,6 +29,7 @@ _Event = torch.cuda.Event
 _elapsed = torch.cuda.Event.elapsed_time
 _record = torch.cuda.Event.record
 _synchronize = torch.cuda.synchronize
+_perf = time.perf_counter
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 ROUND_TARGET_MS = 25.0
@@ -37,13 +40,20 @@ class Timer:
         self.flush_buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
 
     def calls(self, fn: Callable[[], Any], n: int) -> list[float]:
+        """Device time of ``n`` calls, each after an L2 flush. ``self.host_s``: host seconds spent
+        inside the calls (launch overhead); while it stays under the flush's device time (~70 us
+        on an H200) the device never waits for the host, so the events time the kernels alone."""
         starts = [_Event(enable_timing=True) for _ in range(n)]
         ends = [_Event(enable_timing=True) for _ in range(n)]
+        host = 0.0
         for i in range(n):
             self.flush_buf.zero_()
             _record(starts[i])
+            t0 = _perf()
             fn()
+            host += _perf() - t0
             _record(ends[i])
+        self.host_s = host / max(n, 1)
         _synchronize()
         return [_elapsed(s, e) for s, e in zip(starts, ends)]
 
@@ -56,6 +66,11 @@ def measure_ceilings(job: dict[str, Any]) -> dict[str, Any]:
         data = json.loads(cache.read_text())
         if data.get("device") == name:
             return data
+    with phase("exclusive"):
+        return _measure_ceilings(cache, name)
+
+
+def _measure_ceilings(cache: Path, name: str) -> dict[str, Any]:
     timer = Timer()
     n = 1 << 28  # 1 GiB of fp32
     src = torch.randn(n, device="cuda")
@@ -94,11 +109,74 @@ def floor_seconds(nbytes: int, flops: int, dtype: torch.dtype, ceilings: dict[st
     return max(nbytes / ceilings["copy_bytes_per_s"], flops / rate if flops else 0.0)
 
 
+def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job):
+    """Inputs (rotated sets when one set fits in L2), roofline counts, the callables to time, warmed up."""
+    first = as_tuple(orig.make_inputs(shape, dtype, 1, "cuda"))
+    in_bytes = tensor_bytes(first)
+    n_sets = 1 if in_bytes >= 3 * l2 else min(8, math.ceil(3 * l2 / max(in_bytes, 1)))
+    sets = [first] + [as_tuple(orig.make_inputs(shape, dtype, 2 + i, "cuda")) for i in range(n_sets - 1)]
+    outs = as_tuple(orig.reference(*first))
+    nbytes, flops = roofline_counts(orig, shape, dtype, first, outs)
+    del outs
+    floor_s = floor_seconds(nbytes, flops, dtype, ceilings)
+    fns: dict[str, Callable[[], Any]] = {}
+    counters = {v["id"]: 0 for v in variants}
+    for v in variants:
+        launch = mods[v["id"]].launch
+
+        def fn(_launch=launch, _vid=v["id"]):
+            counters[_vid] += 1
+            return _launch(*sets[counters[_vid] % n_sets])
+
+        fns[v["id"]] = fn
+    extra = {}
+    if job.get("baselines"):
+        ref = orig.reference
+        extra["torch_eager"] = lambda: ref(*sets[0])
+        try:
+            compiled = torch.compile(ref)
+            extra["torch_compile"] = lambda: compiled(*sets[0])
+        except Exception:  # torch.compile may not support the reference
+            pass
+    all_fns = {**fns, **extra}
+    errors: dict[str, str] = {}
+    for vid, fn in list(all_fns.items()):
+        try:
+            for _ in range(3):
+                fn()
+            _synchronize()
+        except Exception as exc:  # a baseline that cannot run is reported, not fatal
+            errors[vid] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            del all_fns[vid]
+    return sets, n_sets, nbytes, flops, floor_s, all_fns, errors
+
+
+# What the timer relies on, captured before any variant is imported: a variant that replaces one of
+# them while it runs (to stop the L2 flush, or to bend the clock) fails the whole bench job.
+_WATCHED = {
+    "torch.Tensor.zero_": (lambda: torch.Tensor.zero_, torch.Tensor.zero_),
+    "torch.cuda.Event": (lambda: torch.cuda.Event, torch.cuda.Event),
+    "torch.cuda.Event.record": (lambda: torch.cuda.Event.record, torch.cuda.Event.record),
+    "torch.cuda.Event.elapsed_time": (lambda: torch.cuda.Event.elapsed_time, torch.cuda.Event.elapsed_time),
+    "torch.cuda.synchronize": (lambda: torch.cuda.synchronize, torch.cuda.synchronize),
+    "statistics.median": (lambda: statistics.median, statistics.median),
+    "time.perf_counter": (lambda: time.perf_counter, time.perf_counter),
+}
+
+
+def _tampered() -> list[str]:
+    return [name for name, (now, before) in _WATCHED.items() if now() is not before]
+
+
 def bench(job: dict[str, Any]) -> dict[str, Any]:
     ceilings = measure_ceilings({"cache_file": job["ceilings_file"]})
     orig = load_module(job["task"], "orig")
     variants = job["variants"]  # [{"id": "initial", "path": ...}, ...]
-    mods = {v["id"]: (orig if v["path"] == job["task"] else load_module(v["path"], v["id"])) for v in variants}
+    mods = {}
+    for v in variants:
+        mods[v["id"]] = orig if v["path"] == job["task"] else load_module(v["path"], v["id"])
+        if _tampered():
+            raise Rejected("timing_tampering", f"variant {v['id']} replaced {', '.join(_tampered())} on import")
     rounds = int(job.get("rounds", 5))
     rng = random.Random(job.get("seed", 0))
     l2 = ceilings.get("l2_bytes") or 50 * 2 ** 20
@@ -107,53 +185,31 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
     dtypes = [to_dtype(d) for d in orig.DTYPES][: int(job.get("max_dtypes", 1))]
     for dtype in dtypes:
         for shape in [norm_shape(s) for s in orig.BENCH_SHAPES]:
-            first = as_tuple(orig.make_inputs(shape, dtype, 1, "cuda"))
-            in_bytes = tensor_bytes(first)
-            n_sets = 1 if in_bytes >= 3 * l2 else min(8, math.ceil(3 * l2 / max(in_bytes, 1)))
-            sets = [first] + [as_tuple(orig.make_inputs(shape, dtype, 2 + i, "cuda")) for i in range(n_sets - 1)]
-            outs = as_tuple(orig.reference(*first))
-            nbytes, flops = roofline_counts(orig, shape, dtype, first, outs)
-            del outs
-            floor_s = floor_seconds(nbytes, flops, dtype, ceilings)
-            fns: dict[str, Callable[[], Any]] = {}
-            counters = {v["id"]: 0 for v in variants}
-            for v in variants:
-                launch = mods[v["id"]].launch
-
-                def fn(_launch=launch, _vid=v["id"]):
-                    counters[_vid] += 1
-                    return _launch(*sets[counters[_vid] % n_sets])
-
-                fns[v["id"]] = fn
-            extra = {}
-            if job.get("baselines"):
-                ref = orig.reference
-                extra["torch_eager"] = lambda: ref(*sets[0])
-                try:
-                    compiled = torch.compile(ref)
-                    extra["torch_compile"] = lambda: compiled(*sets[0])
-                except Exception:  # torch.compile may not support the reference
-                    pass
-            all_fns = {**fns, **extra}
-            calls: dict[str, int] = {}
-            errors: dict[str, str] = {}
-            for vid, fn in list(all_fns.items()):
-                try:
-                    for _ in range(3):
-                        fn()
-                    _synchronize()
-                    est = statistics.median(timer.calls(fn, 5))
-                except Exception as exc:  # a baseline that cannot run is reported, not fatal
-                    errors[vid] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                    del all_fns[vid]
-                    continue
-                calls[vid] = max(5, min(200, int(ROUND_TARGET_MS / max(est, 1e-3))))
-            per_round: dict[str, list[float]] = {vid: [] for vid in all_fns}
-            for _ in range(rounds):
-                order = list(all_fns)
-                rng.shuffle(order)
-                for vid in order:
-                    per_round[vid].append(statistics.median(timer.calls(all_fns[vid], calls[vid])))
+            with phase("shared"):  # inputs, reference and warm-up (compiles) touch the device
+                prepared = _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
+            sets, n_sets, nbytes, flops, floor_s, all_fns, errors = prepared
+            with phase("exclusive"):  # nothing else runs on the device while we time
+                calls: dict[str, int] = {}
+                host_us: dict[str, float] = {}
+                for vid, fn in list(all_fns.items()):
+                    try:
+                        est = statistics.median(timer.calls(fn, 5))
+                        host_us[vid] = timer.host_s * 1e6
+                    except Exception as exc:  # a baseline that cannot run is reported, not fatal
+                        errors[vid] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                        del all_fns[vid]
+                        continue
+                    calls[vid] = max(5, min(200, int(ROUND_TARGET_MS / max(est, 1e-3))))
+                per_round: dict[str, list[float]] = {vid: [] for vid in all_fns}
+                for _ in range(rounds):
+                    order = list(all_fns)
+                    rng.shuffle(order)
+                    for vid in order:
+                        per_round[vid].append(statistics.median(timer.calls(all_fns[vid], calls[vid])))
+                        tampered = _tampered()
+                        if tampered:
+                            raise Rejected("timing_tampering", f"variant {vid} replaced {', '.join(tampered)} "
+                                                               "while it was timed")
             entry = {"shape": list(shape) if isinstance(shape, tuple) else shape, "dtype": str(dtype),
                      "bytes": nbytes, "flops": flops, "floor_ms": floor_s * 1e3, "input_sets": n_sets,
                      "variants": {}, "errors": errors}
@@ -162,6 +218,7 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
                 spread = (max(meds) - min(meds)) / med if med > 0 else 0.0
                 entry["variants"][vid] = {
                     "median_ms": med, "round_medians_ms": meds, "spread": spread, "calls_per_round": calls[vid],
+                    "host_us_per_call": host_us.get(vid),
                     "roofline_fraction": (floor_s * 1e3) / med if med > 0 else None,
                     "achieved_bytes_per_s": nbytes / (med * 1e-3) if med > 0 else None,
                     "achieved_flops_per_s": flops / (med * 1e-3) if med > 0 and flops else None,

@@ -1,8 +1,16 @@
 """Exclusive device time for timing while several tasks run at once (batch workers).
 
-Verification and other device work take the lock shared; timing takes it exclusive, so no other
-kernel runs on the GPU while a measurement is taken. A turnstile keeps a stream of shared holders
-from starving the timer. Without ``TRITONDX_LOCK_DIR`` (single runs) both are no-ops.
+Device work takes the lock shared; timing takes it exclusive, so no other kernel runs on the GPU
+while a measurement is taken. A turnstile keeps a stream of shared holders from starving the timer.
+Without ``TRITONDX_LOCK_DIR`` (single runs) everything here is a no-op.
+
+The lock is held *inside* the jobs, around the parts that touch the device, not around whole jobs:
+a job spends most of its life starting Python, importing torch and compiling, and holding the lock
+through that made every measurement wait for the slowest verification to finish (batch wall time
+was mostly lock waits). The orchestrator opens the two lock files afresh for each job and hands the
+descriptors over (``job_lock_fds``); the job takes them in ``phase("shared")`` /
+``phase("exclusive")``. ``gpu_shared`` / ``gpu_exclusive`` remain for orchestrator-side device work
+(Nsight Compute runs) whose job does not take the lock itself.
 """
 
 from __future__ import annotations
@@ -11,6 +19,8 @@ import contextlib
 import fcntl
 import os
 from pathlib import Path
+
+JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>" in a job's environment
 
 
 def _lock_dir() -> Path | None:
@@ -22,39 +32,87 @@ def _lock_dir() -> Path | None:
     return p
 
 
+def _acquire(turnstile: int, gpu: int, mode: str) -> None:
+    if mode == "exclusive":
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(gpu, fcntl.LOCK_EX)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+    else:  # pass through the turnstile: wait behind a timer that is already queued
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(gpu, fcntl.LOCK_SH)
+
+
 @contextlib.contextmanager
-def _flock(path: Path, mode: int):
-    with open(path, "a+") as f:
-        fcntl.flock(f, mode)
+def _held(mode: str):
+    d = _lock_dir()
+    if d is None:
+        yield
+        return
+    t = os.open(d / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    g = os.open(d / "gpu.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        _acquire(t, g, mode)
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            fcntl.flock(g, fcntl.LOCK_UN)
+    finally:
+        os.close(t)
+        os.close(g)
 
 
-@contextlib.contextmanager
 def gpu_shared():
-    d = _lock_dir()
-    if d is None:
-        yield
-        return
-    with _flock(d / "turnstile.lock", fcntl.LOCK_EX):
-        pass
-    with _flock(d / "gpu.lock", fcntl.LOCK_SH):
-        yield
+    """Orchestrator side: hold the device shared for the duration of the block."""
+    return _held("shared")
+
+
+def gpu_exclusive():
+    """Orchestrator side: hold the device alone for the duration of the block."""
+    return _held("exclusive")
 
 
 @contextlib.contextmanager
-def gpu_exclusive():
+def job_lock_fds():
+    """Orchestrator side: fresh descriptors of the lock files for one job (its own open file
+    descriptions, so two jobs never share a lock). Yields (fds to pass, env to add); empty when
+    there is no lock directory."""
     d = _lock_dir()
     if d is None:
+        yield (), {}
+        return
+    t = os.open(d / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    g = os.open(d / "gpu.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        yield (t, g), {JOB_LOCK_ENV: f"{t},{g}"}
+    finally:
+        os.close(t)
+        os.close(g)
+
+
+def _job_fds() -> tuple[int, int] | None:
+    spec = os.environ.get(JOB_LOCK_ENV, "")
+    try:
+        t, g = (int(x) for x in spec.split(","))
+    except ValueError:
+        return None
+    return t, g
+
+
+@contextlib.contextmanager
+def phase(mode: str):
+    """Job side: hold the device ``"shared"`` (any device work) or ``"exclusive"`` (timing) for
+    the block. A no-op when the job was given no lock. Not re-entrant: leave one phase before
+    entering another."""
+    fds = _job_fds()
+    if fds is None:
         yield
         return
-    with open(d / "turnstile.lock", "a+") as turnstile:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
-            with _flock(d / "gpu.lock", fcntl.LOCK_EX):
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
-                yield
-        finally:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
+    t, g = fds
+    _acquire(t, g, mode)
+    try:
+        yield
+    finally:
+        fcntl.flock(g, fcntl.LOCK_UN)

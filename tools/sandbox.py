@@ -317,8 +317,20 @@ def run_job(
     env: dict[str, str] | None = None,
     memory_bytes: int | None = None,
     network: bool = False,
+    gpu_lock: bool = False,
 ) -> JobResult:
-    """Run one worker job; never raises for anything the job does."""
+    """Run one worker job; never raises for anything the job does. ``gpu_lock``: hand the job
+    descriptors of the batch's device lock (``tools/gpulock.py``), which it takes around its device
+    work; without a lock directory this changes nothing."""
+    if gpu_lock:
+        from tritondx.tools.gpulock import job_lock_fds
+        with job_lock_fds() as (fds, lock_env):
+            return _run_job(job, timeout, python, {**(env or {}), **lock_env}, memory_bytes, network, fds)
+    return _run_job(job, timeout, python, env, memory_bytes, network, ())
+
+
+def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[str, str] | None,
+             memory_bytes: int | None, network: bool, lock_fds: tuple[int, ...]) -> JobResult:
     workdir = Path(tempfile.mkdtemp(prefix="tritondx-job-"))
     job_file, result_file = workdir / "job.json", workdir / "result.json"
     job_file.write_text(json.dumps(job))
@@ -343,7 +355,7 @@ def run_job(
     lifeline = _lifeline_fd()
     job_env[LIFELINE_ENV] = str(lifeline)
     proc = subprocess.Popen(cmd, cwd=workdir, env=job_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, pass_fds=(lifeline,), preexec_fn=_limits(memory_bytes),
+                            stdin=subprocess.DEVNULL, pass_fds=(lifeline, *lock_fds), preexec_fn=_limits(memory_bytes),
                             text=True, errors="replace")
     try:
         out, err = proc.communicate(timeout=timeout)

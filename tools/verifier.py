@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ from pydantic import BaseModel
 
 from tritondx.errors import TaskFormatError
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.gpulock import gpu_exclusive, gpu_shared
 from tritondx.tools.sandbox import JobResult, run_job
 
 CEILINGS_FILE = Path(os.environ.get("TRITONDX_CACHE", Path.home() / ".cache" / "tritondx")) / "ceilings.json"
@@ -71,7 +69,7 @@ def probe_task(task_path: str, backend: Backend, timeout: float | None = None) -
     timeout = probe_timeout() if timeout is None else timeout
     memory_bytes = DEFAULT_MEMORY_BYTES.get(backend.name)
     r = run_job({"kind": "probe", "task": str(Path(task_path).resolve()), "device": backend.torch_device},
-                timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes)
+                timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes, gpu_lock=backend.can_time)
     if not r.ok:
         raise TaskFormatError(task_path, _probe_failure(r, timeout, memory_bytes))
     res = r.result or {}
@@ -151,8 +149,7 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
            "seed": seed}
     if memory_bytes is None:
         memory_bytes = DEFAULT_MEMORY_BYTES.get(backend.name)
-    with gpu_shared() if backend.can_time else contextlib.nullcontext():
-        r = run_job(job, timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes)
+    r = run_job(job, timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes, gpu_lock=backend.can_time)
     if r.ok and r.result and r.result.get("passed"):
         return Verification(candidate_id=candidate_id, passed=True, backend=backend.name,
                             checks=len(r.result.get("checks", [])), seconds=r.seconds,
@@ -170,8 +167,7 @@ def bench_variants(task_path: str, variants: list[dict[str, str]], backend: Back
     job = {"kind": "bench", "task": str(Path(task_path).resolve()),
            "variants": [{"id": v["id"], "path": str(Path(v["path"]).resolve())} for v in variants],
            "rounds": rounds, "baselines": baselines, "ceilings_file": str(CEILINGS_FILE)}
-    with gpu_exclusive():
-        r = run_job(job, timeout=timeout, env=backend.job_env())
+    r = run_job(job, timeout=timeout, env=backend.job_env(), gpu_lock=True)
     if r.ok and r.result and "shapes" in r.result:
         return r.result, "", r.seconds
     klass, reason = _job_error(r)

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from tritondx.tools.gpulock import phase
 from tritondx.tools.guard import LaunchGuard, _KernelsOffAbort
 from tritondx.tools.taskmod import as_tuple, dtype_name, load_module, norm_shape, tolerance, to_dtype
 
@@ -178,85 +179,86 @@ def verify(job: dict[str, Any]) -> dict[str, Any]:
             earlier_outs: list[torch.Tensor] = []   # kept alive: shared storage then means "same memory"
             earlier_refs: list[tuple[int, tuple]] = []
             for rep in range(SEEDS_PER_SHAPE):
-                seed = rng.randrange(1 << 30)
-                where = f"shape {shape} dtype {str(dtype).replace('torch.', '')} seed {seed}"
-                inputs = as_tuple(orig.make_inputs(shape, dtype, seed, device))
-                _check_inputs(inputs, where)
-                snapshot = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
-                _sync(device)
-                off_first = order_rng.random() < 0.5
-                if off_first:
-                    outs_off = _call_candidate(cand, inputs, guard, device, where, skip_kernels=True)
+                with phase("shared"):  # device work; a timer in another job waits for this check only
+                    seed = rng.randrange(1 << 30)
+                    where = f"shape {shape} dtype {str(dtype).replace('torch.', '')} seed {seed}"
+                    inputs = as_tuple(orig.make_inputs(shape, dtype, seed, device))
+                    _check_inputs(inputs, where)
+                    snapshot = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+                    _sync(device)
+                    off_first = order_rng.random() < 0.5
+                    if off_first:
+                        outs_off = _call_candidate(cand, inputs, guard, device, where, skip_kernels=True)
+                        if guard.tampered():
+                            raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
+                    outs = _call_candidate(cand, inputs, guard, device, where, skip_kernels=False)
+                    ops_seen.update(guard.ops)
+                    launches = guard.launches
+                    if guard.launches == 0:
+                        raise Rejected("no_triton_kernel", f"{where}: launch() ran no Triton kernel")
+                    if guard.side_stream_launches:
+                        raise Rejected("side_stream", f"{where}: {guard.side_stream_launches} kernel launch(es) on a "
+                                                      "non-default stream the timer does not see")
+                    forbidden = guard.forbidden_ops()
+                    if forbidden:
+                        raise Rejected("torch_compute", f"{where}: launch() called torch compute ops {forbidden[:6]} "
+                                                        "(outputs must come from Triton kernels)")
                     if guard.tampered():
                         raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
-                outs = _call_candidate(cand, inputs, guard, device, where, skip_kernels=False)
-                ops_seen.update(guard.ops)
-                launches = guard.launches
-                if guard.launches == 0:
-                    raise Rejected("no_triton_kernel", f"{where}: launch() ran no Triton kernel")
-                if guard.side_stream_launches:
-                    raise Rejected("side_stream", f"{where}: {guard.side_stream_launches} kernel launch(es) on a "
-                                                  "non-default stream the timer does not see")
-                forbidden = guard.forbidden_ops()
-                if forbidden:
-                    raise Rejected("torch_compute", f"{where}: launch() called torch compute ops {forbidden[:6]} "
-                                                    "(outputs must come from Triton kernels)")
-                if guard.tampered():
-                    raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
-                if guard.hooked_launches:
-                    raise Rejected("verifier_tampering", f"{where}: {guard.hooked_launches} Triton launch(es) ran "
-                                                         "Python hooks (pre-run / launch hooks run unobserved)")
-                if not off_first:
-                    outs_off = _call_candidate(cand, inputs, guard, device, where, skip_kernels=True)
-                    if guard.tampered():
-                        raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
-                for i, (t, s) in enumerate(zip(inputs, snapshot)):
-                    if isinstance(t, torch.Tensor) and not _unchanged(t, s):
-                        raise Rejected("mutates_inputs", f"{where}: input {i} was modified by launch()")
-                refs = as_tuple(orig.reference(*[s.clone() if isinstance(s, torch.Tensor) else s for s in snapshot]))
-                _sync(device)
-                if len(outs) != len(refs):
-                    raise Rejected("wrong_output", f"{where}: launch() returned {len(outs)} outputs, "
-                                                   f"reference {len(refs)}")
-                for i, (o, r) in enumerate(zip(outs, refs)):
-                    if type(o) is not torch.Tensor:
-                        raise Rejected("lazy_output", f"{where}: output {i} is {type(o).__name__}, "
-                                                      "not a plain torch.Tensor")
-                    aliased = _aliases(o, inputs)
-                    if aliased and not _aliases(r, snapshot):
-                        raise Rejected("aliased_output", f"{where}: output {i} aliases an input's memory")
-                    if o.numel() > 1 and _internal_overlap(o) and not _internal_overlap(r):
-                        raise Rejected("aliased_output", f"{where}: output {i} is an expanded/overlapping view "
-                                                         f"(strides {tuple(o.stride())}): elements share memory, "
-                                                         "so it was not computed element by element")
-                    if o.numel() > 0 and not aliased:
-                        o_span = _storage_span(o)
-                        for e in earlier_outs + [t for t in (outs_off or ()) if type(t) is torch.Tensor]:
-                            if e.numel() > 0 and _storage_span(e)[0] < o_span[1] and o_span[0] < _storage_span(e)[1]:
-                                raise Rejected("caches_outputs", f"{where}: output {i} shares memory with an output "
-                                                                 "of an earlier call (a cached or reused output; "
-                                                                 "launch() must return fresh tensors)")
-                    if o.device.type != torch.device(device).type:
-                        raise Rejected("wrong_output", f"{where}: output {i} is on {o.device}, want {device}")
-                    bad = compare(o, r, atol, rtol)
-                    if bad:
-                        for old_seed, old_refs in earlier_refs:
-                            if i < len(old_refs) and compare(o, old_refs[i], atol, rtol) is None:
-                                raise Rejected("caches_outputs", f"{where}: output {i} equals the reference of an "
-                                                                 f"earlier call (seed {old_seed}), not of this one: "
-                                                                 "a stale or cached output")
-                        raise Rejected("mismatch", f"{where}: output {i}: {bad['reason']}")
-                    # Kernels off: the same call with every Triton launch given an empty grid.
-                    if (outs_off is not None and i < len(outs_off) and type(outs_off[i]) is torch.Tensor
-                            and not aliased and not _is_constant(r)
-                            and compare(outs_off[i], r, atol, rtol) is None):
-                        raise Rejected("not_from_triton", f"{where}: output {i} is still correct when no Triton "
-                                                          "kernel body runs: it was computed outside Triton "
-                                                          "kernels (numpy, Python or unrecorded torch)")
-                earlier_outs += [t for t in outs + (outs_off or ()) if type(t) is torch.Tensor]
-                earlier_refs.append((seed, refs))
-                checks.append({"shape": list(shape) if isinstance(shape, tuple) else shape,
-                               "dtype": str(dtype), "seed": seed, "launches": launches})
+                    if guard.hooked_launches:
+                        raise Rejected("verifier_tampering", f"{where}: {guard.hooked_launches} Triton launch(es) ran "
+                                                             "Python hooks (pre-run / launch hooks run unobserved)")
+                    if not off_first:
+                        outs_off = _call_candidate(cand, inputs, guard, device, where, skip_kernels=True)
+                        if guard.tampered():
+                            raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
+                    for i, (t, s) in enumerate(zip(inputs, snapshot)):
+                        if isinstance(t, torch.Tensor) and not _unchanged(t, s):
+                            raise Rejected("mutates_inputs", f"{where}: input {i} was modified by launch()")
+                    refs = as_tuple(orig.reference(*[s.clone() if isinstance(s, torch.Tensor) else s for s in snapshot]))
+                    _sync(device)
+                    if len(outs) != len(refs):
+                        raise Rejected("wrong_output", f"{where}: launch() returned {len(outs)} outputs, "
+                                                       f"reference {len(refs)}")
+                    for i, (o, r) in enumerate(zip(outs, refs)):
+                        if type(o) is not torch.Tensor:
+                            raise Rejected("lazy_output", f"{where}: output {i} is {type(o).__name__}, "
+                                                          "not a plain torch.Tensor")
+                        aliased = _aliases(o, inputs)
+                        if aliased and not _aliases(r, snapshot):
+                            raise Rejected("aliased_output", f"{where}: output {i} aliases an input's memory")
+                        if o.numel() > 1 and _internal_overlap(o) and not _internal_overlap(r):
+                            raise Rejected("aliased_output", f"{where}: output {i} is an expanded/overlapping view "
+                                                             f"(strides {tuple(o.stride())}): elements share memory, "
+                                                             "so it was not computed element by element")
+                        if o.numel() > 0 and not aliased:
+                            o_span = _storage_span(o)
+                            for e in earlier_outs + [t for t in (outs_off or ()) if type(t) is torch.Tensor]:
+                                if e.numel() > 0 and _storage_span(e)[0] < o_span[1] and o_span[0] < _storage_span(e)[1]:
+                                    raise Rejected("caches_outputs", f"{where}: output {i} shares memory with an output "
+                                                                     "of an earlier call (a cached or reused output; "
+                                                                     "launch() must return fresh tensors)")
+                        if o.device.type != torch.device(device).type:
+                            raise Rejected("wrong_output", f"{where}: output {i} is on {o.device}, want {device}")
+                        bad = compare(o, r, atol, rtol)
+                        if bad:
+                            for old_seed, old_refs in earlier_refs:
+                                if i < len(old_refs) and compare(o, old_refs[i], atol, rtol) is None:
+                                    raise Rejected("caches_outputs", f"{where}: output {i} equals the reference of an "
+                                                                     f"earlier call (seed {old_seed}), not of this one: "
+                                                                     "a stale or cached output")
+                            raise Rejected("mismatch", f"{where}: output {i}: {bad['reason']}")
+                        # Kernels off: the same call with every Triton launch given an empty grid.
+                        if (outs_off is not None and i < len(outs_off) and type(outs_off[i]) is torch.Tensor
+                                and not aliased and not _is_constant(r)
+                                and compare(outs_off[i], r, atol, rtol) is None):
+                            raise Rejected("not_from_triton", f"{where}: output {i} is still correct when no Triton "
+                                                              "kernel body runs: it was computed outside Triton "
+                                                              "kernels (numpy, Python or unrecorded torch)")
+                    earlier_outs += [t for t in outs + (outs_off or ()) if type(t) is torch.Tensor]
+                    earlier_refs.append((seed, refs))
+                    checks.append({"shape": list(shape) if isinstance(shape, tuple) else shape,
+                                   "dtype": str(dtype), "seed": seed, "launches": launches})
     return {"passed": True, "checks": checks, "ops": sorted(ops_seen)}
 
 
@@ -287,6 +289,11 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
     (named with its source line)."""
     path = job["task"]
     device = job["device"]
+    with phase("shared"):
+        return _probe(path, device)
+
+
+def _probe(path: str, device: str) -> dict[str, Any]:
     mod = load_module(path, "probe")
     for name in ("CHECK_SHAPES", "BENCH_SHAPES", "DTYPES"):
         value = getattr(mod, name)

@@ -41,7 +41,49 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         else None,
         "artifacts": state.get("artifacts", {}), "llm_usage": state.get("llm_usage"),
         "measurements": state.get("measurements", []),
+        "final_profile": state.get("final_profile"),
+        "node_seconds": state.get("node_seconds", {}),
+        "analysis_seconds": round(sum(v for k, v in (state.get("node_seconds") or {}).items()
+                                      if k in ("triage", "profiler", "ir_analyst", "compiler_expert")), 3),
     }
+
+
+def _profile_md(report: dict[str, Any]) -> list[str]:
+    """Time, spread, roofline fraction and hardware counters of the initial and the best kernel."""
+    meas = report.get("measurements") or []
+    best = report.get("best") or {}
+    rows = []
+    init = next((m for m in reversed(meas) if m.get("family") == "initial"), None)
+    bm = next((m for m in meas if m["id"] == best.get("id")), None)
+    fp = report.get("final_profile") or {}
+    kernels = fp.get("kernels") or {}
+    if not init and not kernels:
+        return []
+    out = ["## Measured profile: initial vs best", "",
+           "| kernel | time (us) | spread | roofline | ncu kernel | DRAM % | SM % | occupancy % | L2 hit % | top stalls |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for label, m in (("initial", init), ("best", bm if best.get("id") not in (None, "initial") else None)):
+        if m is None and label not in kernels:
+            continue
+        t = f"{m['median_ms'] * 1e3:.1f}" if m else "-"
+        sp = f"{m['spread']:.1%}" if m else "-"
+        rf = f"{m['roofline_fraction']:.0%}" if m and m.get("roofline_fraction") else "-"
+        ks = kernels.get(label) or [{}]
+        for i, k in enumerate(ks):
+            def f(key):
+                v = k.get(key)
+                return f"{v:.0f}" if isinstance(v, (int, float)) else "-"
+            stalls = ", ".join(f"{n} {v:.2f}" for n, v in k.get("top_stalls", [])) or "-"
+            first = i == 0
+            rows.append(f"| {label if first else ''} | {t if first else ''} | {sp if first else ''} | "
+                        f"{rf if first else ''} | {k.get('kernel', '-')} | {f('dram_pct')} | {f('sm_pct')} | "
+                        f"{f('achieved_occupancy_pct')} | {f('l2_hit_pct')} | {stalls} |")
+    out += rows
+    if fp and fp.get("ncu") != "ok":
+        out.append(f"\nncu: {fp.get('ncu')}")
+    elif not fp:
+        out.append("\nncu: no counters read in this run (no CUDA backend, or --no-ncu)")
+    return out + [""]
 
 
 def _md(report: dict[str, Any], diff: str) -> str:
@@ -58,6 +100,7 @@ def _md(report: dict[str, Any], diff: str) -> str:
     lines += ["", f"- kernel class: {report['kernel_class']}", f"- target: {report['target']}",
               f"- tiers used: {', '.join(report['tiers_used'])}", f"- rewrite rounds: {report['rounds']}",
               f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s", ""]
+    lines += _profile_md(report)
     lines += ["## Why it was slow: evidence by tier", ""]
     for tier in TIERS:
         fs = [f for f in report["findings"] if f["tier"] == tier]

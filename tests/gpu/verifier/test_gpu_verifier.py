@@ -72,21 +72,21 @@ def test_gpu_honest_candidate_passes(candidate: Path):
     assert v.passed, f"{v.klass}: {v.reason}"
 
 
-@pytest.mark.xfail(strict=False, reason="measured on an H200 on 2026-11-30: 20.5 us flushed vs 20.2 us hot; a "
-                   "torch.sum over 32 MB is not dominated by its DRAM reads, so the test cannot see the flush. "
-                   "Needs a bandwidth-bound re-read kernel.")
 def test_bench_l2_flush_makes_a_hot_buffer_cold():
-    """(11) Timer.calls flushes L2 before every call: a 32 MB re-read must be slower with it."""
+    """(11) Timer.calls flushes L2 before every call: a bandwidth-bound 16 MB -> 16 MB copy, which
+    fits in the H200's L2 twice over, must be slower with the flush than when it stays hot.
+    (An earlier version timed torch.sum over 32 MB: 20.5 us flushed vs 20.2 us hot on the H200,
+    because that reduction is not bound by its reads.)"""
     from tritondx.tools.bench_impl import Timer, _elapsed, _Event, _record, _synchronize
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    nbytes = 32 << 20
-    if l2 < nbytes * 5 // 4:
-        pytest.skip(f"L2 of {l2 >> 20} MB does not hold a 32 MB buffer")
-    buf = torch.randn(nbytes // 4, device="cuda")
-    sink = torch.empty((), device="cuda")
+    nbytes = 16 << 20
+    if l2 < 2 * nbytes * 5 // 4:
+        pytest.skip(f"L2 of {l2 >> 20} MB does not hold two 16 MB buffers")
+    src = torch.randn(nbytes // 4, device="cuda")
+    dst = torch.empty_like(src)
 
     def reread():
-        torch.sum(buf, dim=0, out=sink)
+        dst.copy_(src)
 
     for _ in range(20):
         reread()
@@ -94,7 +94,7 @@ def test_bench_l2_flush_makes_a_hot_buffer_cold():
     timer = Timer()
     flushed = statistics.median(timer.calls(reread, 100))
 
-    # The same event pattern without the flush: the buffer stays in L2 from one call to the next.
+    # The same event pattern without the flush: the buffers stay in L2 from one call to the next.
     starts = [_Event(enable_timing=True) for _ in range(100)]
     ends = [_Event(enable_timing=True) for _ in range(100)]
     reread()
@@ -104,7 +104,20 @@ def test_bench_l2_flush_makes_a_hot_buffer_cold():
         _record(e)
     _synchronize()
     hot = statistics.median([_elapsed(s, e) for s, e in zip(starts, ends)])
+    print(f"L2 flush: flushed {flushed * 1e3:.2f} us, hot {hot * 1e3:.2f} us")
     assert flushed > 1.1 * hot, f"flushed {flushed * 1e3:.1f} us vs hot {hot * 1e3:.1f} us: the flush does not evict"
+
+
+def test_bench_rejects_a_variant_that_turns_the_flush_off():
+    """(10) A launcher that passes verification and then, once it is being timed, replaces
+    torch.Tensor.zero_ (the L2 flush) is named by the bench job as timing_tampering."""
+    from tritondx.tools.verifier import bench_variants
+    cheat = HERE / "cheats" / "g10_flush_off_when_timed.py"
+    v = _verify(cheat)
+    assert v.passed, f"the cheat should get past verification (it only acts when timed): {v.klass} {v.reason}"
+    vs = [{"id": "initial", "path": str(AXPY)}, {"id": "cheat", "path": str(cheat)}]
+    result, error, _ = bench_variants(str(AXPY), vs, _cuda(), rounds=3, timeout=900)
+    assert result is None and error.startswith("timing_tampering: variant cheat replaced torch.Tensor.zero_"), error
 
 
 def _bench(task: Path, variants: list[Path]):

@@ -1,0 +1,104 @@
+"""The device lock as jobs take it: descriptors handed over by the orchestrator, phases inside jobs.
+
+Each child process records when it held the lock; exclusive intervals must not overlap any other
+interval, shared ones may overlap each other, and a queued timer is not starved by later shared
+holders (the turnstile)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tritondx.tools import gpulock
+
+CHILD = """
+import sys, time
+from tritondx.tools.gpulock import phase
+mode, hold, log = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+with phase(mode):
+    t0 = time.time()
+    time.sleep(hold)
+    t1 = time.time()
+open(log, "a").write(f"{mode} {t0} {t1}\\n")
+"""
+
+
+def _start(mode: str, hold: float, log, env):
+    with gpulock.job_lock_fds() as (fds, lock_env):
+        assert len(fds) == 2 and gpulock.JOB_LOCK_ENV in lock_env
+        return subprocess.Popen([sys.executable, "-c", CHILD, mode, str(hold), str(log)],
+                                env={**env, **lock_env}, pass_fds=fds)
+
+
+def _intervals(log):
+    return [(m, float(a), float(b)) for m, a, b in (ln.split() for ln in log.read_text().splitlines())]
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    import os
+    monkeypatch.setenv("TRITONDX_LOCK_DIR", str(tmp_path / "locks"))
+    return dict(os.environ)
+
+
+def test_exclusive_never_overlaps_shared(tmp_path, env):
+    log = tmp_path / "log"
+    procs = [_start("shared", 0.6, log, env), _start("shared", 0.6, log, env)]
+    time.sleep(0.2)
+    procs.append(_start("exclusive", 0.4, log, env))
+    time.sleep(0.2)
+    procs.append(_start("shared", 0.3, log, env))  # arrives after the timer queued: must wait behind it
+    for p in procs:
+        assert p.wait(timeout=30) == 0
+    iv = _intervals(log)
+    assert len(iv) == 4
+    ex = [x for x in iv if x[0] == "exclusive"][0]
+    for other in iv:
+        if other is ex:
+            continue
+        assert other[2] <= ex[1] + 0.01 or other[1] >= ex[2] - 0.01, f"overlap: {other} with {ex}"
+    shared = sorted(x for x in iv if x[0] == "shared")
+    first_two = [x for x in shared if x[1] < ex[1]]
+    assert len(first_two) == 2 and first_two[0][1] < first_two[1][2], "shared holders should overlap"
+    late = [x for x in shared if x[1] >= ex[2] - 0.01]
+    assert len(late) == 1, "the shared holder that came after the queued timer should run after it"
+
+
+def test_no_lock_dir_is_a_noop(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRITONDX_LOCK_DIR", raising=False)
+    monkeypatch.delenv(gpulock.JOB_LOCK_ENV, raising=False)
+    with gpulock.job_lock_fds() as (fds, lock_env):
+        assert fds == () and lock_env == {}
+    with gpulock.phase("exclusive"), gpulock.gpu_exclusive():
+        pass
+
+
+def test_run_job_passes_the_lock_to_the_job(tmp_path, monkeypatch):
+    """run_job(gpu_lock=True) hands the job its descriptors: a probe job that takes a shared phase
+    waits while the orchestrator holds the device exclusively."""
+    from tritondx.tools.sandbox import run_job
+    monkeypatch.setenv("TRITONDX_LOCK_DIR", str(tmp_path / "locks"))
+    task = tmp_path / "t.py"
+    task.write_text((__import__("pathlib").Path(__file__).parents[3] / "examples" / "add_tiny_block.py").read_text())
+    import threading
+    out = {}
+
+    def job():
+        t0 = time.monotonic()
+        out["r"] = run_job({"kind": "probe", "task": str(task), "device": "cpu"}, timeout=120,
+                           env={"TRITON_INTERPRET": "1"}, gpu_lock=True)
+        out["t"] = time.monotonic() - t0
+
+    job()  # unlocked: how long the job takes by itself
+    assert out["r"].ok and out["r"].result.get("ok"), out["r"]
+    alone = out["t"]
+    with gpulock.gpu_exclusive():
+        th = threading.Thread(target=job)
+        th.start()
+        time.sleep(alone + 4.0)
+        assert th.is_alive(), f"the job finished while the device was held exclusively (alone: {alone:.1f} s)"
+    th.join(timeout=120)
+    assert out["r"].ok and out["r"].result.get("ok"), out["r"]

@@ -1,0 +1,45 @@
+"""The report's "initial vs best" profile table and the final-profile switch."""
+
+from __future__ import annotations
+
+from tritondx.config import RunConfig
+from tritondx.tools.report.writer import _profile_md
+
+
+def _report(final_profile):
+    return {
+        "best": {"id": "r1c2", "family": "fuse_passes"},
+        "measurements": [
+            {"id": "r1c2", "median_ms": 0.070, "spread": 0.012, "roofline_fraction": 0.91, "family": "fuse_passes"},
+            {"id": "round1:initial", "median_ms": 0.1454, "spread": 0.02, "roofline_fraction": 0.44,
+             "family": "initial"},
+        ],
+        "final_profile": final_profile,
+    }
+
+
+def test_table_has_time_spread_roofline_and_counters():
+    fp = {"ncu": "ok", "kernels": {
+        "initial": [{"kernel": "row_max_kernel", "dram_pct": 41.0, "sm_pct": 12.0, "achieved_occupancy_pct": 30.0,
+                     "l2_hit_pct": 5.0, "top_stalls": [["long_scoreboard", 0.61]]},
+                    {"kernel": "normalize_kernel", "dram_pct": 55.0, "sm_pct": 20.0, "achieved_occupancy_pct": 31.0,
+                     "l2_hit_pct": 4.0, "top_stalls": []}],
+        "best": [{"kernel": "softmax_kernel", "dram_pct": 88.0, "sm_pct": 35.0, "achieved_occupancy_pct": 60.0,
+                  "l2_hit_pct": 2.0, "top_stalls": [["long_scoreboard", 0.7]]}]}}
+    text = "\n".join(_profile_md(_report(fp)))
+    assert "| initial | 145.4 | 2.0% | 44% | row_max_kernel | 41 | 12 | 30 | 5 | long_scoreboard 0.61 |" in text
+    assert "|  |  |  |  | normalize_kernel | 55 |" in text
+    assert "| best | 70.0 | 1.2% | 91% | softmax_kernel | 88 | 35 | 60 | 2 |" in text
+
+
+def test_table_says_when_ncu_gave_nothing():
+    text = "\n".join(_profile_md(_report({"ncu": "initial: ncu not available: no hardware counters", "kernels": {}})))
+    assert "| initial | 145.4 |" in text and "ncu: initial: ncu not available" in text
+    text = "\n".join(_profile_md(_report(None)))
+    assert "no counters read in this run" in text
+
+
+def test_final_profile_switch_from_the_environment(monkeypatch):
+    assert RunConfig.from_env().final_profile is True
+    monkeypatch.setenv("TRITONDX_FINAL_PROFILE", "0")
+    assert RunConfig.from_env().final_profile is False
