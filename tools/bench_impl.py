@@ -36,8 +36,8 @@ ROUND_TARGET_MS = 25.0
 
 
 class Timer:
-    def __init__(self) -> None:
-        self.flush_buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    def __init__(self, device: str = "cuda") -> None:
+        self.flush_buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
 
     def calls(self, fn: Callable[[], Any], n: int) -> list[float]:
         """Device time of ``n`` calls, each after an L2 flush. ``self.host_s``: host seconds spent
@@ -111,10 +111,11 @@ def floor_seconds(nbytes: int, flops: int, dtype: torch.dtype, ceilings: dict[st
 
 def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job):
     """Inputs (rotated sets when one set fits in L2), roofline counts, the callables to time, warmed up."""
-    first = as_tuple(orig.make_inputs(shape, dtype, 1, "cuda"))
+    device = job.get("device", "cuda")
+    first = as_tuple(orig.make_inputs(shape, dtype, 1, device))
     in_bytes = tensor_bytes(first)
     n_sets = 1 if in_bytes >= 3 * l2 else min(8, math.ceil(3 * l2 / max(in_bytes, 1)))
-    sets = [first] + [as_tuple(orig.make_inputs(shape, dtype, 2 + i, "cuda")) for i in range(n_sets - 1)]
+    sets = [first] + [as_tuple(orig.make_inputs(shape, dtype, 2 + i, device)) for i in range(n_sets - 1)]
     outs = as_tuple(orig.reference(*first))
     nbytes, flops = roofline_counts(orig, shape, dtype, first, outs)
     del outs
@@ -180,7 +181,7 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
     rounds = int(job.get("rounds", 5))
     rng = random.Random(job.get("seed", 0))
     l2 = ceilings.get("l2_bytes") or 50 * 2 ** 20
-    timer = Timer()
+    timer = Timer(job.get("device", "cuda"))  # "cpu" only in the control-flow test (tests/cpu/core)
     results = []
     dtypes = [to_dtype(d) for d in orig.DTYPES][: int(job.get("max_dtypes", 1))]
     for dtype in dtypes:
@@ -225,7 +226,7 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
                     "impossible": bool(med < 0.8 * floor_s * 1e3),
                 }
             results.append(entry)
-            del sets, first
+            del sets, prepared, all_fns
             torch.cuda.empty_cache()
     return {"device": torch.cuda.get_device_name(), "ceilings": ceilings, "shapes": results,
             "torch": torch.__version__, "triton": __import__("triton").__version__}

@@ -30,6 +30,8 @@ class Verification(BaseModel):
 def _job_error(r: JobResult) -> tuple[str, str]:
     if r.ok and r.result is not None:
         return r.result.get("class", "error"), r.result.get("error", "")
+    if r.result is not None and r.result.get("class"):  # answered, then died (e.g. CUDA teardown after a fault)
+        return r.result["class"], r.result.get("error", "")
     return r.kind, r.message
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ os.environ.setdefault("TRITONDX_LOCK_DIR", str(out / ".locks"))
 
 def one(task: str) -> dict:
     run = out / "runs" / Path(task).stem
+    shutil.rmtree(run, ignore_errors=True)  # a fresh run each time (--out refuses a folder holding one)
     t0 = time.time()
     p = subprocess.run([sys.executable, "-m", "tritondx.cli", "optimize", task, "--backend", "cuda",
                         "--out", str(run), "--baselines"], capture_output=True, text=True)

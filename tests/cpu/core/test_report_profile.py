@@ -43,3 +43,18 @@ def test_final_profile_switch_from_the_environment(monkeypatch):
     assert RunConfig.from_env().final_profile is True
     monkeypatch.setenv("TRITONDX_FINAL_PROFILE", "0")
     assert RunConfig.from_env().final_profile is False
+
+
+def test_final_profile_node_without_ncu_ends_the_run(tmp_path, monkeypatch):
+    """The profiler's final mode (cuda runs): with no ncu on this machine it records why, ends the
+    run (status done) and adds no findings."""
+    from pathlib import Path
+    from tritondx.agents import profiler
+    monkeypatch.setattr(profiler, "profile_counters", lambda path: ([], "ncu not available: no hardware counters"))
+    task = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
+    state = {"task_path": str(task), "run_dir": str(tmp_path), "config": RunConfig().model_dump(),
+             "best": {"id": "r1c1", "path": str(task), "measured": True}, "status": "final_profile"}
+    cmd = profiler.profiler_node(state, {"configurable": {"thread_id": "t"}})
+    assert cmd.goto == "__end__"
+    assert cmd.update["status"] == "done" and "findings" not in cmd.update
+    assert cmd.update["final_profile"]["ncu"].startswith("initial: ncu not available")

@@ -1,0 +1,90 @@
+"""The bench job's control flow on the CPU (interpreter), with the CUDA event clock replaced by a
+host clock. Times mean nothing here; what is checked is that every variant comes back with its
+rounds, spread and roofline fields, that the lock phases are entered, and that a variant replacing
+a timing function while it is timed is named. (A GPU run is too scarce to find a typo with.)"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class _FakeEvent:
+    def __init__(self, enable_timing=True):
+        self.t = 0.0
+
+    def record(self):
+        self.t = time.perf_counter()
+
+
+@pytest.fixture
+def bench_mod(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import torch
+    from tritondx.tools import bench_impl
+    monkeypatch.setattr(bench_impl, "_Event", _FakeEvent)
+    monkeypatch.setattr(bench_impl, "_record", lambda ev: ev.record())
+    monkeypatch.setattr(bench_impl, "_elapsed", lambda s, e: (e.t - s.t) * 1e3)
+    monkeypatch.setattr(bench_impl, "_synchronize", lambda: None)
+    monkeypatch.setattr(bench_impl, "L2_FLUSH_BYTES", 1 << 16)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "fake-device")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    ceil = tmp_path / "ceilings.json"
+    ceil.write_text(json.dumps({"device": "fake-device", "copy_bytes_per_s": 1e12, "l2_bytes": 1 << 20,
+                                "matmul_flops_per_s": {"bf16": 1e15, "tf32": 5e14, "fp32": 5e13}}))
+    return bench_impl, ceil
+
+
+def _task(tmp_path: Path, name: str, src: Path) -> Path:
+    text = src.read_text().replace("BENCH_SHAPES = [(1 << 24,)]", "BENCH_SHAPES = [(4096,)]")
+    assert "BENCH_SHAPES = [(4096,)]" in text
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_bench_returns_every_variant(bench_mod, tmp_path, monkeypatch):
+    bench_impl, ceil = bench_mod
+    phases = []
+    import contextlib
+
+    @contextlib.contextmanager
+    def phase(mode):
+        phases.append(mode)
+        yield
+
+    monkeypatch.setattr(bench_impl, "phase", phase)
+    task = _task(tmp_path, "task.py", ROOT / "tests/cpu/verifier/tiny_axpy.py")
+    other = _task(tmp_path, "other.py", ROOT / "tests/cpu/verifier/controls/axpy_block1024.py")
+    out = bench_impl.bench({"task": str(task), "device": "cpu", "rounds": 2, "ceilings_file": str(ceil),
+                            "variants": [{"id": "initial", "path": str(task)}, {"id": "b1024", "path": str(other)}]})
+    assert out["device"] == "fake-device" and len(out["shapes"]) == 1
+    entry = out["shapes"][0]
+    assert set(entry["variants"]) == {"initial", "b1024"}, entry
+    for v in entry["variants"].values():
+        assert len(v["round_medians_ms"]) == 2 and v["median_ms"] > 0 and v["spread"] >= 0
+        assert v["roofline_fraction"] is not None and v["host_us_per_call"] > 0
+    assert entry["bytes"] == 3 * 4096 * 4
+    assert phases == ["shared", "exclusive"]
+
+
+def test_bench_names_the_variant_that_tampers(bench_mod, tmp_path):
+    bench_impl, ceil = bench_mod
+    from tritondx.tools.verify_impl import Rejected
+    task = _task(tmp_path, "task.py", ROOT / "tests/cpu/verifier/tiny_axpy.py")
+    cheat = _task(tmp_path, "cheat.py", ROOT / "tests/gpu/verifier/cheats/g10_flush_off_when_timed.py")
+    import torch
+    zero = torch.Tensor.zero_
+    try:
+        with pytest.raises(Rejected) as err:
+            bench_impl.bench({"task": str(task), "device": "cpu", "rounds": 8, "ceilings_file": str(ceil),
+                              "variants": [{"id": "initial", "path": str(task)}, {"id": "cheat", "path": str(cheat)}]})
+    finally:
+        torch.Tensor.zero_ = zero
+    assert err.value.klass == "timing_tampering"
+    assert "variant cheat replaced torch.Tensor.zero_" in err.value.reason
