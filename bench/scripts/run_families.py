@@ -9,7 +9,8 @@ Each task runs ``python -m tritondx.cli optimize TASK --all-tiers --max-rounds 1
 every tier's evidence is gathered first, then ONE rewrite round whose candidates all build on the initial
 kernel, so each candidate's measured speedup is the gain of its own family alone. ``--candidates`` sets
 TRITONDX_CANDIDATES_PER_ROUND (8: the configuration-search families come after the structural ones, and
-autotune comes last). Nsight Compute is off (TRITONDX_NCU=0): the profile tier times the kernel only.
+autotune comes last). Nsight Compute is off unless set in the environment (TRITONDX_NCU=0,
+TRITONDX_FINAL_PROFILE=0): the profile tier times the kernel only.
 Several tasks run at once (``--jobs``); TRITONDX_LOCK_DIR serialises their timing on the GPU.
 
 Writes OUT_DIR/families.json and OUT_DIR/families.md: for every family, the showcase task, the candidate of
@@ -62,8 +63,11 @@ def run_one(family: str, task: str, out: Path, args, deadline: float) -> dict:
     if timeout < 20:
         print(f"{family}: skipped (deadline)", flush=True)
         return {"family": family, "task": task, "exit": "skipped (deadline)", "wall_s": 0.0, "stderr_tail": ""}
-    env = dict(os.environ, TRITONDX_LOCK_DIR=str(out / ".locks"), TRITONDX_NCU="0",
+    env = dict(os.environ, TRITONDX_LOCK_DIR=str(out / ".locks"),
                TRITONDX_CANDIDATES_PER_ROUND=str(args.candidates), PYTHONUNBUFFERED="1")
+    # no Nsight Compute (profile tier and final report profile): ~20 s of exclusive device time per task
+    env.setdefault("TRITONDX_NCU", "0")
+    env.setdefault("TRITONDX_FINAL_PROFILE", "0")
     cmd = [sys.executable, "-m", "tritondx.cli", "optimize", task, "--backend", args.backend, "--out", str(run),
            "--all-tiers", "--max-rounds", str(args.max_rounds)]
     t0 = time.time()
