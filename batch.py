@@ -251,7 +251,7 @@ def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, ex
     except Exception:  # metadata only
         pass
     lock = threading.Lock()
-    os.environ["TRITONDX_LOCK_DIR"] = str(out_dir / ".locks")  # this process's final benches take it too
+    os.environ["TRITONDX_LOCK_DIR"] = os.environ.get("TRITONDX_LOCK_DIR") or str(out_dir / ".locks")  # this process's final benches take it too
     env = dict(os.environ)
     start = time.time()
 

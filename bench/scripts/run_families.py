@@ -63,7 +63,7 @@ def run_one(family: str, task: str, out: Path, args, deadline: float) -> dict:
     if timeout < 20:
         print(f"{family}: skipped (deadline)", flush=True)
         return {"family": family, "task": task, "exit": "skipped (deadline)", "wall_s": 0.0, "stderr_tail": ""}
-    env = dict(os.environ, TRITONDX_LOCK_DIR=str(out / ".locks"),
+    env = dict(os.environ, TRITONDX_LOCK_DIR=os.environ.get("TRITONDX_LOCK_DIR") or str(out / ".locks"),
                TRITONDX_CANDIDATES_PER_ROUND=str(args.candidates), PYTHONUNBUFFERED="1")
     # no Nsight Compute (profile tier and final report profile): ~20 s of exclusive device time per task
     env.setdefault("TRITONDX_NCU", "0")
