@@ -6,6 +6,20 @@ concurrent tasks never disturb a measurement. ``results.json`` is rewritten atom
 task: a batch killed at any point (even kill -9) resumes without redoing a finished task.
 After each task, one more side-by-side measurement times the initial kernel, the best kernel, torch
 eager and torch.compile together; those are the numbers the summary reports.
+
+Scale:
+
+- several local GPUs (backend cuda, N > 1 visible: ``$CUDA_VISIBLE_DEVICES`` or ``nvidia-smi -L``): each
+  task process is pinned to one GPU (``CUDA_VISIBLE_DEVICES=<id>``) with that GPU's own lock folder
+  (``<out>/locks/gpu<id>``), ``--workers`` tasks at once per GPU; a task takes whichever GPU frees up
+  first. One GPU (or none) behaves as before: ``--workers`` tasks at once, one lock folder.
+  ``TRITONDX_FAKE_GPUS=N`` pretends N GPUs for tests (any backend).
+- ``--ray-address ADDR|auto|local``: one Ray task per kernel task (``num_gpus=1/workers`` on cuda, 0
+  otherwise), the same task process run inside it; the driver writes ``results.json`` as each one
+  finishes, so a killed batch resumes exactly like a local one. Run folders are written where the
+  Ray task runs: give ``--out`` on a filesystem every node shares (and/or ``--checkpoint-url``).
+- ``--checkpoint-url postgresql://...``: every task's checkpoints in that database (``checkpoints.py``);
+  the URL reaches task processes through the environment, never their command line.
 """
 
 from __future__ import annotations
@@ -13,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import queue
 import shutil
 import statistics
 import subprocess
@@ -202,32 +217,190 @@ def _plot(out: Path, results: list[dict[str, Any]]) -> None:
     plt.close(fig)
 
 
-def _earlier_run(run_dir: Path) -> str | None:
+def _earlier_run(run_dir: Path, checkpoint_url: str | None = None) -> str | None:
     """What a previous, killed batch left in ``run_dir``: "finished" (report written), "interrupted"
     (checkpoints to resume from) or None (nothing usable)."""
     if (run_dir / "report.json").exists():
         return "finished"
-    db = run_dir / "checkpoints.sqlite"
-    if not (run_dir / "run.json").exists() or not db.exists():
-        return None
-    import sqlite3
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-        try:
-            n = con.execute("select count(*) from checkpoints").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return None
+    from tritondx.checkpoints import MARKER_FILE, count_checkpoints
+    n = count_checkpoints(run_dir, checkpoint_url)
+    if n is None and (run_dir / MARKER_FILE).exists() and (run_dir / "run.json").exists():
+        # checkpoints in PostgreSQL that cannot be read right now (server down, no password): never wipe
+        # the folder; `resume` says what is wrong and a later batch tries again
+        return "interrupted"
     return "interrupted" if n else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPUs and slots
+
+FAKE_GPUS_ENV = "TRITONDX_FAKE_GPUS"
+
+
+def visible_gpus(backend_name: str) -> list[str]:
+    """The GPU ids task processes can be pinned to: ``$TRITONDX_FAKE_GPUS`` (a count, tests), else on cuda
+    the ids in ``$CUDA_VISIBLE_DEVICES`` or the ``GPU n:`` lines of ``nvidia-smi -L`` (no CUDA context
+    is created in this process), else none."""
+    fake = os.environ.get(FAKE_GPUS_ENV, "").strip()
+    if fake:
+        return [str(i) for i in range(int(fake))]
+    if backend_name != "cuda":
+        return []
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        ids = []
+        for x in cvd.split(","):
+            x = x.strip()
+            if not x or x.startswith("-"):  # CUDA stops at the first invalid entry
+                break
+            ids.append(x)
+        return ids
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return []
+    try:
+        r = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    import re
+    return [m.group(1) for m in re.finditer(r"^GPU (\d+):", r.stdout, re.M)] if r.returncode == 0 else []
+
+
+def plan_slots(gpus: list[str], workers: int, out_dir: Path) -> list[dict[str, str]]:
+    """One environment overlay per concurrent task: ``workers`` per GPU when there are several GPUs (each
+    GPU's own lock folder), else ``workers`` sharing the batch's one lock folder (the single-GPU batch)."""
+    workers = max(1, workers)
+    if len(gpus) <= 1:
+        return [{"TRITONDX_LOCK_DIR": str(out_dir / ".locks")} for _ in range(workers)]
+    return [{"CUDA_VISIBLE_DEVICES": g, "TRITONDX_LOCK_DIR": str(out_dir / "locks" / f"gpu{g}")}
+            for _ in range(workers) for g in gpus]  # round-robin order: the first tasks spread over the GPUs
+
+
+# ---------------------------------------------------------------------------------------------------
+# One task (a thread of this process, or a Ray task on any node)
+
+def _final_bench_in_child(task: str, best: str | None, backend_name: str, rounds: int, env: dict[str, str]
+                          ) -> dict[str, Any] | None:
+    """``_final_bench`` in a child process with the task's environment (its GPU and lock folder)."""
+    from tritondx.tools.sandbox import die_with_parent_fn
+    cmd = [sys.executable, "-m", "tritondx.batch", "final-bench", task, best or "", backend_name, str(rounds)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn())
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{") or ln == "null"]
+    if p.returncode != 0 or not lines:
+        from tritondx.tools.llm.redact import redact_text
+        return {"error": redact_text(f"final bench exited with {p.returncode}: {p.stderr[-500:]}"), "seconds": 0.0}
+    return json.loads(lines[-1])
+
+
+def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | None, final_rounds: int,
+            env_extra: dict[str, str], not_after: float | None = None) -> dict[str, Any]:
+    """Optimize one task in its own process (or resume/keep what a killed batch left in ``run_dir``), then
+    the final side-by-side bench; returns its results.json entry. ``env_extra`` goes over this process's
+    environment for both (GPU pinning, lock folder, checkpoint URL)."""
+    from tritondx.tools.sandbox import die_with_parent_fn  # imported here, never inside the forked child
+    run_path = Path(run_dir)
+    name = Path(task).stem
+    if not_after and time.time() > not_after:
+        return {"task": name, "path": task, "status": "skipped", "exit": None, "wall_s": 0.0}
+    t0 = time.time()
+    env = {**os.environ, **env_extra}
+    cmd = [sys.executable, "-m", "tritondx.cli", "optimize", task, "--backend", backend_name, "--out",
+           str(run_path), *(extra_args or [])]
+    earlier = _earlier_run(run_path, env.get("TRITONDX_CHECKPOINT_URL") or None)
+    if earlier == "finished":  # the batch died after the run, before results.json: keep the run
+        p = subprocess.CompletedProcess(cmd, 0, "", "")
+    else:
+        if earlier == "interrupted":  # the batch died during the run: continue it from its checkpoint
+            cmd = [sys.executable, "-m", "tritondx.cli", "resume", str(run_path)]
+        elif run_path.exists():  # a run that died before its first checkpoint: nothing to keep
+            shutil.rmtree(run_path)
+        # The child dies with this process (kill -9 included), so a resumed batch never races an
+        # orphaned run on the same folder.
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn())
+    best = None
+    rep = run_path / "report.json"
+    if rep.exists():
+        best = (json.loads(rep.read_text()).get("best") or {}).get("path")
+    final = None
+    if p.returncode == 0:
+        from tritondx.tools.backends.base import get_backend
+        if get_backend(backend_name).can_time:
+            final = (_final_bench_in_child(task, best, backend_name, final_rounds, env)
+                     if "CUDA_VISIBLE_DEVICES" in env_extra else _final_bench(task, best, backend_name, final_rounds))
+    entry = summarize_task(task, run_path, p.returncode, time.time() - t0, final, p.stderr)
+    if env_extra.get("CUDA_VISIBLE_DEVICES"):
+        entry["gpu"] = env_extra["CUDA_VISIBLE_DEVICES"]
+    return entry
+
+
+def _ray_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | None, final_rounds: int,
+             env_extra: dict[str, str], not_after: float | None, lock_key: str) -> dict[str, Any]:
+    """Body of one Ray task: Ray has set ``CUDA_VISIBLE_DEVICES`` to the GPU it granted (if any); tasks
+    sharing a GPU (``--workers`` > 1) share a node-local lock folder for it."""
+    import socket
+    import tempfile
+    env_extra = dict(env_extra)
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if backend_name == "cuda" and gpu:
+        env_extra["CUDA_VISIBLE_DEVICES"] = gpu
+        env_extra["TRITONDX_LOCK_DIR"] = str(Path(tempfile.gettempdir()) / "tritondx-locks" / lock_key
+                                             / f"gpu{gpu.replace(',', '_')}")
+    entry = run_one(task, run_dir, backend_name, extra_args, final_rounds, env_extra, not_after)
+    entry["node"] = socket.gethostname()
+    return entry
+
+
+def _ray_init(address: str, backend_name: str, workers: int):
+    try:
+        import ray
+    except ImportError:
+        from tritondx.errors import TritonDXError
+        raise TritonDXError("--ray-address needs Ray: pip install 'tritondx[scale]'") from None
+    kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if address == "local":  # a fresh single-node instance owned by this process
+        if backend_name != "cuda":
+            kw["num_cpus"] = max(1, workers)  # --workers bounds the tasks at once, as without Ray
+        ray.init(address="local", **kw)
+    else:
+        kw.pop("include_dashboard")
+        ray.init(address=address, **kw)
+    return ray
+
+
+def _run_ray(todo: list[str], address: str, backend_name: str, workers: int, out_dir: Path,
+             extra_args: list[str] | None, final_rounds: int, env_extra: dict[str, str], not_after: float | None,
+             on_result) -> None:
+    if not todo:
+        return
+    ray = _ray_init(address, backend_name, workers)
+    try:
+        import hashlib
+        lock_key = hashlib.sha256(str(out_dir.resolve()).encode()).hexdigest()[:12]
+        gpus = (1.0 / max(1, workers)) if backend_name == "cuda" else 0
+        remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(_ray_one)
+        refs = {remote.remote(t, str((out_dir / "runs" / Path(t).stem).resolve()), backend_name, extra_args,
+                              final_rounds, env_extra, not_after, lock_key): t for t in todo}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            task = refs[ready[0]]
+            try:
+                entry = ray.get(ready[0])
+            except Exception as exc:  # the Ray task itself failed (worker died, node lost): record, go on
+                from tritondx.tools.llm.redact import redact_text
+                entry = {"task": Path(task).stem, "path": task, "exit": None, "wall_s": 0.0, "status": "failed",
+                         "stderr_tail": redact_text(f"ray: {type(exc).__name__}: {exc}")[-800:]}
+            on_result(entry)
+    finally:
+        ray.shutdown()
 
 
 def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, extra_args: list[str] | None = None,
               final_rounds: int = 3, progress: bool = True, only: list[str] | None = None,
-              deadline_s: float | None = None, shuffle: bool = False) -> dict[str, Any]:
+              deadline_s: float | None = None, shuffle: bool = False, ray_address: str | None = None,
+              checkpoint_url: str | None = None) -> dict[str, Any]:
     from tritondx.tools.backends.base import get_backend
-    from tritondx.tools.sandbox import die_with_parent_fn  # imported here, never inside the forked child
-    tasks = sorted(str(p) for p in Path(folder).glob("*.py") if not p.name.startswith("_"))
+    tasks = sorted(str(p.resolve()) for p in Path(folder).glob("*.py") if not p.name.startswith("_"))
     if only:
         tasks = [t for t in tasks if Path(t).stem in only]
     if shuffle:  # a fixed pseudo-random order: a batch cut short by a deadline is still a fair sample
@@ -241,44 +414,29 @@ def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, ex
     results = list(done.values())
     todo = [t for t in tasks if Path(t).stem not in done]
     be = get_backend(backend)
+    env_extra: dict[str, str] = {}
+    if checkpoint_url:
+        from tritondx.checkpoints import URL_ENV, check_url
+        env_extra[URL_ENV] = check_url(checkpoint_url) or ""
+    gpus = [] if ray_address else visible_gpus(be.name)
+    slots = plan_slots(gpus, workers, out_dir)
     meta = {"suite": folder, "backend": be.name, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "python": sys.version.split()[0]}
+            "python": sys.version.split()[0], "workers": max(1, workers)}
+    if len(gpus) > 1:
+        meta["gpus"] = gpus
+    if ray_address:
+        meta["ray"] = "local" if ray_address == "local" else "cluster"
     try:
         import torch
         import triton
         meta.update({"torch": torch.__version__, "triton": triton.__version__,
-                     "device": torch.cuda.get_device_name() if be.name == "cuda" else be.describe()})
+                     "device": be.describe() + (f" x{len(gpus)}" if len(gpus) > 1 else "")})
     except Exception:  # metadata only
         pass
     lock = threading.Lock()
     os.environ["TRITONDX_LOCK_DIR"] = os.environ.get("TRITONDX_LOCK_DIR") or str(out_dir / ".locks")  # this process's final benches take it too
-    env = dict(os.environ)
     start = time.time()
-
-    def one(task: str) -> dict[str, Any]:
-        run_dir = out_dir / "runs" / Path(task).stem
-        if deadline_s and time.time() - start > deadline_s:
-            return {"task": Path(task).stem, "path": task, "status": "skipped", "exit": None, "wall_s": 0.0}
-        t0 = time.time()
-        cmd = [sys.executable, "-m", "tritondx.cli", "optimize", task, "--backend", be.name, "--out",
-               str(run_dir), *(extra_args or [])]
-        earlier = _earlier_run(run_dir)
-        if earlier == "finished":  # the batch died after the run, before results.json: keep the run
-            p = subprocess.CompletedProcess(cmd, 0, "", "")
-        else:
-            if earlier == "interrupted":  # the batch died during the run: continue it from its checkpoint
-                cmd = [sys.executable, "-m", "tritondx.cli", "resume", str(run_dir)]
-            elif run_dir.exists():  # a run that died before its first checkpoint: nothing to keep
-                shutil.rmtree(run_dir)
-            # The child dies with this process (kill -9 included), so a resumed batch never races an
-            # orphaned run on the same folder.
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn())
-        best = None
-        rep = run_dir / "report.json"
-        if rep.exists():
-            best = (json.loads(rep.read_text()).get("best") or {}).get("path")
-        final = _final_bench(task, best, be.name, final_rounds) if p.returncode == 0 else None
-        return summarize_task(task, run_dir, p.returncode, time.time() - t0, final, p.stderr)
+    not_after = start + deadline_s if deadline_s else None
 
     bar = None
     if progress:
@@ -287,19 +445,50 @@ def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, ex
                        TimeElapsedColumn())
         bar.start()
         bar_id = bar.add_task("tritondx batch", total=len(tasks), completed=len(done))
+
+    def on_result(entry: dict[str, Any]) -> None:
+        with lock:
+            if entry["status"] != "skipped":
+                results.append(entry)
+                write_summary(out_dir, results, meta)
+        if bar:
+            bar.update(bar_id, advance=1, description=f"{entry['task']}: "
+                       + (f"{entry['speedup']:.2f}x" if entry.get("speedup") else entry["status"]))
+
     try:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            futures = {pool.submit(one, t): t for t in todo}
-            for fut in as_completed(futures):
-                entry = fut.result()
-                with lock:
-                    if entry["status"] != "skipped":
-                        results.append(entry)
-                        write_summary(out_dir, results, meta)
-                if bar:
-                    bar.update(bar_id, advance=1, description=f"{entry['task']}: "
-                               + (f"{entry['speedup']:.2f}x" if entry.get("speedup") else entry["status"]))
+        if ray_address:
+            _run_ray(todo, ray_address, be.name, workers, out_dir, extra_args, final_rounds, env_extra, not_after,
+                     on_result)
+        else:
+            free: queue.Queue[dict[str, str]] = queue.Queue()
+            for s in slots:
+                free.put(s)
+
+            def one(task: str) -> dict[str, Any]:
+                slot = free.get()  # never waits long: the pool has exactly one thread per slot
+                try:
+                    return run_one(task, str(out_dir / "runs" / Path(task).stem), be.name, extra_args,
+                                   final_rounds, {**slot, **env_extra}, not_after)
+                finally:
+                    free.put(slot)
+
+            with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+                futures = {pool.submit(one, t): t for t in todo}
+                for fut in as_completed(futures):
+                    on_result(fut.result())
     finally:
         if bar:
             bar.stop()
     return write_summary(out_dir, results, meta)
+
+
+def _final_bench_main(argv: list[str]) -> int:
+    task, best, backend_name, rounds = argv
+    print(json.dumps(_final_bench(task, best or None, backend_name, int(rounds)), default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "final-bench":
+        sys.exit(_final_bench_main(sys.argv[2:]))
+    sys.exit("usage: python -m tritondx.batch final-bench TASK BEST BACKEND ROUNDS")

@@ -20,6 +20,36 @@ def _main(debug: bool = typer.Option(False, "--debug", help="show tracebacks on 
     _debug["on"] = debug
 
 
+_URL_HELP = ("checkpoints in this PostgreSQL database (postgresql://USER[:PASSWORD]@HOST[:PORT]/DB; "
+             "default: checkpoints.sqlite in the run folder). The password is never printed or stored: "
+             "prefer $TRITONDX_CHECKPOINT_URL or PGPASSWORD/~/.pgpass to the command line")
+
+
+def _url_option():
+    return typer.Option(None, "--checkpoint-url", envvar="TRITONDX_CHECKPOINT_URL", help=_URL_HELP,
+                        show_envvar=True, show_default=False)
+
+
+def _use_checkpoint_url(url: Optional[str]) -> Optional[str]:
+    """Validate the URL, register its password with the redactor and hand it to checkpoints.py (and to
+    child processes) through the environment."""
+    import os
+
+    from tritondx.checkpoints import URL_ENV, check_url
+    url = check_url(url)
+    if url:
+        os.environ[URL_ENV] = url
+    return url
+
+
+def _thread_id(out: Optional[str], url: Optional[str]) -> Optional[str]:
+    """With PostgreSQL, a run folder given by --out gets a unique thread id (one database, many batches)."""
+    if not url or not out:
+        return None
+    from tritondx.checkpoints import thread_id_for
+    return thread_id_for(out, url)
+
+
 def _config(mode: str, **kw):
     from tritondx.config import RunConfig
     return RunConfig.from_env(mode=mode, **kw)
@@ -62,15 +92,18 @@ def optimize(
     interactive: bool = typer.Option(False, "--interactive", "-i",
                                      help="approve, reject, edit or comment on each rewrite, and the final kernel"),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
+    checkpoint_url: Optional[str] = _url_option(),
 ) -> None:
     """Optimize a task: diagnose, rewrite, verify; write the best kernel and the evidence trail."""
     from tritondx.tools.task import load_task
     load_task(task)  # a malformed file is answered before the heavy imports below
+    url = _use_checkpoint_url(checkpoint_url)
     from tritondx.runner import run_task
     cfg = _config("optimize", backend=backend, target=target, max_rounds=max_rounds, llm=llm,
                   llm_base_url=llm_base_url, llm_model=llm_model, all_tiers=all_tiers,
                   stop_after_tier=stop_after_tier, baselines=baselines, interactive=interactive or None)
-    report = run_task(task, cfg, out=out, verbose=verbose, approver=_approver() if cfg.interactive else None)
+    report = run_task(task, cfg, out=out, verbose=verbose, approver=_approver() if cfg.interactive else None,
+                      thread_id=_thread_id(out, url))
     _print_result(report, out)
 
 
@@ -92,16 +125,19 @@ def _print_result(report: dict, out: Optional[str] = None) -> None:
 def resume(
     run: str = typer.Argument(..., help="run folder, or run id under runs/"),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
+    checkpoint_url: Optional[str] = _url_option(),
 ) -> None:
     """Continue a paused or interrupted run from its last checkpoint (answers pending approvals here)."""
+    _use_checkpoint_url(checkpoint_url)
     from tritondx.replay import resume as _resume
     _print_result(_resume(run, approver=_approver(), verbose=verbose))
 
 
 @app.command()
-def runs(folder: Optional[str] = typer.Option(None, "--dir", help="runs folder (default runs/ or $TRITONDX_RUNS)")
-         ) -> None:
+def runs(folder: Optional[str] = typer.Option(None, "--dir", help="runs folder (default runs/ or $TRITONDX_RUNS)"),
+         checkpoint_url: Optional[str] = _url_option()) -> None:
     """List run folders: task, status, best candidate and speedup."""
+    _use_checkpoint_url(checkpoint_url)
     from pathlib import Path
 
     from tritondx.replay import list_runs
@@ -117,8 +153,10 @@ def runs(folder: Optional[str] = typer.Option(None, "--dir", help="runs folder (
 
 
 @app.command()
-def history(run: str = typer.Argument(..., help="run folder, or run id under runs/")) -> None:
+def history(run: str = typer.Argument(..., help="run folder, or run id under runs/"),
+            checkpoint_url: Optional[str] = _url_option()) -> None:
     """The checkpoints of a run, oldest first: step, node that wrote it, highest tier, best so far."""
+    _use_checkpoint_url(checkpoint_url)
     from tritondx.replay import history as _history
     typer.echo(f"{'step':>4}  {'checkpoint':<38} {'node':<16} {'tier':<9} {'round':>5}  {'best':<8} "
                f"{'speedup':<11} next")
@@ -135,8 +173,10 @@ def show(
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", "-c", help="checkpoint id or unique prefix "
                                              "(default: latest)"),
     as_json: bool = typer.Option(False, "--json", help="the raw state values as JSON"),
+    checkpoint_url: Optional[str] = _url_option(),
 ) -> None:
     """The state at one checkpoint: evidence, candidates, measurements, decisions."""
+    _use_checkpoint_url(checkpoint_url)
     import json
 
     from tritondx.replay import format_state, show as _show
@@ -156,8 +196,10 @@ def replay(
     max_rounds: Optional[int] = typer.Option(None, help="--fork: rewrite rounds in all"),
     out: Optional[str] = typer.Option(None, help="--fork: the new run folder (default runs/<run-id>)"),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
+    checkpoint_url: Optional[str] = _url_option(),
 ) -> None:
     """Re-execute a run from a checkpoint; with --fork, branch a new run from it with changed settings."""
+    _use_checkpoint_url(checkpoint_url)
     from tritondx.replay import fork as _fork, load_run, resolve_run, replay as _replay
     interactive = bool(load_run(resolve_run(run)).get("config", {}).get("interactive"))
     approver = _approver() if interactive else None
@@ -180,11 +222,13 @@ def diagnose(
     target: Optional[str] = typer.Option(None, help="IR target, e.g. cuda:90, ascend950, ascend910b"),
     out: Optional[str] = typer.Option(None, help="run folder (default runs/<run-id>)"),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
+    checkpoint_url: Optional[str] = _url_option(),
 ) -> None:
     """Run every evidence tier without rewriting; print findings with IR and source lines."""
+    url = _use_checkpoint_url(checkpoint_url)
     from tritondx.runner import run_task
     cfg = _config("diagnose", backend=backend, target=target)
-    report = run_task(task, cfg, out=out, verbose=verbose)
+    report = run_task(task, cfg, out=out, verbose=verbose, thread_id=_thread_id(out, url))
     _print_summary(report, report.get("run_dir", out or ""))
 
 
@@ -193,15 +237,21 @@ def batch(
     folder: str = typer.Argument(..., help="folder of task files"),
     backend: str = typer.Option("auto", help="auto, interpreter, cuda or npu"),
     out: Optional[str] = typer.Option(None, help="batch folder (default runs/batch-<folder>)"),
-    workers: int = typer.Option(1, help="tasks at once (timing still gets the GPU alone)"),
+    workers: int = typer.Option(1, help="tasks at once per GPU (timing still gets the GPU alone); with several "
+                                        "local GPUs each task is pinned to one"),
     max_rounds: Optional[int] = typer.Option(None, help="rewrite rounds per task"),
     only: Optional[str] = typer.Option(None, help="comma-separated task names"),
     all_tiers: bool = typer.Option(False, help="gather every tier before the first rewrite (ablation)"),
     deadline: Optional[float] = typer.Option(None, help="start no new task after this many seconds"),
     shuffle: bool = typer.Option(False, help="fixed pseudo-random task order (a cut-short batch stays a fair sample)"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="run the tasks on Ray: a cluster "
+                                              "address (host:port, ray://host:10001), auto (the running cluster) "
+                                              "or local (a fresh single-node instance); one GPU per task on cuda"),
+    checkpoint_url: Optional[str] = _url_option(),
 ) -> None:
     """Optimize every task in a folder, headless and resumable; write results.json and summary.md."""
     from pathlib import Path
+    url = _use_checkpoint_url(checkpoint_url)
 
     from tritondx.batch import run_batch
     extra = []
@@ -211,7 +261,8 @@ def batch(
         extra += ["--all-tiers"]
     out_dir = out or f"runs/batch-{Path(folder).name}"
     agg = run_batch(folder, out_dir, backend=backend, workers=workers, extra_args=extra,
-                    only=only.split(",") if only else None, deadline_s=deadline, shuffle=shuffle)
+                    only=only.split(",") if only else None, deadline_s=deadline, shuffle=shuffle,
+                    ray_address=ray_address, checkpoint_url=url)
     typer.echo(f"batch folder: {out_dir}")
     for k, v in agg.items():
         typer.echo(f"  {k}: {v}")

@@ -2,7 +2,9 @@
 replay from a checkpoint, or fork a new run from one with changed settings.
 
 Every run folder holds ``run.json`` (task, thread_id, config) and ``checkpoints.sqlite`` (LangGraph's
-SqliteSaver with the strict serializer of checkpoints.py); the thread id is the run folder's name.
+SqliteSaver with the strict serializer of checkpoints.py), or ``checkpoints.json`` naming the PostgreSQL
+database that holds its checkpoints (``--checkpoint-url``); the thread id is the run folder's name (plus a
+random suffix in PostgreSQL, which many runs share).
 
 - replay: ``invoke(None, {thread_id, checkpoint_id})`` re-executes the graph from that checkpoint in the
   same thread (a new branch of its history) and rewrites the run folder's outputs;
@@ -24,7 +26,8 @@ from langgraph.types import Command
 from tritondx.errors import TritonDXError
 from tritondx.tools.evidence import TIERS
 
-_NOT_COPIED = {"checkpoints.sqlite", "checkpoints.sqlite-wal", "checkpoints.sqlite-shm", "log.jsonl", "run.json",
+_NOT_COPIED = {"checkpoints.sqlite", "checkpoints.sqlite-wal", "checkpoints.sqlite-shm", "checkpoints.json",
+               "checkpoints.json.tmp", "log.jsonl", "run.json",
                "report.json", "report.md", "report.html", "optimized_task.py"}
 
 
@@ -130,7 +133,8 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         row.update(task=r.get("task") or row["task"], status=r.get("status") or "done", best=b.get("id", "-"),
                    speedup=f"{r['speedup']:.2f}x" if r.get("speedup") else
                    ("not measured" if r.get("mode") != "diagnose" else "-"))
-    if (run_dir / "checkpoints.sqlite").exists():
+    from tritondx.checkpoints import has_store
+    if has_store(run_dir):
         try:
             with Run(run_dir) as run:
                 snap = run.graph.get_state(run.config())
@@ -287,7 +291,8 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
     from tritondx.agents.common import TIER_NODE
     from tritondx.config import RunConfig
     from tritondx.graph import builder
-    from tritondx.runner import drive, new_run_dir, open_checkpointer, setup_logging
+    from tritondx.checkpoints import open_checkpointer, store_url, thread_id_for
+    from tritondx.runner import drive, new_run_dir, setup_logging
     from tritondx.tools.backends.base import get_backend
     for t in (stop_after_tier, tier):
         if t is not None and t not in TIERS:
@@ -300,6 +305,7 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
         values = dict(snap.values)
         meta = dict(r.meta)
         src_dir = r.dir
+        src_url = store_url(src_dir)  # a fork of a PostgreSQL run keeps its checkpoints there too
     overrides = {k: v for k, v in {"backend": backend, "stop_after_tier": stop_after_tier,
                                    "max_rounds": max_rounds}.items() if v is not None}
     cfg = RunConfig(**{**(values.get("config") or meta.get("config") or {}), **overrides})
@@ -324,12 +330,12 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
         values["backend"] = get_backend(backend).name
     if values.get("status") in ("done", "diagnosed"):
         values["status"] = "running"
-    thread_id = new_dir.name
+    thread_id = thread_id_for(new_dir, src_url)
     (new_dir / "run.json").write_text(json.dumps({
         "task": meta["task"], "thread_id": thread_id, "config": cfg.model_dump(), "started": time.time(),
         "forked_from": {"run": str(src_dir), "thread_id": meta["thread_id"], "checkpoint_id": cid,
                         "overrides": {**overrides, **({"tier": tier} if tier else {})}}}, indent=1))
-    saver = open_checkpointer(new_dir)
+    saver = open_checkpointer(new_dir, src_url)
     graph = builder.compile(checkpointer=saver)
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 200}
     try:

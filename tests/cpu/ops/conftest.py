@@ -58,3 +58,15 @@ def ops():
     import types
     return types.SimpleNamespace(EXAMPLES=EXAMPLES, PROMPT=PROMPT, EDITOR_SCRIPT=EDITOR_SCRIPT, ROOT=ROOT,
                                  cli_env=cli_env, spawn=spawn, exe=exe)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, monkeypatch):
+    """Where checkpoints go: None (checkpoints.sqlite in the run folder), or a PostgreSQL URL (a database of
+    its own on the session's server, with a password) also set as $TRITONDX_CHECKPOINT_URL for the CLI."""
+    monkeypatch.delenv("TRITONDX_CHECKPOINT_URL", raising=False)
+    if request.param == "sqlite":
+        return None
+    url = request.getfixturevalue("pg_url")
+    monkeypatch.setenv("TRITONDX_CHECKPOINT_URL", url)
+    return url

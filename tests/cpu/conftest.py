@@ -1,0 +1,133 @@
+"""Shared CPU-test fixtures: a throwaway PostgreSQL server (session scope) for the checkpoint tests.
+
+The server is the distribution's own (``apt-get install postgresql``: ``/usr/lib/postgresql/*/bin``, or
+``initdb``/``pg_ctl`` on PATH, or ``$TRITONDX_PG_BIN``), started in a fresh temporary folder with
+password (SCRAM) authentication on a free loopback port, fsync off, and stopped at the end of the
+session. PostgreSQL refuses to run as root: under root (CI) the server runs as the ``postgres`` user
+(or ``nobody``). Each test that asks for ``pg_url`` gets a database of its own.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+
+def _pg_bin() -> Path | None:
+    cands = [os.environ.get("TRITONDX_PG_BIN")]
+    cands += sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda d: int(Path(d).parent.name)
+                    if Path(d).parent.name.isdigit() else 0, reverse=True)
+    which = shutil.which("pg_ctl")
+    cands.append(str(Path(which).resolve().parent) if which else None)
+    for d in cands:
+        if d and all((Path(d) / exe).is_file() for exe in ("initdb", "pg_ctl", "postgres")):
+            return Path(d)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PgServer:
+    def __init__(self, bindir: Path):
+        self.bindir = bindir
+        self.user = "tdx"
+        self.password = "tdx-" + secrets.token_hex(10)
+        self.port = _free_port()
+        # under root the folder must be reachable by the unprivileged server user: not inside a private $TMPDIR
+        self.root = Path(tempfile.mkdtemp(prefix="tritondx-pg-", dir="/tmp" if os.geteuid() == 0 else None))
+        self.data = self.root / "data"
+        self.log = self.root / "server.log"
+        self._uid = self._gid = None
+        if os.geteuid() == 0:  # postgres will not run as root: hand the folder to an unprivileged user
+            for name in ("postgres", "nobody"):
+                try:
+                    pw = pwd.getpwnam(name)
+                except KeyError:
+                    continue
+                self._uid, self._gid = pw.pw_uid, pw.pw_gid
+                break
+            else:
+                pytest.skip("running as root and no unprivileged user (postgres, nobody) to run PostgreSQL")
+            os.chown(self.root, self._uid, self._gid)
+
+    def _demote(self):
+        if self._uid is not None:
+            os.setgid(self._gid)
+            os.setuid(self._uid)
+
+    def _run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=self._demote, cwd=self.root, env={**os.environ, "LC_ALL": "C"})
+
+    def start(self) -> None:
+        pwfile = self.root / "pw"
+        pwfile.write_text(self.password + "\n")
+        if self._uid is not None:
+            os.chown(pwfile, self._uid, self._gid)
+        r = self._run(self.bindir / "initdb", "-D", self.data, "-U", self.user, "--auth=scram-sha-256",
+                      f"--pwfile={pwfile}", "-E", "UTF8", "--no-sync")
+        pwfile.unlink()
+        if r.returncode != 0:
+            raise RuntimeError(f"initdb failed: {r.stderr[-2000:]}")
+        opts = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off "
+                "-c full_page_writes=off -c synchronous_commit=off -c max_connections=200")
+        r = self._run(self.bindir / "pg_ctl", "-D", self.data, "-l", self.log, "-o", opts, "-w", "-t", "60", "start")
+        if r.returncode != 0:
+            log = self.log.read_text() if self.log.exists() else ""
+            raise RuntimeError(f"pg_ctl start failed: {r.stderr[-1000:]} {log[-2000:]}")
+
+    def stop(self) -> None:
+        try:
+            self._run(self.bindir / "pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop", timeout=60)
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def url(self, db: str = "postgres", password: str | None = None) -> str:
+        return f"postgresql://{self.user}:{password or self.password}@127.0.0.1:{self.port}/{db}"
+
+    def create_db(self) -> str:
+        import psycopg
+        name = "t_" + secrets.token_hex(6)
+        with psycopg.connect(self.url(), autocommit=True) as c:
+            c.execute(f"CREATE DATABASE {name}")
+        return name
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A running PostgreSQL server (skips with the reason when the binaries or psycopg are missing)."""
+    pytest.importorskip("psycopg", reason="psycopg not installed (pip install 'tritondx[scale]')")
+    pytest.importorskip("langgraph.checkpoint.postgres",
+                        reason="langgraph-checkpoint-postgres not installed (pip install 'tritondx[scale]')")
+    bindir = _pg_bin()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: apt-get install postgresql, "
+                    "or set TRITONDX_PG_BIN to their folder")
+    server = PgServer(bindir)
+    t0 = time.time()
+    server.start()
+    server.started_in_s = time.time() - t0
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_server) -> str:
+    """postgresql://tdx:<password>@127.0.0.1:<port>/<a fresh database for this test>"""
+    return postgres_server.url(postgres_server.create_db())
