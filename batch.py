@@ -270,9 +270,11 @@ def plan_slots(gpus: list[str], workers: int, out_dir: Path) -> list[dict[str, s
     """One environment overlay per concurrent task: ``workers`` per GPU when there are several GPUs (each
     GPU's own lock folder), else ``workers`` sharing the batch's one lock folder (the single-GPU batch)."""
     workers = max(1, workers)
+    caller = os.environ.get("TRITONDX_LOCK_DIR")  # a caller's lock folder is shared with its other work
     if len(gpus) <= 1:
-        return [{"TRITONDX_LOCK_DIR": str(out_dir / ".locks")} for _ in range(workers)]
-    return [{"CUDA_VISIBLE_DEVICES": g, "TRITONDX_LOCK_DIR": str(out_dir / "locks" / f"gpu{g}")}
+        return [{"TRITONDX_LOCK_DIR": caller or str(out_dir / ".locks")} for _ in range(workers)]
+    base = Path(caller) if caller else out_dir / "locks"
+    return [{"CUDA_VISIBLE_DEVICES": g, "TRITONDX_LOCK_DIR": str(base / f"gpu{g}")}
             for _ in range(workers) for g in gpus]  # round-robin order: the first tasks spread over the GPUs
 
 
@@ -395,10 +397,23 @@ def _run_ray(todo: list[str], address: str, backend_name: str, workers: int, out
         ray.shutdown()
 
 
-def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, extra_args: list[str] | None = None,
-              final_rounds: int = 3, progress: bool = True, only: list[str] | None = None,
-              deadline_s: float | None = None, shuffle: bool = False, ray_address: str | None = None,
-              checkpoint_url: str | None = None) -> dict[str, Any]:
+def run_batch(*args, **kwargs) -> dict[str, Any]:
+    """Run every task of a folder (see ``_run_batch``). The device-lock folder the batch sets for its
+    own final benches is put back afterwards, so a later batch in the same process starts clean."""
+    before = os.environ.get("TRITONDX_LOCK_DIR")
+    try:
+        return _run_batch(*args, **kwargs)
+    finally:
+        if before is None:
+            os.environ.pop("TRITONDX_LOCK_DIR", None)
+        else:
+            os.environ["TRITONDX_LOCK_DIR"] = before
+
+
+def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, extra_args: list[str] | None = None,
+               final_rounds: int = 3, progress: bool = True, only: list[str] | None = None,
+               deadline_s: float | None = None, shuffle: bool = False, ray_address: str | None = None,
+               checkpoint_url: str | None = None) -> dict[str, Any]:
     from tritondx.tools.backends.base import get_backend
     tasks = sorted(str(p.resolve()) for p in Path(folder).glob("*.py") if not p.name.startswith("_"))
     if only:
@@ -434,7 +449,8 @@ def run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, ex
     except Exception:  # metadata only
         pass
     lock = threading.Lock()
-    os.environ["TRITONDX_LOCK_DIR"] = os.environ.get("TRITONDX_LOCK_DIR") or str(out_dir / ".locks")  # this process's final benches take it too
+    # this process's final benches take the lock too; a caller's folder is kept (shared with its other work)
+    os.environ["TRITONDX_LOCK_DIR"] = os.environ.get("TRITONDX_LOCK_DIR") or str(out_dir / ".locks")
     start = time.time()
     not_after = start + deadline_s if deadline_s else None
 

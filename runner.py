@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sqlite3
 import sys
 import time
 import uuid
@@ -13,11 +12,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 import structlog
-from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 from tritondx.config import RunConfig
 from tritondx.errors import TaskFormatError, TritonDXError
+from tritondx.checkpoints import thread_id_for
 from tritondx.graph import builder
 from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task import load_task
@@ -107,8 +107,8 @@ def new_run_dir(task_path: str, out: str | None) -> Path:
     return folder
 
 
-def open_checkpointer(run_dir: Path) -> SqliteSaver:
-    """SQLite checkpoints whose serializer loads plain data and LangGraph's own records only."""
+def open_checkpointer(run_dir: Path) -> BaseCheckpointSaver:
+    """SQLite or PostgreSQL checkpoints whose serializer loads plain data and LangGraph's own records only."""
     from tritondx.checkpoints import open_checkpointer as _open
     return _open(run_dir)
 
@@ -139,7 +139,7 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     before = set(os.listdir(out)) if out and os.path.isdir(out) else None  # None: the folder is ours
     run_dir = new_run_dir(task_path, out)
     setup_logging(run_dir / "log.jsonl", verbose)
-    thread_id = thread_id or run_dir.name
+    thread_id = thread_id or thread_id_for(run_dir)
     (run_dir / "run.json").write_text(json.dumps({"task": str(Path(task_path).resolve()), "thread_id": thread_id,
                                                   "config": cfg.model_dump(), "started": time.time()}, indent=1))
     saver = open_checkpointer(run_dir)

@@ -34,7 +34,8 @@ def test_visible_gpus(monkeypatch, tmp_path):
     assert batch.visible_gpus("interpreter") == ["0", "1", "2"]
 
 
-def test_plan_slots(tmp_path):
+def test_plan_slots(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRITONDX_LOCK_DIR", raising=False)
     one = batch.plan_slots(["0"], 2, tmp_path)
     assert one == [{"TRITONDX_LOCK_DIR": str(tmp_path / ".locks")}] * 2  # one GPU: as before
     assert batch.plan_slots([], 1, tmp_path) == [{"TRITONDX_LOCK_DIR": str(tmp_path / ".locks")}]
@@ -42,6 +43,10 @@ def test_plan_slots(tmp_path):
     assert [s["CUDA_VISIBLE_DEVICES"] for s in many] == ["0", "3", "0", "3"]
     assert {s["CUDA_VISIBLE_DEVICES"]: s["TRITONDX_LOCK_DIR"] for s in many} == {
         "0": str(tmp_path / "locks" / "gpu0"), "3": str(tmp_path / "locks" / "gpu3")}
+    # a caller's lock folder (e.g. other work on the same GPU) is shared, per GPU below it when several
+    monkeypatch.setenv("TRITONDX_LOCK_DIR", str(tmp_path / "shared"))
+    assert batch.plan_slots(["0"], 1, tmp_path) == [{"TRITONDX_LOCK_DIR": str(tmp_path / "shared")}]
+    assert batch.plan_slots(["0", "1"], 1, tmp_path)[1]["TRITONDX_LOCK_DIR"] == str(tmp_path / "shared" / "gpu1")
 
 
 FAKE_TASK_PROCESS = """
