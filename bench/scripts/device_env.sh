@@ -1,7 +1,12 @@
 # Source on the GPU host (no package index there): install the carried wheels and make the
-# repository importable as `tritondx` without building it.
+# repository importable as `tritondx` without building it. Installs once per machine: a second
+# `source` (run_suite.sh sources it too) must not rewrite /tmp/site under processes importing from
+# it (on 2026-11-30 that race broke two concurrent runs with "No module named 'langsmith._client'").
 set -e
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+if [ ! -f /tmp/site/.tritondx-installed ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  touch /tmp/site/.tritondx-installed
+fi
 mkdir -p /tmp/pkg && ln -sfn "$PWD" /tmp/pkg/tritondx
 export PYTHONPATH=/tmp/pkg:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 export PATH=/tmp/site/bin:$PATH
