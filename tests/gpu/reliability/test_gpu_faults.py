@@ -58,7 +58,8 @@ def test_gpu_fault_then_next_candidate_passes(bad: str, klass: str, reason: str)
 def test_gpu_faults_inside_a_real_optimize_run(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TRITONDX_"))}
     env.update({"TRITONDX_TEST_CANDIDATES": str(CANDIDATES), "TRITONDX_RUNS": str(tmp_path / "runs"),
-                "TRITONDX_CACHE": str(tmp_path / "cache"), "TRITONDX_VERIFY_TIMEOUT": "300"})
+                "TRITONDX_CACHE": str(tmp_path / "cache"), "TRITONDX_VERIFY_TIMEOUT": "300",
+                "TRITONDX_FINAL_PROFILE": "0", "TRITONDX_NCU": "0"})  # counters are not what this tests
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, str(DRIVER), "optimize", str(TASK), "--backend", "cuda", "--out", str(out),
                         "--max-rounds", "1"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1200)
