@@ -88,7 +88,8 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
         entry.update({"kernel_class": r["kernel_class"], "tiers_used": r["tiers_used"], "rounds": r["rounds"],
                       "gpu_seconds": r["gpu_seconds"], "run_speedup": r.get("speedup"),
                       "best_family": (r.get("best") or {}).get("family"),
-                      "rewrites_applied": _lineage(r), "speed": r["speed"]})
+                      "rewrites_applied": _lineage(r), "speed": r["speed"],
+                      "analysis_seconds": r.get("analysis_seconds"), "node_seconds": r.get("node_seconds")})
         cands = [c for c in r["candidates"] if c.get("measurement")]
         # per-tier ablation: best measured speedup using evidence up to each tier
         entry["best_by_tier"] = {t: max([1.0] + [c["measurement"]["speedup"] for c in cands
@@ -145,6 +146,7 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
         agg["ablation_geomean_by_tier"] = {t: geomean([r["best_by_tier"][t] for r in done if "best_by_tier" in r])
                                            for t in TIERS}
         agg["gpu_seconds"] = sum(r.get("gpu_seconds") or 0 for r in results)
+        agg["analysis_seconds"] = sum(r.get("analysis_seconds") or 0 for r in results)
     return agg
 
 

@@ -1,0 +1,65 @@
+"""Escalation on need vs every tier on every task: speedup reached and what each spent.
+
+Usage: python3 bench/scripts/compare_modes.py ESCALATION/results.json ALL_TIERS/results.json [OUT.md]
+Both batches must come from the same suite on the same device (run_suite.sh, the second with
+BATCH_EXTRA=--all-tiers). Only tasks measured in both are compared. Prints (and writes) a markdown
+table per task and the totals: geomean speedup of each mode, the share of the all-tiers speedup that
+escalation keeps, and analysis seconds (triage + profiler + IR + compiler nodes) and device-job seconds
+each spent. The issue's bar: escalation keeps >= 95% of the all-tiers speedup at <= 50% of its cost.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+
+def _geo(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def compare(esc: dict, full: dict) -> tuple[dict, list[str]]:
+    e = {r["task"]: r for r in esc["results"] if r.get("speedup")}
+    a = {r["task"]: r for r in full["results"] if r.get("speedup")}
+    common = sorted(set(e) & set(a))
+    lines = ["| task | escalation speedup | all-tiers speedup | escalation tiers | esc. analysis s | all analysis s | "
+             "esc. device s | all device s |", "|" + "---|" * 8]
+    for t in common:
+        x, y = e[t], a[t]
+        lines.append(f"| {t} | {x['speedup']:.2f}x | {y['speedup']:.2f}x | {','.join(x.get('tiers_used', []))} | "
+                     f"{x.get('analysis_seconds') or 0:.0f} | {y.get('analysis_seconds') or 0:.0f} | "
+                     f"{x.get('gpu_seconds') or 0:.0f} | {y.get('gpu_seconds') or 0:.0f} |")
+    tot = {"tasks": len(common),
+           "escalation_geomean": _geo([e[t]["speedup"] for t in common]),
+           "all_tiers_geomean": _geo([a[t]["speedup"] for t in common]),
+           "escalation_analysis_s": sum(e[t].get("analysis_seconds") or 0 for t in common),
+           "all_tiers_analysis_s": sum(a[t].get("analysis_seconds") or 0 for t in common),
+           "escalation_device_s": sum(e[t].get("gpu_seconds") or 0 for t in common),
+           "all_tiers_device_s": sum(a[t].get("gpu_seconds") or 0 for t in common)}
+    if common:
+        tot["speedup_kept"] = tot["escalation_geomean"] / tot["all_tiers_geomean"]
+        cost_e = tot["escalation_analysis_s"] + tot["escalation_device_s"]
+        cost_a = tot["all_tiers_analysis_s"] + tot["all_tiers_device_s"]
+        tot["cost_ratio"] = cost_e / cost_a if cost_a else float("nan")
+        lines += ["", f"- tasks compared: {len(common)}",
+                  f"- geomean speedup: escalation {tot['escalation_geomean']:.2f}x, all tiers "
+                  f"{tot['all_tiers_geomean']:.2f}x (escalation keeps {tot['speedup_kept']:.0%})",
+                  f"- analysis seconds: escalation {tot['escalation_analysis_s']:.0f}, all tiers "
+                  f"{tot['all_tiers_analysis_s']:.0f}; device-job seconds: escalation {tot['escalation_device_s']:.0f}, "
+                  f"all tiers {tot['all_tiers_device_s']:.0f}",
+                  f"- escalation's cost (analysis + device seconds) is {tot['cost_ratio']:.0%} of all tiers' "
+                  f"(bar: >= 95% of the speedup at <= 50% of the cost: "
+                  f"{'met' if tot['speedup_kept'] >= 0.95 and tot['cost_ratio'] <= 0.5 else 'not met'})"]
+    return tot, lines
+
+
+if __name__ == "__main__":
+    esc, full = (json.loads(Path(p).read_text()) for p in sys.argv[1:3])
+    tot, lines = compare(esc, full)
+    text = "# Escalation on need vs all tiers\n\n" + "\n".join(lines) + "\n"
+    print(text)
+    if len(sys.argv) > 3:
+        Path(sys.argv[3]).write_text(text)
+        Path(sys.argv[3]).with_suffix(".json").write_text(json.dumps(tot, indent=1))
