@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>" in a job's environment
+JOB_ALONE_ENV = "TRITONDX_JOB_ALONE"    # "1": every phase of the job is exclusive (a retry after a CUDA OOM)
 
 
 def _lock_dir() -> Path | None:
@@ -111,6 +112,8 @@ def phase(mode: str):
         yield
         return
     t, g = fds
+    if os.environ.get(JOB_ALONE_ENV) == "1":
+        mode = "exclusive"
     _acquire(t, g, mode)
     try:
         yield

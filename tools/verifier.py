@@ -7,11 +7,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+import structlog
 from pydantic import BaseModel
 
 from tritondx.errors import TaskFormatError
 from tritondx.tools.backends.base import Backend
+from tritondx.tools.gpulock import JOB_ALONE_ENV
 from tritondx.tools.sandbox import JobResult, run_job
+
+log = structlog.get_logger(__name__)
 
 CEILINGS_FILE = Path(os.environ.get("TRITONDX_CACHE", Path.home() / ".cache" / "tritondx")) / "ceilings.json"
 
@@ -152,6 +156,12 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
     if memory_bytes is None:
         memory_bytes = DEFAULT_MEMORY_BYTES.get(backend.name)
     r = run_job(job, timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes, gpu_lock=backend.can_time)
+    if backend.can_time and _job_error(r)[0] == "out_of_memory" and os.environ.get("TRITONDX_LOCK_DIR"):
+        # The device is shared with other jobs of a batch: the memory may have been theirs. Once more,
+        # with the device to itself; a candidate that needs more than the device has fails again.
+        log.info("verify_retry_alone", candidate=candidate_id, reason=_job_error(r)[1][:160])
+        r = run_job(job, timeout=timeout, env={**backend.job_env(), JOB_ALONE_ENV: "1"}, memory_bytes=memory_bytes,
+                    gpu_lock=True)
     if r.ok and r.result and r.result.get("passed"):
         return Verification(candidate_id=candidate_id, passed=True, backend=backend.name,
                             checks=len(r.result.get("checks", [])), seconds=r.seconds,

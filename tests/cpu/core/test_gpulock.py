@@ -102,3 +102,16 @@ def test_run_job_passes_the_lock_to_the_job(tmp_path, monkeypatch):
         assert th.is_alive(), f"the job finished while the device was held exclusively (alone: {alone:.1f} s)"
     th.join(timeout=120)
     assert out["r"].ok and out["r"].result.get("ok"), out["r"]
+
+
+def test_a_job_retried_alone_takes_every_phase_exclusively(tmp_path, env):
+    """After a CUDA out-of-memory the verifier retries the job with TRITONDX_JOB_ALONE=1: its shared
+    phases then exclude every other job (the memory was perhaps theirs)."""
+    log = tmp_path / "log"
+    first = _start("shared", 0.8, log, env)
+    time.sleep(0.2)
+    alone = _start("shared", 0.4, log, {**env, gpulock.JOB_ALONE_ENV: "1"})
+    for p in (first, alone):
+        assert p.wait(timeout=30) == 0
+    (a0, a1), (b0, b1) = sorted((float(x[1]), float(x[2])) for x in _intervals(log))
+    assert b0 >= a1 - 0.01, "the job retried alone overlapped another job's device work"
