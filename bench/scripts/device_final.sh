@@ -3,15 +3,17 @@
 # bundled examples (with final ncu profiles), the rewrite-family showcase and more of the suite, all
 # sharing one device lock so that every timing still has the GPU alone. Eight files come back.
 # Usage: bash bench/scripts/device_final.sh TESTS_S PHASE2_S SUITE_WORKERS FAMILY_JOBS
+# Environment: EXAMPLES (example files to run; default all), FAMILIES_ONLY (comma-separated families;
+# default all), TESTS (pytest paths; default tests/gpu). TESTS_S=0 skips the tests.
 source bench/scripts/device_env.sh
 export TRITONDX_LOCK_DIR=/tmp/tdx-locks
 t0=$(date +%s)
-timeout "$1" python3 -m pytest tests/gpu -v -o addopts="" -m gpu -p no:cacheprovider -rs > $OUT/gpu_tests.txt 2>&1
+[ "$1" -gt 0 ] && timeout "$1" python3 -m pytest ${TESTS:-tests/gpu} -v -o addopts="" -m gpu -p no:cacheprovider -rs > $OUT/gpu_tests.txt 2>&1
 echo "gpu tests: $(( $(date +%s) - t0 )) s"; tail -5 $OUT/gpu_tests.txt
 p2=$2
-(timeout "$p2" python3 bench/scripts/run_examples.py $OUT/ex > $OUT/ex.log 2>&1) &
+(timeout "$p2" python3 bench/scripts/run_examples.py $OUT/ex ${EXAMPLES:-} > $OUT/ex.log 2>&1) &
 (timeout "$p2" python3 bench/scripts/run_families.py $OUT/families --jobs "$4" --timeout $(( p2 - 30 )) \
-   --deadline $(( p2 - 60 )) --results bench/results > $OUT/fam.log 2>&1) &
+   --deadline $(( p2 - 60 )) --results bench/results ${FAMILIES_ONLY:+--only $FAMILIES_ONLY} > $OUT/fam.log 2>&1) &
 (bash bench/scripts/run_suite.sh "$3" $(( p2 / 2 )) "" $(( p2 / 2 - 20 )) > $OUT/suite.log 2>&1) &
 wait
 echo "phase 2 done: $(( $(date +%s) - t0 )) s"
