@@ -11,7 +11,6 @@ from langgraph.types import Command
 from tritondx.agents.common import backend_of, best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence import ArtifactRef
-from tritondx.tools.gpulock import gpu_exclusive
 from tritondx.tools.ncu import counter_findings, profile_counters
 from tritondx.tools.profiler import roofline_findings
 from tritondx.tools.verifier import bench_variants
@@ -44,8 +43,7 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
         paths["best"] = best_path(state)
     notes = []
     for label, path in paths.items():
-        with gpu_exclusive():
-            rows, note = profile_counters(path)
+        rows, note = profile_counters(path)  # the launch job holds the device lock while ncu replays
         if rows:
             out["kernels"][label] = _counter_summary(rows)
             ref = ArtifactRef.write(run_dir(state) / "artifacts", f"ncu_final_{label}.json",
@@ -90,8 +88,7 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
                             json.dumps(result, indent=1), "profile")
     found = roofline_findings(result, "best" if len(variants) > 1 else "initial")
     if cfg.ncu and backend.name == "cuda":
-        with gpu_exclusive():
-            rows, note = profile_counters(best_path(state))
+        rows, note = profile_counters(best_path(state))  # the launch job takes the device lock itself
         if rows:
             found += counter_findings(rows)
             ncu_ref = ArtifactRef.write(run_dir(state) / "artifacts", f"ncu_round{state.get('round', 0)}.json",

@@ -22,6 +22,8 @@ from pathlib import Path
 
 JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>" in a job's environment
 JOB_ALONE_ENV = "TRITONDX_JOB_ALONE"    # "1": every phase of the job is exclusive (a retry after a CUDA OOM)
+JOB_LOCK_DIR_ENV = "TRITONDX_JOB_LOCK_DIR"  # a job started through another program (ncu): the folder itself
+_OPENED: tuple[int, int] | None = None
 
 
 def _lock_dir() -> Path | None:
@@ -94,12 +96,22 @@ def job_lock_fds():
 
 
 def _job_fds() -> tuple[int, int] | None:
+    """The job's lock descriptors: handed over by the orchestrator, or (for a job that a profiler
+    such as ncu starts, which need not pass descriptors on) opened once from the folder's path."""
+    global _OPENED
     spec = os.environ.get(JOB_LOCK_ENV, "")
     try:
         t, g = (int(x) for x in spec.split(","))
+        return t, g
     except ValueError:
+        pass
+    d = os.environ.get(JOB_LOCK_DIR_ENV)
+    if not d:
         return None
-    return t, g
+    if _OPENED is None:
+        _OPENED = (os.open(Path(d) / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600),
+                   os.open(Path(d) / "gpu.lock", os.O_RDWR | os.O_CREAT, 0o600))
+    return _OPENED
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tritondx.tools.gpulock import phase
 from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, to_dtype
 
 
@@ -12,9 +13,12 @@ def run_launch(job: dict[str, Any]) -> dict[str, Any]:
     mod = load_module(job["task"], "launch")
     shape = norm_shape(job.get("shape") or mod.BENCH_SHAPES[0])
     dtype = to_dtype(mod.DTYPES[0])
-    inputs = as_tuple(mod.make_inputs(shape, dtype, 1, job["device"]))
-    for _ in range(int(job.get("repeat", 1))):
-        mod.launch(*inputs)
-    if job["device"].startswith("cuda"):
-        torch.cuda.synchronize()
+    # Under ncu every launch is replayed once per metric pass: the device must be ours alone meanwhile
+    # (the batch's lock; the orchestrator does not hold it across ncu's and Python's start-up).
+    with phase("exclusive"):
+        inputs = as_tuple(mod.make_inputs(shape, dtype, 1, job["device"]))
+        for _ in range(int(job.get("repeat", 1))):
+            mod.launch(*inputs)
+        if job["device"].startswith("cuda"):
+            torch.cuda.synchronize()
     return {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tritondx.tools.evidence import Finding, finding_id
+from tritondx.tools.gpulock import JOB_LOCK_DIR_ENV
 from tritondx.tools.sandbox import scrubbed_env
 
 METRICS = {
@@ -91,6 +92,8 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
            sys.executable, "-m", "tritondx.tools.worker", str(job), str(work / "result.json")]
     env = scrubbed_env()
     env["HOME"] = str(work)
+    if os.environ.get("TRITONDX_LOCK_DIR"):  # the launch job takes the batch's device lock itself
+        env[JOB_LOCK_DIR_ENV] = os.environ["TRITONDX_LOCK_DIR"]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work, env=env)
     except subprocess.TimeoutExpired:

@@ -115,3 +115,18 @@ def test_a_job_retried_alone_takes_every_phase_exclusively(tmp_path, env):
         assert p.wait(timeout=30) == 0
     (a0, a1), (b0, b1) = sorted((float(x[1]), float(x[2])) for x in _intervals(log))
     assert b0 >= a1 - 0.01, "the job retried alone overlapped another job's device work"
+
+
+def test_a_job_started_by_another_program_opens_the_folder_itself(tmp_path, env):
+    """ncu starts the launch job: it gets the lock folder's path (TRITONDX_JOB_LOCK_DIR), not descriptors,
+    and its exclusive phase still excludes a job holding the device shared."""
+    log = tmp_path / "log"
+    first = _start("shared", 0.8, log, env)
+    time.sleep(0.2)
+    by_path = subprocess.Popen([sys.executable, "-c", CHILD, "exclusive", "0.3", str(log)],
+                               env={**env, gpulock.JOB_LOCK_DIR_ENV: env["TRITONDX_LOCK_DIR"]})
+    for p in (first, by_path):
+        assert p.wait(timeout=30) == 0
+    (m0, a0, a1), (m1, b0, b1) = sorted(((x[0], float(x[1]), float(x[2])) for x in _intervals(log)),
+                                        key=lambda x: x[1])
+    assert (m0, m1) == ("shared", "exclusive") and b0 >= a1 - 0.01, _intervals(log)
