@@ -117,6 +117,15 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
         add("multiple_launches", f"launch() makes {len(launches)} kernel launches "
                                  f"({', '.join(lc.kernel for lc in launches)}); intermediate results go through HBM",
             launches[0].lineno, ["fuse_passes", "fuse_launches"], severity="high", launches=len(launches))
+    for loop in (n for n in ast.walk(launch_fn) if isinstance(n, (ast.For, ast.While))):
+        inner = kernel_launches(loop, names)
+        if inner:
+            add("launch_in_loop", f"launch() launches {', '.join(sorted({lc.kernel for lc in inner}))} inside a "
+                                  "Python loop: one host launch (and one GPU grid) per iteration, each item's launch "
+                                  "paying the per-launch overhead and small items leaving the GPU mostly idle",
+                inner[0].lineno, ["fuse_launches"], severity="high", kernel=inner[0].kernel,
+                launches_in_loop=len(inner))
+            break
     for lc in launches:
         info = spec.kernel(lc.kernel)
         for p in info.constexpr_params if info else []:

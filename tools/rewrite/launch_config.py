@@ -38,8 +38,22 @@ from tritondx.tools.rewrite.cst_util import (
 # Elementwise / row-loop kernels: elements per program and warps.
 FLAT_SPACE = [(1024, 4), (2048, 4), (4096, 8), (2048, 8), (8192, 8), (512, 4)]
 # Matmul-like kernels: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages).
-MATMUL_SPACE = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (64, 128, 64, 4, 4),
-                (128, 64, 64, 4, 4), (64, 64, 64, 4, 3)]
+# The 128x256x64 / 8 warps / 3 stages tile is the first config of Triton's matmul tutorial on Hopper and was the
+# best measured on the H200 for all three suite GEMMs it ran (2026-11-30); 4 stages of it (192 KB of fp16 operand
+# buffers) and its 256x128 transpose are the next candidates. Configs whose operand buffers exceed the 227 KB of
+# shared memory a program may use on sm_90 are skipped for the task's dtypes.
+MATMUL_SPACE = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 3),
+                (128, 128, 64, 4, 4), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (64, 64, 64, 4, 3)]
+SM90_SMEM_PER_PROGRAM = 227 * 1024
+
+
+def smem_ok(bm: int, bn: int, bk: int, stages: int, elem_bytes: int = 2) -> bool:
+    """Pipelined operand buffers of a matmul tile (stages x (A tile + B tile)) fit one program's shared memory."""
+    return stages * (bm * bk + bk * bn) * elem_bytes <= SM90_SMEM_PER_PROGRAM
+# Attention-like kernels (two tl.dot per key block, BLOCK_M x BLOCK_N score tiles): (BLOCK_M, BLOCK_N, num_warps,
+# num_stages), the Hopper fp16 candidates of Triton's fused-attention tutorial (BLOCK_M in {64, 128}, BLOCK_N in
+# {64, 128}, 4 or 8 warps, 3 or 4 stages; 128x128 only with 8 warps, whose accumulator needs two warpgroups).
+ATTN_SPACE = [(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3), (128, 128, 8, 4), (64, 128, 4, 3)]
 MATMUL_NAMES = {"M": ("BLOCK_M", "BLOCK_SIZE_M", "BM"), "N": ("BLOCK_N", "BLOCK_SIZE_N", "BN"),
                 "K": ("BLOCK_K", "BLOCK_SIZE_K", "BK")}
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}   # Triton's defaults on NVIDIA
@@ -53,6 +67,15 @@ def _matmul_params(params: list[str]) -> dict[str, str] | None:
             return None
         found[dim] = hit
     return found
+
+
+def _attention_params(kernel_src: str, params: list[str]) -> dict[str, str] | None:
+    """BLOCK_M / BLOCK_N of an attention-like kernel (two or more tl.dot, an exp, no K tile)."""
+    if _matmul_params(params) is not None or kernel_src.count("tl.dot(") < 2 or "tl.exp" not in kernel_src:
+        return None
+    m = next((p for p in params if p in MATMUL_NAMES["M"]), None)
+    n = next((p for p in params if p in MATMUL_NAMES["N"]), None)
+    return {"M": m, "N": n} if m and n else None
 
 
 def block_role(kernel: cst.FunctionDef, param: str) -> str:
@@ -229,15 +252,30 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
     motivating = ctx.motivating("launch_config")
     spills = any(f.detector == "register_spills" for f in motivating)
     small_grid = any(f.detector in ("grid_too_small",) for f in motivating)
-    space_mm = MATMUL_SPACE[3:] + MATMUL_SPACE[:3] if (spills or small_grid) else MATMUL_SPACE
+    elem = 4 if any(d in ("float32", "torch.float32") for d in ctx.dtypes) else 2
+    space_mm = [c for c in MATMUL_SPACE if smem_ok(c[0], c[1], c[2], c[4], elem)]
+    if spills or small_grid:   # smaller tiles first: fewer registers per thread, more programs
+        space_mm = sorted(space_mm, key=lambda c: (c[0] * c[1], -c[4]))
     space_flat = sorted(FLAT_SPACE, key=lambda c: c[0]) if (spills or small_grid) else FLAT_SPACE
+    kernels = jit_functions(parse(prepared))
     out = []
-    for i in range(max(len(space_mm), len(space_flat))):
+    for i in range(max(len(space_mm), len(space_flat), len(ATTN_SPACE))):
         values: dict[str, dict[str, int]] = {}
         for kname, params in by_kernel.items():
             mm = _matmul_params(list(params))
+            att = _attention_params(code_of(kernels[kname]), list(params)) if kname in kernels else None
             opts = options.get(kname, dict(DEFAULT_OPTIONS))
-            if mm and i < len(space_mm):
+            if att:
+                if i >= len(ATTN_SPACE):
+                    continue
+                bm, bn, w, s = ATTN_SPACE[i]
+                v = {att["M"]: bm, att["N"]: bn}
+                if opts.get("num_warps", 4) >= 0:
+                    v["num_warps"] = w
+                if opts.get("num_stages", 3) >= 0:
+                    v["num_stages"] = s
+                values[kname] = v
+            elif mm and i < len(space_mm):
                 bm, bn, bk, w, s = space_mm[i]
                 v = {mm["M"]: bm, mm["N"]: bn, mm["K"]: bk}
                 if opts.get("num_warps", 4) >= 0:
@@ -298,7 +336,7 @@ def launch_config(ctx: RewriteContext) -> list[Proposal]:
         source = apply_config(ctx.spec.source, values)
         if source == ctx.spec.source:
             continue
-        mm = any(_matmul_params(list(v)) for v in values.values())
+        mm = any(_matmul_params(list(v)) or "BLOCK_M" in v for v in values.values())
         proposals.append(Proposal(
             family="launch_config", source=source, params=values, description=desc,
             motivated_by=[f.id for f in motivating],

@@ -13,7 +13,7 @@ from tritondx.tools.rewrite.expert import propose
 EXPECTED = {   # family -> tasks it must apply to (when motivated)
     "fuse_passes": {"l2_layernorm", "l2_rmsnorm", "l2_add_rmsnorm", "l2_add_layernorm", "l2_softmax", "l3_attention",
                     "l3_topk", "l2_groupnorm_swish", "l2_batchnorm", "l2_quantize", "l1_scatter"},
-    "fuse_launches": {"l1_addcmul", "l2_geglu", "l3_matmul_bias_gelu", "l3_quant_matmul"},
+    "fuse_launches": {"l1_addcmul", "l2_geglu", "l3_matmul_bias_gelu", "l3_quant_matmul", "l2_foreach_add"},
     "split_k": {"l3_skinny_gemm", "l3_matmul"},
     "grouped_ordering": {"l3_matmul", "l3_batched_matmul", "l3_skinny_gemm", "l3_quant_matmul"},
     "vectorize_scalar_loop": {"l2_reduce_sum_mid"},
