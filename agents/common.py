@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,25 @@ def backend_of(state: DXState) -> Backend:
 
 def run_dir(state: DXState) -> Path:
     return Path(state["run_dir"])
+
+
+def ensure_run_dir(state: DXState, config: RunnableConfig | None) -> Path:
+    """The run folder, made here when the input names none.
+
+    ``tritondx optimize`` (runner.py) makes the folder and puts ``run_dir`` in the input. A run started
+    through the LangGraph API (``langgraph dev``, Studio) gives only ``task_path`` and ``config``: then
+    the folder is ``$TRITONDX_RUNS`` (default ``runs/`` under the server's working directory)
+    ``/<time>-<task stem>-<thread id>``; its candidates and artifacts go there, its checkpoints stay
+    in the server's own store (no ``run.json``, so ``tritondx runs`` does not list it), and no
+    report is written (runner.py writes it after the graph ends; the thread's state holds the same data)."""
+    if state.get("run_dir"):
+        return Path(state["run_dir"])
+    load_task(state["task_path"])  # bad input: a one-line TaskFormatError and no folder left behind
+    thread = str(((config or {}).get("configurable") or {}).get("thread_id") or "")[:8] or os.urandom(3).hex()
+    stem = Path(state["task_path"]).stem
+    folder = Path(os.environ.get("TRITONDX_RUNS", "runs")) / f"{time.strftime('%Y%m%d-%H%M%S')}-{stem}-{thread}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder.resolve()
 
 
 def best_path(state: DXState) -> str:

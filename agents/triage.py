@@ -8,7 +8,7 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from tritondx.agents.common import dump, logger, run_config, run_dir
+from tritondx.agents.common import dump, ensure_run_dir, logger, run_config
 from tritondx.errors import TaskFormatError
 from tritondx.state import DXState
 from tritondx.tools.backends.base import get_backend
@@ -20,7 +20,7 @@ from tritondx.tools.verifier import probe_task
 def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "profiler"]]:
     log = logger("triage", config)
     cfg = run_config(state)
-    folder = run_dir(state)
+    folder = ensure_run_dir(state, config)  # an API/Studio input gives only task_path and config
     initial = folder / "task_initial.py"
     if not initial.exists():
         shutil.copyfile(state["task_path"], initial)
@@ -35,8 +35,8 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
     log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)
     goto = "profiler" if cfg.mode == "diagnose" or cfg.all_tiers else "rewriter"
     return Command(goto=goto, update={
-        "task_path": str(initial), "task_name": spec.name, "kernel_class": kclass, "backend": backend.name,
-        "target": target, "probe": probe, "findings": dump(found), "tiers_done": ["triage"],
+        "run_dir": str(folder), "task_path": str(initial), "task_name": spec.name, "kernel_class": kclass,
+        "backend": backend.name, "target": target, "probe": probe, "findings": dump(found), "tiers_done": ["triage"],
         "best": {"id": "initial", "path": str(initial), "median_ms": None, "speedup": 1.0},
         "round": 0, "rounds_at_tier": 0, "gpu_seconds": 0.0, "status": "running",
     })
