@@ -1,52 +1,58 @@
-"""Embedding lookup: one program per token copies its table row in column chunks (fp16)."""
+"""Gradient bucketing: each parameter's gradient scaled by 1/world_size and copied into one flat bf16 bucket."""
 
 import torch
 import triton
 import triton.language as tl
 
-NAME = "embedding_lookup_rows"
-DESCRIPTION = ("out[t, :] = table[ids[t], :] for fp16 tables, one program per token walking the row in "
-               "BLOCK-wide column chunks. The row start comes from a loaded token id and the chunk start from "
-               "the loop counter.")
+NAME = "grad_bucket_copy_unspecialized"
+DESCRIPTION = ("Before an all-reduce, the gradients of a transformer block's linear layers (qkv, o, up, down of "
+               "hidden H) are averaged (x 1/8 ranks) and packed into one flat bf16 bucket: one launch per "
+               "parameter at a running element offset. offset and n differ for every parameter, so the author put "
+               "them in do_not_specialize (one binary). The JIT then cannot assume either is a multiple of 16: the "
+               "store address bucket + offset + offs has unknown alignment and the bound mask offs < n constancy 1, "
+               "so every access is 2 bytes wide, although with H a multiple of 16 every offset and size is.")
 
 
-@triton.jit
-def embedding_kernel(ids_ptr, table_ptr, out_ptr, D, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["offset", "n"])
+def bucket_copy_kernel(grad_ptr, bucket_ptr, offset, n, scale, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
-    row = tl.load(ids_ptr + pid)
-    for start in range(0, D, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        mask = cols < D
-        v = tl.load(table_ptr + row * D + cols, mask=mask)
-        tl.store(out_ptr + pid * D + cols, v, mask=mask)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    g = tl.load(grad_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(bucket_ptr + offset + offs, (g * scale).to(bucket_ptr.dtype.element_ty), mask=mask)
 
 
-def launch(ids, table):
-    T = ids.numel()
-    D = table.shape[1]
-    out = torch.empty((T, D), device=table.device, dtype=table.dtype)
-    embedding_kernel[(T,)](ids, table, out, D, BLOCK=512)
-    return out
+def launch(qkv, o, up, down):
+    grads = (qkv, o, up, down)
+    total = sum(g.numel() for g in grads)
+    bucket = torch.empty((total,), device=qkv.device, dtype=qkv.dtype)
+    BLOCK = 1024
+    offset = 0
+    for g in grads:
+        n = g.numel()
+        bucket_copy_kernel[(triton.cdiv(n, BLOCK),)](g, bucket, offset, n, 0.125, BLOCK=BLOCK)
+        offset += n
+    return bucket
 
 
-def reference(ids, table):
-    return table[ids.long()]
+def reference(qkv, o, up, down):
+    return torch.cat([g.flatten().float() * 0.125 for g in (qkv, o, up, down)]).to(qkv.dtype)
 
 
 def make_inputs(shape, dtype, seed, device):
-    T, V, D = shape
+    (H,) = shape
     g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(0, V, (T,), generator=g).to(device=device, dtype=torch.int32)
-    table = torch.randn((V, D), generator=g).to(device=device, dtype=dtype)
-    return (ids, table)
+    return tuple(torch.randn(s, generator=g).to(device=device, dtype=dtype)
+                 for s in ((3 * H, H), (H, H), (4 * H, H), (H, 4 * H)))
 
 
 def min_bytes(shape, dtype):
-    T, V, D = shape
-    return 4 * T + 2 * T * D * torch.empty((), dtype=dtype).element_size()
+    (H,) = shape
+    return 2 * 12 * H * H * torch.empty((), dtype=dtype).element_size()
 
 
-CHECK_SHAPES = [(7, 50, 300), (16, 100, 1000), (5, 20, 1024)]
-BENCH_SHAPES = [(65536, 32000, 2048)]
-DTYPES = [torch.float16]
-TOLERANCE = {torch.float16: {"atol": 0.0, "rtol": 0.0}}
+# H = 37: offsets 4107, 5476, ... are not multiples of 16 (the unaligned path must stay correct)
+CHECK_SHAPES = [(37,), (64,), (100,)]
+BENCH_SHAPES = [(4096,)]
+DTYPES = [torch.bfloat16]
+TOLERANCE = {torch.bfloat16: {"atol": 0.0, "rtol": 0.0}}

@@ -656,7 +656,7 @@ def _fast_dims(lay: Layout, shape: tuple[int, ...]) -> tuple[int | None, int | N
     return order[0], lane
 
 
-@detector("missing_alignment_info", "ir", ("ttgir", "ptx"), ("alignment_hints",),
+@detector("missing_alignment_info", "ir", ("ttgir", "ptx"), ("alignment_hints", "mask_removal"),
           "an argument that feeds a contiguous access has no tt.divisibility (pointer not 16-byte aligned, integer "
           "not a multiple of 16, or not specialized), and the PTX access is narrower than 16 bytes")
 def _missing_alignment(det: Detector, k: KernelIR) -> list[Finding]:
@@ -666,7 +666,9 @@ def _missing_alignment(det: Detector, k: KernelIR) -> list[Finding]:
     that source line are narrower than 16 bytes. The JIT adds `tt.divisibility = 16` only to a pointer whose
     address is 16-byte aligned and to an integer that is a multiple of 16 (and never to an argument in
     `do_not_specialize`); a bare `triton.compile` without attrs has none. An unaligned pointer limits the
-    access width directly; an unaligned bound (`offs < n`) limits it through the mask's constancy."""
+    access width directly; an unaligned bound (`offs < n`) limits it through the mask's constancy. Suggests
+    `alignment_hints` always and `mask_removal` only when an unaligned integer reaches the mask (an unmasked
+    fast path removes that limit; it cannot fix an unaligned address)."""
     f = _func(k)
     if f is None:
         return []
@@ -684,7 +686,8 @@ def _missing_alignment(det: Detector, k: KernelIR) -> list[Finding]:
         st = f.strides(addr)
         if len(st) != len(pt.shape) or st[fast].kind != "unit":
             continue  # not contiguous along the fast dim: alignment is not what limits it
-        roots = f.arg_origins(addr) | (f.arg_origins(mask) if mask else set())
+        mask_roots = f.arg_origins(mask) if mask else set()
+        roots = f.arg_origins(addr) | mask_roots
         missing = sorted((a for a in roots if a in f.args and f.args[a].divisibility is None
                           and (f.args[a].is_pointer or f.args[a].is_int)), key=lambda a: f.args[a].index)
         if not missing or op.src_line in seen_lines:
@@ -701,12 +704,17 @@ def _missing_alignment(det: Detector, k: KernelIR) -> list[Finding]:
         what = ", ".join(f"{display(a)} ({'pointer' if f.args[a].is_pointer else f.args[a].type})" for a in missing)
         ptx_note = (f"the PTX moves {min(w)} bytes per access where the layout gives {layout_bytes}" if w else
                     "no PTX access maps to this line")
-        out.append(det.finding(
+        bound = any(a in mask_roots and f.args[a].is_int for a in missing)
+        fd = det.finding(
             k, f"{what} carr{'ies' if len(missing) == 1 else 'y'} no tt.divisibility, so the axis analysis cannot "
                f"prove the contiguous {op.name} aligned; {ptx_note}. The JIT marks an argument 16-divisible only "
                "when its value is (16-byte-aligned pointer, integer multiple of 16) and it is not in "
                "do_not_specialize", op.line, severity="high" if w and min(w) < layout_bytes else "medium",
-            arguments=",".join(display(a) for a in missing), ptx_bytes=min(w) if w else 0, layout_bytes=layout_bytes))
+            arguments=",".join(display(a) for a in missing), ptx_bytes=min(w) if w else 0, layout_bytes=layout_bytes,
+            unaligned_bound=bound)
+        if not bound:
+            fd.suggests = [s for s in fd.suggests if s != "mask_removal"]
+        out.append(fd)
     return out
 
 
