@@ -6,6 +6,12 @@ launcher stops passing the tuned constexprs and launch options; a grid that used
 becomes ``lambda META: (... META["BLOCK"] ...)``. A kernel whose block size the launcher also uses for
 anything else (buffer sizes ...) is left alone.
 
+A grid size the kernel never receives (the token count T in a ``(T, cdiv(N, BLOCK))`` grid) cannot be in
+the key, so the autotuner would keep the configuration tuned for the first T for every later T. Such a
+grid element is passed as an extra (unused) integer argument ``grid<axis>_bucket`` =
+``triton.next_power_of_2(<element>)`` and keyed on: one tuning per power-of-two bucket of the varying
+size, not one per distinct size and not one for all.
+
 On a GPU the autotuner times the configurations once per key; under the interpreter it cannot time,
 so ``single_config_variants`` gives one candidate per configuration for a correctness check of each.
 """
@@ -13,8 +19,11 @@ so ``single_config_variants`` gives one candidate per configuration for a correc
 from __future__ import annotations
 
 import libcst as cst
+from tritondx.tools.rewrite.alignment import _pure_host_expr
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
+    add_call_kwargs,
+    add_params,
     code_of,
     constexpr_names,
     dotted,
@@ -156,11 +165,17 @@ def autotune_source(source: str) -> tuple[str, dict[str, dict]]:
         if len(configs) < 2:
             continue
         key = size_params(fn)
+        buckets = _grid_buckets(fn, ks, grids, set(locals_.values()), key)
+        key = key + [b for b in (buckets[0] if buckets else {})]
         deco = cst.Decorator(decorator=expr(
             "triton.autotune(configs=[" + ", ".join(_config_src(*c) for c in configs) + f"], key={key!r})"))
-        new_fns[kname] = fn.with_changes(decorators=[deco] + list(fn.decorators))
-        for s, g in zip(ks, grids):
-            call_edits[id(s.call)] = (list(tun), {v: p for p, v in locals_.items()}, g)
+        new_fn = fn.with_changes(decorators=[deco] + list(fn.decorators))
+        if buckets and buckets[0]:
+            new_fn = add_params(new_fn, list(buckets[0]))
+        new_fns[kname] = new_fn
+        for i, (s, g) in enumerate(zip(ks, grids)):
+            call_edits[id(s.call)] = (list(tun), {v: p for p, v in locals_.items()}, g,
+                                      buckets[i] if buckets else {})
         done[kname] = {"configs": [_config_src(*c) for c in configs], "key": key}
     if not done:
         return source, {}
@@ -170,8 +185,10 @@ def autotune_source(source: str) -> tuple[str, dict[str, dict]]:
             edit = call_edits.get(id(original))
             if edit is None:
                 return updated
-            params, local_to_param, grid = edit
+            params, local_to_param, grid, bucket = edit
             call = remove_call_kwargs(updated, set(params) | {"num_warps", "num_stages"})
+            if bucket:
+                call = add_call_kwargs(call, {k: expr(f"triton.next_power_of_2({v})") for k, v in bucket.items()})
             if names_in(grid) & set(local_to_param):
                 g = subst(grid, {loc: expr(f'META["{p}"]') for loc, p in local_to_param.items()})
                 lam = expr(f"lambda META: {code_of(g)}")
@@ -182,6 +199,33 @@ def autotune_source(source: str) -> tuple[str, dict[str, dict]]:
     module = module.with_changes(body=[new_fns.get(s.name.value, s) if isinstance(s, cst.FunctionDef) and
                                        s is not launch else new_launch if s is launch else s for s in module.body])
     return module.code, done
+
+
+def _grid_buckets(fn: cst.FunctionDef, sites: list, grids: list, tuned_locals: set[str],
+                  key: list[str]) -> list[dict[str, str]]:
+    """Per launch site, {extra parameter: grid element source} for the grid sizes that reach the kernel by no
+    argument (same parameters at every site); [] when there are none or a grid is not a plain tuple."""
+    params = set(param_names(fn))
+    out: list[dict[str, str]] = []
+    for s, g in zip(sites, grids):
+        if not isinstance(g, cst.Tuple):
+            return []
+        passed = {code_of(e) for e in s.bound.values()}
+        b: dict[str, str] = {}
+        for axis, el in enumerate(g.elements):
+            v = el.value
+            if names_in(v) & tuned_locals or isinstance(v, cst.Integer) or code_of(v) in passed:
+                continue
+            if not _pure_host_expr(v):
+                return []
+            name = f"grid{axis}_bucket"
+            if name in params:
+                return []
+            b[name] = code_of(v)
+        out.append(b)
+    if not out or any(set(b) != set(out[0]) for b in out):
+        return []
+    return out
 
 
 def _uses_outside(launch: cst.FunctionDef, names: set[str], allowed: list[cst.CSTNode]) -> bool:

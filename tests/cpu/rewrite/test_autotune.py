@@ -20,12 +20,18 @@ def test_autotune_gather(rw, tmp_path):
     k = rw.function(p.source, "gather_rows_kernel")
     deco = _decorator(k)
     kw = {x.arg: x.value for x in deco.keywords}
-    assert ast.literal_eval(kw["key"]) == ["D"]
+    # D (the row width) is an argument; the row count T only sizes the grid: keyed on its power-of-two bucket
+    # (an extra argument), else the configuration tuned for the first T would serve every later T
+    assert ast.literal_eval(kw["key"]) == ["D", "grid0_bucket"]
+    assert ast.unparse(k.args.args[-1]) == "grid0_bucket"
     configs = kw["configs"].elts
     assert 2 <= len(configs) <= 6 and ast.unparse(configs[0]).startswith("triton.Config({'BLOCK': 256}")
     call = next(n for n in ast.walk(rw.function(p.source, "launch")) if isinstance(n, ast.Call)
                 and isinstance(n.func, ast.Subscript))
     assert "BLOCK" not in {x.arg for x in call.keywords}
+    kws = {x.arg: ast.unparse(x.value) for x in call.keywords}
+    grid = call.func.slice.body if isinstance(call.func.slice, ast.Lambda) else call.func.slice
+    assert kws["grid0_bucket"] == f"triton.next_power_of_2({ast.unparse(grid.elts[0])})" == "triton.next_power_of_2(M)"
     # the interpreter cannot time: check one configuration other than the original one
     variants = single_config_variants(p.source)
     assert len(variants) == len(configs)
@@ -57,3 +63,14 @@ def test_block_feeding_other_launch_values_not_autotuned(rw):
     ctx.spec = parse_task_source(props[0].source, ctx.spec.path)
     ctx.findings = rw.make_context("l2_swiglu", ["autotune"]).findings
     assert rw.CATALOG["autotune"].fn(ctx) == []
+
+
+def test_grid_size_passed_as_argument_needs_no_bucket(rw):
+    # l2_swiglu's grid (M, cdiv(N, BLOCK)): M is no argument -> bucketed; the GEMM's grid sizes cdiv(M, BLOCK_M) ...
+    # come from its arguments M, N, K, already in the key
+    _, props = rw.proposals("l2_swiglu", "autotune")
+    key = lambda src, k: ast.literal_eval(next(x.value for x in _decorator(rw.function(src, k)).keywords
+                                               if x.arg == "key"))
+    assert key(props[0].source, "swiglu_kernel") == ["N", "grid0_bucket"]
+    _, props = rw.proposals("l3_skinny_gemm", "autotune")
+    assert key(props[0].source, "matmul_kernel") == ["M", "N", "K"] and "_bucket" not in props[0].source
