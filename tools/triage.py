@@ -120,10 +120,15 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
     for loop in (n for n in ast.walk(launch_fn) if isinstance(n, (ast.For, ast.While))):
         inner = kernel_launches(loop, names)
         if inner:
+            # a GEMM per item (grouped / MoE GEMMs): one persistent launch over every item's tiles is the fix
+            gemm = any(isinstance(n, ast.Call) and _call_name(n.func) == "tl.dot"
+                       for fn in tree.body if isinstance(fn, ast.FunctionDef) and fn.name in {lc.kernel for lc in inner}
+                       for n in ast.walk(fn))
             add("launch_in_loop", f"launch() launches {', '.join(sorted({lc.kernel for lc in inner}))} inside a "
                                   "Python loop: one host launch (and one GPU grid) per iteration, each item's launch "
                                   "paying the per-launch overhead and small items leaving the GPU mostly idle",
-                inner[0].lineno, ["fuse_launches"], severity="high", kernel=inner[0].kernel,
+                inner[0].lineno, ["fuse_launches", "persistent"] if gemm else ["fuse_launches"], severity="high",
+                kernel=inner[0].kernel,
                 launches_in_loop=len(inner))
             break
     for lc in launches:

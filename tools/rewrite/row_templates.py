@@ -519,3 +519,242 @@ def scatter_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Propo
             "overwritten rows are no longer copied from x and then rewritten: bytes from read V + write V + "
             "read M + write M rows to read V + write V rows (~1.5x at half the rows replaced)"))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# index_add along dim 0 (rows with repeated indices): segment sums instead of one atomic per element
+# ---------------------------------------------------------------------------------------------
+
+INDEX_ADD_CODE = '''
+@triton.jit
+def _tdx_ia_count_kernel(idx_ptr, cnt_ptr, M, BLOCK: tl.constexpr):
+    # rows per destination (int32 histogram of idx): M integer atomics instead of M * D float ones
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < M
+    dst = tl.load(idx_ptr + offs, mask=ok, other=0)
+    tl.atomic_add(cnt_ptr + dst, tl.full([BLOCK], 1, tl.int32), mask=ok)
+
+
+@triton.jit
+def _tdx_ia_scan_kernel(cnt_ptr, off_ptr, V, BLOCK: tl.constexpr):
+    # exclusive prefix sum of the counts: where each destination's source rows start in perm
+    carry = 0
+    for start in range(0, V, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        c = tl.load(cnt_ptr + cols, mask=cols < V, other=0)
+        incl = tl.cumsum(c, axis=0)
+        tl.store(off_ptr + cols, carry + incl - c, mask=cols < V)
+        carry += tl.sum(c, axis=0)
+
+
+@triton.jit
+def _tdx_ia_bucket_kernel(idx_ptr, off_ptr, cur_ptr, perm_ptr, M, BLOCK: tl.constexpr):
+    # source row ids grouped by destination (counting sort; order inside a group is arbitrary)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < M
+    dst = tl.load(idx_ptr + offs, mask=ok, other=0)
+    slot = tl.atomic_add(cur_ptr + dst, tl.full([BLOCK], 1, tl.int32), mask=ok)
+    base = tl.load(off_ptr + dst, mask=ok, other=0)
+    tl.store(perm_ptr + base + slot, offs, mask=ok)
+
+
+@triton.jit
+def _tdx_ia_segment_kernel(x_ptr, src_ptr, perm_ptr, off_ptr, cnt_ptr, out_ptr, D, stride_x, stride_src,
+                           stride_out, BLOCK_D: tl.constexpr):
+    # program (destination row, column block): out = x + the sum of its source rows, one write per element
+    v = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+    ok = cols < D
+    acc = tl.load(x_ptr + v * stride_x + cols, mask=ok, other=0.0).to(tl.float32)
+    start = tl.load(off_ptr + v)
+    n = tl.load(cnt_ptr + v)
+    for j in range(start, start + n):
+        r = tl.load(perm_ptr + j).to(tl.int64)
+        acc += tl.load(src_ptr + r * stride_src + cols, mask=ok, other=0.0).to(tl.float32)
+    tl.store(out_ptr + v * stride_out + cols, acc.to(out_ptr.dtype.element_ty), mask=ok)
+
+
+def launch({params}):
+    V = {x}.shape[0]
+    M = {idx}.shape[0]
+    x2 = {x}.reshape(V, -1)
+    s2 = {src}.reshape(M, -1)
+    D = x2.shape[1]
+    out = torch.empty_like(x2)
+    cnt = torch.zeros((V,), device={x}.device, dtype=torch.int32)
+    cur = torch.zeros((V,), device={x}.device, dtype=torch.int32)
+    off = torch.empty((V,), device={x}.device, dtype=torch.int32)
+    perm = torch.empty((max(M, 1),), device={x}.device, dtype=torch.int32)
+    BLOCK = 1024
+    _tdx_ia_count_kernel[(triton.cdiv(M, BLOCK),)]({idx}, cnt, M, BLOCK=BLOCK)
+    _tdx_ia_scan_kernel[(1,)](cnt, off, V, BLOCK=BLOCK)
+    _tdx_ia_bucket_kernel[(triton.cdiv(M, BLOCK),)]({idx}, off, cur, perm, M, BLOCK=BLOCK)
+    BLOCK_D = min({block_d}, max(16, triton.next_power_of_2(D)))
+    _tdx_ia_segment_kernel[(V, triton.cdiv(D, BLOCK_D))](x2, s2, perm, off, cnt, out, D, x2.stride(0), s2.stride(0),
+                                                         out.stride(0), BLOCK_D=BLOCK_D, num_warps={warps})
+    return out.reshape({x}.shape)
+'''
+
+
+def index_add_spec(source: str) -> tuple[str, str, str] | None:
+    """(x, src, idx) for ``return x.index_add(0, idx, src)`` (dim 0, no alpha), the launcher taking the same names."""
+    import ast
+    info = task_info(source)
+    ref = info.reference
+    if ref is None or len(ref.body) != 1 or not isinstance(ref.body[0], ast.Return):
+        return None
+    call = ref.body[0].value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "index_add"
+            and isinstance(call.func.value, ast.Name)):
+        return None
+    args = list(call.args)
+    kw = {k.arg: k.value for k in call.keywords}
+    if set(kw) - {"dim", "index", "source"} or len(args) + len(kw) != 3:
+        return None
+    names = ["dim", "index", "source"]
+    bound = dict(zip(names, args))
+    bound.update(kw)
+    dim, idx, src = bound.get("dim"), bound.get("index"), bound.get("source")
+    if not (isinstance(dim, ast.Constant) and dim.value == 0 and isinstance(idx, ast.Name) and isinstance(src, ast.Name)):
+        return None
+    x = call.func.value.id
+    params = [a.arg for a in ref.args.args]
+    if sorted(params) != sorted({x, idx.id, src.id}) or info.launch_params() != params:
+        return None
+    return x, src.id, idx.id
+
+
+@template
+def index_add_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Proposal]:
+    spec = index_add_spec(ctx.original.source)
+    if spec is None:
+        return []
+    x, src, idx = spec
+    params = task_info(ctx.original.source).launch_params()
+    names = {kk.name for kk in ctx.spec.kernels}
+    out = []
+    for block_d, warps in ((1024, 4), (2048, 8)):
+        code = INDEX_ADD_CODE.format(params=", ".join(params), x=x, src=src, idx=idx, block_d=block_d, warps=warps)
+        out.append(Proposal(
+            "fuse_passes", apply_template(ctx.spec.source, names, code),
+            {"template": "index_add_segments", "BLOCK_D": block_d, "num_warps": warps},
+            f"index_add template: counting sort of idx in three tiny kernels, then one program per (destination row, "
+            f"{block_d} columns) adds its source rows to x and writes out once (no clone, no float atomics)",
+            motivated_by,
+            "HBM traffic from clone (read x + write out) + M*D atomic read-modify-writes on rows that do not fit L2 "
+            "to one read of x and src and one write of out (~2x fewer bytes); the index work is O(M) integers"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# max_pool2d on NCHW: 2-D output tiles per (n, c) plane instead of flat outputs with div/mod per element
+# ---------------------------------------------------------------------------------------------
+
+MAXPOOL_CODE = '''
+@triton.jit
+def _tdx_maxpool2d_tile_kernel(x_ptr, out_ptr, C, H, W, OH, OW, sxn, sxc, sxh, sxw,
+                               KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+                               PH: tl.constexpr, PW: tl.constexpr, TOH: tl.constexpr, BLOCK_OW: tl.constexpr):
+    # program (n*c plane, TOH output rows, BLOCK_OW output columns): plane, rows and columns come from the
+    # program ids and aranges (no div/mod per element); row bounds are checked per row, column bounds per column
+    nc = tl.program_id(0)
+    n = (nc // C).to(tl.int64)
+    c = (nc % C).to(tl.int64)
+    oh = tl.program_id(1) * TOH + tl.arange(0, TOH)
+    ow = tl.program_id(2) * BLOCK_OW + tl.arange(0, BLOCK_OW)
+    out_ok = (oh[:, None] < OH) & (ow[None, :] < OW)
+    base = x_ptr + n * sxn + c * sxc
+    acc = tl.full([TOH, BLOCK_OW], float("-inf"), dtype=tl.float32)
+    for kh in tl.static_range(KH):
+        ih = oh * SH - PH + kh
+        row_ok = (ih >= 0) & (ih < H)
+        for kw in tl.static_range(KW):
+            iw = ow * SW - PW + kw
+            col_ok = (iw >= 0) & (iw < W)
+            v = tl.load(base + ih[:, None] * sxh + iw[None, :] * sxw,
+                        mask=out_ok & row_ok[:, None] & col_ok[None, :], other=float("-inf")).to(tl.float32)
+            acc = tl.maximum(acc, v)
+    o = out_ptr + nc.to(tl.int64) * OH * OW + oh[:, None] * OW + ow[None, :]
+    tl.store(o, acc.to(out_ptr.dtype.element_ty), mask=out_ok)
+
+
+def launch({x}):
+    N, C, H, W = {x}.shape
+    KH, KW, SH, SW, PH, PW = {kh}, {kw}, {sh}, {sw}, {ph}, {pw}
+    OH = (H + 2 * PH - KH) // SH + 1
+    OW = (W + 2 * PW - KW) // SW + 1
+    out = torch.empty((N, C, OH, OW), device={x}.device, dtype={x}.dtype)
+    BLOCK_OW = min(triton.next_power_of_2(OW), {max_ow})
+    TOH = max(1, min({tile} // BLOCK_OW, triton.next_power_of_2(OH)))
+    grid = (N * C, triton.cdiv(OH, TOH), triton.cdiv(OW, BLOCK_OW))
+    _tdx_maxpool2d_tile_kernel[grid]({x}, out, C, H, W, OH, OW, {x}.stride(0), {x}.stride(1), {x}.stride(2),
+                                     {x}.stride(3), KH=KH, KW=KW, SH=SH, SW=SW, PH=PH, PW=PW, TOH=TOH,
+                                     BLOCK_OW=BLOCK_OW, num_warps={warps})
+    return out
+'''
+
+
+def maxpool2d_spec(source: str) -> dict | None:
+    """x and (kh, kw, sh, sw, ph, pw) for ``return F.max_pool2d(x, k, stride, padding)`` with literal ints."""
+    import ast
+    info = task_info(source)
+    ref = info.reference
+    if ref is None or len(ref.body) != 1 or not isinstance(ref.body[0], ast.Return):
+        return None
+    call = ref.body[0].value
+    if not (isinstance(call, ast.Call) and ast.unparse(call.func).split(".")[-1] == "max_pool2d" and call.args
+            and isinstance(call.args[0], ast.Name)):
+        return None
+    names = ["kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"]
+    bound = dict(zip(names, call.args[1:]))
+    for k in call.keywords:
+        if k.arg not in names or k.arg in bound:
+            return None
+        bound[k.arg] = k.value
+
+    def pair(node, default):
+        if node is None:
+            return default
+        try:
+            v = ast.literal_eval(node)
+        except ValueError:
+            return None
+        if isinstance(v, bool):
+            return None
+        if isinstance(v, int):
+            return (v, v)
+        if isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(e, int) and not isinstance(e, bool) for e in v):
+            return tuple(v)
+        return None
+
+    k = pair(bound.get("kernel_size"), None)
+    s = pair(bound.get("stride"), k)
+    p = pair(bound.get("padding"), (0, 0))
+    d = pair(bound.get("dilation"), (1, 1))
+    flags = [bound.get(f) for f in ("ceil_mode", "return_indices")]
+    if None in (k, s, p) or d != (1, 1) or any(f is not None and not (isinstance(f, ast.Constant) and f.value is False)
+                                              for f in flags):
+        return None
+    x = call.args[0].id
+    if [a.arg for a in ref.args.args] != [x] or info.launch_params() != [x] or min(k + s) < 1:
+        return None
+    return {"x": x, "kh": k[0], "kw": k[1], "sh": s[0], "sw": s[1], "ph": p[0], "pw": p[1]}
+
+
+@template
+def maxpool2d_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Proposal]:
+    spec = maxpool2d_spec(ctx.original.source)
+    if spec is None:
+        return []
+    names = {kk.name for kk in ctx.spec.kernels}
+    out = []
+    for tile, max_ow, warps in ((1024, 128, 4), (2048, 256, 8)):
+        code = MAXPOOL_CODE.format(tile=tile, max_ow=max_ow, warps=warps, **spec)
+        out.append(Proposal(
+            "fuse_passes", apply_template(ctx.spec.source, names, code),
+            {"template": "maxpool2d_tiles", "tile": tile, "num_warps": warps},
+            f"max_pool2d template: {tile}-output 2-D tiles per (n, c) plane, plane/row/column from program ids "
+            "(no div/mod per output), row and column bounds checked once per row/column", motivated_by,
+            "the per-output index math (4 integer div/mod and 9 four-way bound checks) drops to a few adds per tap: "
+            "from issue-bound toward the memory floor (input read once through L1/L2, output written once)"))
+    return out

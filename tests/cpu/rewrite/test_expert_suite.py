@@ -12,7 +12,8 @@ from tritondx.tools.rewrite.expert import propose
 
 EXPECTED = {   # family -> tasks it must apply to (when motivated)
     "fuse_passes": {"l2_layernorm", "l2_rmsnorm", "l2_add_rmsnorm", "l2_add_layernorm", "l2_softmax", "l3_attention",
-                    "l3_topk", "l2_groupnorm_swish", "l2_batchnorm", "l2_quantize", "l1_scatter"},
+                    "l3_topk", "l2_groupnorm_swish", "l2_batchnorm", "l2_quantize", "l1_scatter", "l1_index_add",
+                    "l2_maxpool2d"},
     "fuse_launches": {"l1_addcmul", "l2_geglu", "l3_matmul_bias_gelu", "l3_quant_matmul", "l2_foreach_add"},
     "split_k": {"l3_skinny_gemm", "l3_matmul"},
     "grouped_ordering": {"l3_matmul", "l3_batched_matmul", "l3_skinny_gemm", "l3_quant_matmul"},

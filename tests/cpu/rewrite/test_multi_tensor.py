@@ -69,3 +69,15 @@ def launch(*xs):
     assert len(plan_multi_tensor(ok)) == 1
     # a 2-D grid is not a flat program range
     assert plan_multi_tensor(ok.replace("(triton.cdiv(x.numel(), 256),)", "(triton.cdiv(x.numel(), 256), 1)")) == []
+
+
+def test_gemm_per_group_loop_gets_the_grouped_template_from_triage(rw):
+    from tritondx.tools.rewrite.expert import propose
+    ctx = rw.make_context("l3_grouped_matmul")
+    (hit,) = [f for f in ctx.findings if f.detector == "launch_in_loop"]
+    assert set(hit.suggests) == {"fuse_launches", "persistent"}
+    props = propose(ctx)
+    assert props and props[0].family == "persistent" and "grouped GEMM template" in props[0].description
+    # a loop of elementwise launches is not a persistent-GEMM case
+    (fe,) = [f for f in rw.make_context("l2_foreach_add").findings if f.detector == "launch_in_loop"]
+    assert fe.suggests == ["fuse_launches"]
