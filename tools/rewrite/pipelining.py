@@ -232,6 +232,11 @@ def pipeline_source(source: str, stages: int | None, hoist: bool) -> tuple[str, 
         return source, []
     module = module.with_changes(body=[new_fns.get(s.name.value, s) if isinstance(s, cst.FunctionDef) else s
                                        for s in module.body])
+    # An autotuned kernel's configs carry num_stages: a launch keyword would clash with them
+    # ("got multiple values for keyword argument 'num_stages'", seen on the H200 on l3_skinny_gemm).
+    autotuned = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)
+                 and any("autotune" in cst.Module(body=[]).code_for_node(d.decorator) for d in s.decorators)}
+    dot_kernels -= autotuned
     if stages and dot_kernels:
         sites = {id(s.call): s for s in launch_sites(module) if s.kernel in dot_kernels}
 
