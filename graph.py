@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import functools
 import time
+import typing
 
-from langgraph.graph import START, StateGraph
+import structlog
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
 from tritondx.agents.approval import approval_node, final_approval_node
@@ -30,14 +32,52 @@ from tritondx.state import DXState
 
 
 
+def _merged(state: dict, update: dict) -> dict:
+    """The state after ``update``, through DXState's reducers (what the graph will hold next)."""
+    hints = typing.get_type_hints(DXState, include_extras=True)
+    out = dict(state)
+    for key, value in update.items():
+        meta = getattr(hints.get(key), "__metadata__", ())
+        left = state.get(key)
+        out[key] = meta[0](left, value) if meta and callable(meta[0]) and left is not None else value
+    return out
+
+
+def _write_report_at_end(cmd, state) -> None:
+    """A run that ends writes its report files from inside the graph too, so that runs started
+    through the LangGraph API (``langgraph dev`` / Studio) get them; the CLI's runner writes them
+    again afterwards with its own wall time."""
+    if not (isinstance(cmd, Command) and cmd.goto in ("__end__", END) and state.get("run_dir")):
+        return
+    final = _merged(state, cmd.update if isinstance(cmd.update, dict) else {})
+    try:
+        from pathlib import Path
+        from tritondx.tools.report.writer import write_outputs
+        write_outputs(Path(final["run_dir"]), final, sum((final.get("node_seconds") or {}).values()))
+    except Exception as exc:  # the report is a view of the state: never fail a run over it
+        structlog.get_logger("tritondx").warning("report_at_end_failed", error=f"{type(exc).__name__}: {exc}")
+
+
 def timed(name: str, node):
-    """The node, adding its wall seconds to ``node_seconds`` (what each tier's evidence costs)."""
+    """The node, adding its wall seconds to ``node_seconds`` (what each tier's evidence costs);
+    the node that ends the run also writes the report files."""
     @functools.wraps(node)
     def run(state, config):
         t0 = time.monotonic()
         cmd = node(state, config)
         if isinstance(cmd, Command) and isinstance(cmd.update, dict):
             cmd.update["node_seconds"] = {name: time.monotonic() - t0}
+        _write_report_at_end(cmd, state)
+        return cmd
+    return run
+
+
+def ending(node):
+    """An approval node: writes the report files when it ends the run (see ``timed``)."""
+    @functools.wraps(node)
+    def run(state, config):
+        cmd = node(state, config)
+        _write_report_at_end(cmd, state)
         return cmd
     return run
 
@@ -49,6 +89,6 @@ builder.add_node("ir_analyst", timed("ir_analyst", ir_analyst_node))  # tier 2: 
 builder.add_node("compiler_expert", timed("compiler_expert", compiler_expert_node))  # tier 3: per-pass dumps
 builder.add_node("rewriter", timed("rewriter", rewriter_node))  # candidates from the evidence (expert or LLM)
 builder.add_node("verifier", timed("verifier", verifier_node))  # correctness, integrity, timing; routes
-builder.add_node("approval", approval_node)                # --interactive: a person reviews each candidate
-builder.add_node("final_approval", final_approval_node)    # --interactive: a person accepts the best kernel
+builder.add_node("approval", ending(approval_node))        # --interactive: a person reviews each candidate
+builder.add_node("final_approval", ending(final_approval_node))  # --interactive: a person accepts the best
 builder.add_edge(START, "triage")

@@ -182,3 +182,9 @@ def test_langgraph_api_run_with_approvals(dev_server):
              if d["node"] in ("approval", "final_approval")]
     assert human == [("approval", "accept", "r1c1"), ("approval", "reject", "r1c2"), ("approval", "edit", "r1c3"),
                      ("final_approval", "accept", best_id)]
+    # the run wrote its report files from inside the graph (no runner around it): the accepted best is the
+    # optimized task, and the report names it
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["status"] == "done" and report["best"]["id"] == best_id, report["best"]
+    assert (run_dir / "optimized_task.py").read_text() == Path(cands[best_id]["path"]).read_text()
+    assert (run_dir / "report.md").exists() and (run_dir / "report.html").exists()
