@@ -43,10 +43,15 @@ def _merged(state: dict, update: dict) -> dict:
     return out
 
 
-def _write_report_at_end(cmd, state) -> None:
-    """A run that ends writes its report files from inside the graph too, so that runs started
-    through the LangGraph API (``langgraph dev`` / Studio) get them; the CLI's runner writes them
-    again afterwards with its own wall time."""
+RUNNER_WRITES_REPORT = "tritondx_runner_writes_report"  # configurable key set by runner.drive
+
+
+def _write_report_at_end(cmd, state, config) -> None:
+    """The node that ends a run writes its report files when nobody else will: a run started
+    through the LangGraph API (``langgraph dev`` / Studio). The CLI's runner marks its runs in the
+    config and writes them itself after the graph ends, with its own wall time."""
+    if (config or {}).get("configurable", {}).get(RUNNER_WRITES_REPORT):
+        return
     if not (isinstance(cmd, Command) and cmd.goto in ("__end__", END) and state.get("run_dir")):
         return
     final = _merged(state, cmd.update if isinstance(cmd.update, dict) else {})
@@ -67,7 +72,7 @@ def timed(name: str, node):
         cmd = node(state, config)
         if isinstance(cmd, Command) and isinstance(cmd.update, dict):
             cmd.update["node_seconds"] = {name: time.monotonic() - t0}
-        _write_report_at_end(cmd, state)
+        _write_report_at_end(cmd, state, config)
         return cmd
     return run
 
@@ -77,7 +82,7 @@ def ending(node):
     @functools.wraps(node)
     def run(state, config):
         cmd = node(state, config)
-        _write_report_at_end(cmd, state)
+        _write_report_at_end(cmd, state, config)
         return cmd
     return run
 

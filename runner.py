@@ -18,7 +18,7 @@ from langgraph.types import Command
 from tritondx.config import RunConfig
 from tritondx.errors import TaskFormatError, TritonDXError
 from tritondx.checkpoints import thread_id_for
-from tritondx.graph import builder
+from tritondx.graph import RUNNER_WRITES_REPORT, builder
 from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task import load_task
 
@@ -121,8 +121,10 @@ def drive(graph, graph_input: Any, config: dict[str, Any], approver: Approver | 
           ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Invoke the graph and answer its approval interrupts until it ends (or, without an approver, until
     it pauses). Returns the state values and the requests still waiting for an answer."""
+    # the caller writes the report files when the graph ends (finish), not the ending node (graph.py)
+    config = {**config, "configurable": {**config["configurable"], RUNNER_WRITES_REPORT: True}}
     graph.invoke(graph_input, config, durability="sync")
-    latest = {"configurable": {"thread_id": config["configurable"]["thread_id"]},
+    latest = {"configurable": {"thread_id": config["configurable"]["thread_id"], RUNNER_WRITES_REPORT: True},
               "recursion_limit": config.get("recursion_limit", 200)}
     while True:
         snap = graph.get_state(latest)

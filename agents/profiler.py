@@ -11,23 +11,9 @@ from langgraph.types import Command
 from tritondx.agents.common import backend_of, best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence import ArtifactRef
-from tritondx.tools.ncu import counter_findings, profile_counters
+from tritondx.tools.ncu import counter_findings, counter_summary, profile_counters
 from tritondx.tools.profiler import roofline_findings
 from tritondx.tools.verifier import bench_variants
-
-
-def _counter_summary(rows: list[dict]) -> list[dict]:
-    """Per kernel (first profiled launch): the counters a reader compares between initial and best."""
-    out, seen = [], set()
-    for row in rows:
-        if row["kernel"] in seen:
-            continue
-        seen.add(row["kernel"])
-        stalls = sorted(row.get("stalls", {}).items(), key=lambda kv: -kv[1])[:3]
-        out.append({"kernel": row["kernel"][:80], **{k: row.get(k) for k in (
-            "duration_ns", "dram_pct", "sm_pct", "achieved_occupancy_pct", "l2_hit_pct")},
-            "top_stalls": [[k, round(v, 3)] for k, v in stalls]})
-    return out
 
 
 def final_profile(state: DXState, config: RunnableConfig) -> Command:
@@ -45,7 +31,7 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
     for label, path in paths.items():
         rows, note = profile_counters(path)  # the launch job holds the device lock while ncu replays
         if rows:
-            out["kernels"][label] = _counter_summary(rows)
+            out["kernels"][label] = counter_summary(rows)
             ref = ArtifactRef.write(run_dir(state) / "artifacts", f"ncu_final_{label}.json",
                                     json.dumps(rows, indent=1), "ncu")
             arts[f"ncu_final_{label}"] = ref.model_dump()

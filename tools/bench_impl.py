@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 
 from tritondx.tools.gpulock import phase
+from tritondx.tools.guard import TimingSnapshot
 from tritondx.tools.verify_impl import Rejected
 from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype
 
@@ -154,19 +155,11 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
 
 # What the timer relies on, captured before any variant is imported: a variant that replaces one of
 # them while it runs (to stop the L2 flush, or to bend the clock) fails the whole bench job.
-_WATCHED = {
-    "torch.Tensor.zero_": (lambda: torch.Tensor.zero_, torch.Tensor.zero_),
-    "torch.cuda.Event": (lambda: torch.cuda.Event, torch.cuda.Event),
-    "torch.cuda.Event.record": (lambda: torch.cuda.Event.record, torch.cuda.Event.record),
-    "torch.cuda.Event.elapsed_time": (lambda: torch.cuda.Event.elapsed_time, torch.cuda.Event.elapsed_time),
-    "torch.cuda.synchronize": (lambda: torch.cuda.synchronize, torch.cuda.synchronize),
-    "statistics.median": (lambda: statistics.median, statistics.median),
-    "time.perf_counter": (lambda: time.perf_counter, time.perf_counter),
-}
+_TIMING = TimingSnapshot()
 
 
 def _tampered() -> list[str]:
-    return [name for name, (now, before) in _WATCHED.items() if now() is not before]
+    return _TIMING.tampered()
 
 
 def bench(job: dict[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,8 @@ a job spends most of its life starting Python, importing torch and compiling, an
 through that made every measurement wait for the slowest verification to finish (batch wall time
 was mostly lock waits). The orchestrator opens the two lock files afresh for each job and hands the
 descriptors over (``job_lock_fds``); the job takes them in ``phase("shared")`` /
-``phase("exclusive")``. ``gpu_shared`` / ``gpu_exclusive`` remain for orchestrator-side device work
-(Nsight Compute runs) whose job does not take the lock itself.
+``phase("exclusive")``. A job that another program starts (the launch job under Nsight Compute)
+gets the folder's path instead and opens the files itself.
 """
 
 from __future__ import annotations
@@ -48,33 +48,10 @@ def _acquire(turnstile: int, gpu: int, mode: str) -> None:
         fcntl.flock(gpu, fcntl.LOCK_SH)
 
 
-@contextlib.contextmanager
-def _held(mode: str):
-    d = _lock_dir()
-    if d is None:
-        yield
-        return
-    t = os.open(d / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    g = os.open(d / "gpu.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        _acquire(t, g, mode)
-        try:
-            yield
-        finally:
-            fcntl.flock(g, fcntl.LOCK_UN)
-    finally:
-        os.close(t)
-        os.close(g)
-
-
-def gpu_shared():
-    """Orchestrator side: hold the device shared for the duration of the block."""
-    return _held("shared")
-
-
-def gpu_exclusive():
-    """Orchestrator side: hold the device alone for the duration of the block."""
-    return _held("exclusive")
+def _open_pair(d: Path) -> tuple[int, int]:
+    """Fresh descriptors (own open file descriptions) of the turnstile and the device lock in ``d``."""
+    return (os.open(d / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600),
+            os.open(d / "gpu.lock", os.O_RDWR | os.O_CREAT, 0o600))
 
 
 @contextlib.contextmanager
@@ -86,8 +63,7 @@ def job_lock_fds():
     if d is None:
         yield (), {}
         return
-    t = os.open(d / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    g = os.open(d / "gpu.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    t, g = _open_pair(d)
     try:
         yield (t, g), {JOB_LOCK_ENV: f"{t},{g}"}
     finally:
@@ -109,8 +85,7 @@ def _job_fds() -> tuple[int, int] | None:
     if not d:
         return None
     if _OPENED is None:
-        _OPENED = (os.open(Path(d) / "turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600),
-                   os.open(Path(d) / "gpu.lock", os.O_RDWR | os.O_CREAT, 0o600))
+        _OPENED = _open_pair(Path(d))
     return _OPENED
 
 

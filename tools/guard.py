@@ -105,6 +105,54 @@ class _KernelsOffAbort(Exception):
 KERNELS_OFF_MAX_LAUNCHES = 10_000
 
 
+def timing_functions() -> dict:
+    """What a timer relies on, by name: a candidate that replaces one of them is tampering."""
+    import statistics
+
+    import triton.testing
+    fns = {
+        "time.perf_counter": time.perf_counter,
+        "time.time": time.time,
+        "statistics.median": statistics.median,
+        "triton.testing.do_bench": triton.testing.do_bench,
+        "torch.cuda.synchronize": torch.cuda.synchronize,
+        "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.Event.record": torch.cuda.Event.record,
+        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+        "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
+        # the bench's L2 flush: a no-op here leaves the inputs hot in L2 while the variant is timed
+        "torch.Tensor.zero_": torch.Tensor.zero_,
+        # the stream a launch uses: replacing these hides a side-stream launch from the guard
+        "torch.cuda.current_stream": torch.cuda.current_stream,
+        "torch.cuda.default_stream": torch.cuda.default_stream,
+    }
+    if torch.cuda.is_available():
+        # Triton's launcher asks its driver for the stream; a replaced getter launches elsewhere.
+        try:
+            from triton.runtime import driver
+            fns["triton driver get_current_stream"] = driver.active.get_current_stream
+        except Exception:  # no active Triton driver (e.g. interpreter-only machine)
+            pass
+    return fns
+
+
+class TimingSnapshot:
+    """The timing functions as they are now (take it before any candidate is imported); ``tampered``
+    names those replaced since, or given new code (``fn.__code__ = ...``, which also fools whoever
+    captured the function object)."""
+
+    def __init__(self) -> None:
+        self.functions = timing_functions()
+        self.code = {k: getattr(v, "__code__", None) for k, v in self.functions.items()}
+
+    def tampered(self) -> list[str]:
+        now = timing_functions()
+        replaced = [k for k, v in self.functions.items() if now.get(k) is not v]
+        recoded = [f"{k}.__code__" for k, v in self.functions.items()
+                   if k not in replaced and getattr(v, "__code__", None) is not self.code.get(k)]
+        return replaced + recoded
+
+
 @dataclass
 class LaunchGuard:
     """One guard per worker; ``watch()`` wraps each candidate call."""
@@ -122,8 +170,7 @@ class LaunchGuard:
     #: while true, every Triton launch runs with an empty grid (nothing but the kernel body is skipped)
     skip_kernels: bool = False
     _installed: bool = False
-    _timing_snapshot: dict = field(default_factory=dict)
-    _code_snapshot: dict = field(default_factory=dict)
+    _timing: TimingSnapshot | None = None
     _stream_fns: tuple = ()
 
     def install(self) -> None:
@@ -180,43 +227,11 @@ class LaunchGuard:
                     _state.in_triton = prev
 
             cls.run = run
-        self._timing_snapshot = self.timing_functions()
-        self._code_snapshot = {k: getattr(v, "__code__", None) for k, v in self._timing_snapshot.items()}
+        self._timing = TimingSnapshot()
         self._installed = True
 
-    @staticmethod
-    def timing_functions() -> dict:
-        import triton.testing
-        fns = {
-            "time.perf_counter": time.perf_counter,
-            "time.time": time.time,
-            "triton.testing.do_bench": triton.testing.do_bench,
-            "torch.cuda.synchronize": torch.cuda.synchronize,
-            "torch.cuda.Event": torch.cuda.Event,
-            "torch.cuda.Event.record": torch.cuda.Event.record,
-            "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
-            "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
-            # the stream a launch uses: replacing these hides a side-stream launch from the guard
-            "torch.cuda.current_stream": torch.cuda.current_stream,
-            "torch.cuda.default_stream": torch.cuda.default_stream,
-        }
-        if torch.cuda.is_available():
-            # Triton's launcher asks its driver for the stream; a replaced getter launches elsewhere.
-            try:
-                from triton.runtime import driver
-                fns["triton driver get_current_stream"] = driver.active.get_current_stream
-            except Exception:  # no active Triton driver (e.g. interpreter-only machine)
-                pass
-        return fns
-
     def tampered(self) -> list[str]:
-        now = self.timing_functions()
-        replaced = [k for k, v in self._timing_snapshot.items() if now.get(k) is not v]
-        # The same function object with new code (``fn.__code__ = ...``) times nothing real either,
-        # and also fools whoever captured the function object before the candidate was imported.
-        recoded = [f"{k}.__code__" for k, v in self._timing_snapshot.items()
-                   if k not in replaced and getattr(v, "__code__", None) is not self._code_snapshot.get(k)]
-        return replaced + recoded
+        return self._timing.tampered() if self._timing is not None else []
 
     @contextlib.contextmanager
     def watch(self, poison: bool = True, skip_kernels: bool = False):

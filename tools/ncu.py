@@ -108,15 +108,28 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
     return rows, ""
 
 
-def counter_findings(rows: list[dict[str, Any]]) -> list[Finding]:
-    """One finding per kernel (the first profiled launch of each; repeats only confirm it)."""
-    out = []
-    seen: set[str] = set()
+def first_per_kernel(rows: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any], list[tuple[str, float]]]]:
+    """(index, row, top three stalls) for the first profiled launch of each kernel (repeats only
+    confirm it)."""
+    out, seen = [], set()
     for i, row in enumerate(rows):
-        if row["kernel"] in seen:
-            continue
-        seen.add(row["kernel"])
-        stalls = sorted(row["stalls"].items(), key=lambda kv: -kv[1])[:3]
+        if row["kernel"] not in seen:
+            seen.add(row["kernel"])
+            out.append((i, row, sorted(row.get("stalls", {}).items(), key=lambda kv: -kv[1])[:3]))
+    return out
+
+
+def counter_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per kernel: the counters a reader compares between initial and best (the report's table)."""
+    return [{"kernel": row["kernel"][:80], **{k: row.get(k) for k in (
+        "duration_ns", "dram_pct", "sm_pct", "achieved_occupancy_pct", "l2_hit_pct")},
+        "top_stalls": [[k, round(v, 3)] for k, v in stalls]} for _, row, stalls in first_per_kernel(rows)]
+
+
+def counter_findings(rows: list[dict[str, Any]]) -> list[Finding]:
+    """One finding per kernel (the first profiled launch of each)."""
+    out = []
+    for i, row, stalls in first_per_kernel(rows):
         metric = {k: row[k] for k in ("dram_pct", "sm_pct", "achieved_occupancy_pct", "l2_hit_pct", "duration_ns")
                   if row.get(k) is not None}
         metric.update({f"stall_{k}": round(v, 3) for k, v in stalls})

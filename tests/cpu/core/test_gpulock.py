@@ -72,7 +72,7 @@ def test_no_lock_dir_is_a_noop(tmp_path, monkeypatch):
     monkeypatch.delenv(gpulock.JOB_LOCK_ENV, raising=False)
     with gpulock.job_lock_fds() as (fds, lock_env):
         assert fds == () and lock_env == {}
-    with gpulock.phase("exclusive"), gpulock.gpu_exclusive():
+    with gpulock.phase("exclusive"):
         pass
 
 
@@ -95,11 +95,14 @@ def test_run_job_passes_the_lock_to_the_job(tmp_path, monkeypatch):
     job()  # unlocked: how long the job takes by itself
     assert out["r"].ok and out["r"].result.get("ok"), out["r"]
     alone = out["t"]
-    with gpulock.gpu_exclusive():
-        th = threading.Thread(target=job)
-        th.start()
-        time.sleep(alone + 4.0)
-        assert th.is_alive(), f"the job finished while the device was held exclusively (alone: {alone:.1f} s)"
+    with gpulock.job_lock_fds() as (_, lock_env):  # this process holds the device alone, as a timer would
+        monkeypatch.setenv(gpulock.JOB_LOCK_ENV, lock_env[gpulock.JOB_LOCK_ENV])
+        with gpulock.phase("exclusive"):
+            monkeypatch.delenv(gpulock.JOB_LOCK_ENV)  # the job gets its own descriptors from run_job
+            th = threading.Thread(target=job)
+            th.start()
+            time.sleep(alone + 4.0)
+            assert th.is_alive(), f"the job finished while the device was held exclusively (alone: {alone:.1f} s)"
     th.join(timeout=120)
     assert out["r"].ok and out["r"].result.get("ok"), out["r"]
 

@@ -58,3 +58,34 @@ def test_final_profile_node_without_ncu_ends_the_run(tmp_path, monkeypatch):
     assert cmd.goto == "__end__"
     assert cmd.update["status"] == "done" and "findings" not in cmd.update
     assert cmd.update["final_profile"]["ncu"].startswith("initial: ncu not available")
+
+
+def test_counter_summary_keeps_the_first_launch_of_each_kernel():
+    from tritondx.tools.ncu import counter_summary
+    rows = [{"kernel": "k1", "dram_pct": 40.0, "stalls": {"a": 0.1, "b": 0.5, "c": 0.3, "d": 0.2}},
+            {"kernel": "k1", "dram_pct": 99.0, "stalls": {}},
+            {"kernel": "k2", "dram_pct": 70.0, "stalls": {"a": 1.0}}]
+    out = counter_summary(rows)
+    assert [k["kernel"] for k in out] == ["k1", "k2"] and out[0]["dram_pct"] == 40.0
+    assert out[0]["top_stalls"] == [["b", 0.5], ["c", 0.3], ["d", 0.2]]
+
+
+def test_the_ending_node_writes_the_report_unless_the_runner_will(tmp_path):
+    """graph.py: a run started through the API gets its report from the node that ends it; a run
+    driven by runner.drive (RUNNER_WRITES_REPORT in the config) is written once, by the runner."""
+    from pathlib import Path
+    from langgraph.types import Command
+    from tritondx.graph import RUNNER_WRITES_REPORT, _write_report_at_end
+    task = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
+    state = {"run_dir": str(tmp_path), "task_path": str(task), "config": RunConfig().model_dump(),
+             "best": {"id": "initial", "path": str(task)}, "decisions": [{"node": "triage"}]}
+    cmd = Command(goto="__end__", update={"status": "done", "decisions": [{"node": "verifier", "decision": "end"}]})
+    _write_report_at_end(cmd, state, {"configurable": {"thread_id": "t", RUNNER_WRITES_REPORT: True}})
+    assert not (tmp_path / "report.json").exists()
+    _write_report_at_end(Command(goto="rewriter", update={}), state, {"configurable": {"thread_id": "t"}})
+    assert not (tmp_path / "report.json").exists()
+    _write_report_at_end(cmd, state, {"configurable": {"thread_id": "t"}})
+    import json
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["status"] == "done" and [d["node"] for d in report["decisions"]] == ["triage", "verifier"]
+    assert (tmp_path / "optimized_task.py").read_text() == task.read_text()
