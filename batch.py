@@ -338,17 +338,20 @@ def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | 
 
 
 def _ray_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | None, final_rounds: int,
-             env_extra: dict[str, str], not_after: float | None, lock_key: str) -> dict[str, Any]:
+             env_extra: dict[str, str], not_after: float | None, lock_key: str, lock_base: str = ""
+             ) -> dict[str, Any]:
     """Body of one Ray task: Ray has set ``CUDA_VISIBLE_DEVICES`` to the GPU it granted (if any); tasks
-    sharing a GPU (``--workers`` > 1) share a node-local lock folder for it."""
+    sharing a GPU (``--workers`` > 1) share a node-local lock folder for it: ``lock_base/gpu<id>`` on a
+    local instance (the batch's own lock folder, or its caller's, so other work of the caller on the
+    same GPUs takes turns with the Ray tasks), else one under the node's temporary folder."""
     import socket
     import tempfile
     env_extra = dict(env_extra)
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     if backend_name == "cuda" and gpu:
         env_extra["CUDA_VISIBLE_DEVICES"] = gpu
-        env_extra["TRITONDX_LOCK_DIR"] = str(Path(tempfile.gettempdir()) / "tritondx-locks" / lock_key
-                                             / f"gpu{gpu.replace(',', '_')}")
+        base = Path(lock_base) if lock_base else Path(tempfile.gettempdir()) / "tritondx-locks" / lock_key
+        env_extra["TRITONDX_LOCK_DIR"] = str(base / f"gpu{gpu.replace(',', '_')}")
     entry = run_one(task, run_dir, backend_name, extra_args, final_rounds, env_extra, not_after)
     entry["node"] = socket.gethostname()
     return entry
@@ -380,10 +383,11 @@ def _run_ray(todo: list[str], address: str, backend_name: str, workers: int, out
     try:
         import hashlib
         lock_key = hashlib.sha256(str(out_dir.resolve()).encode()).hexdigest()[:12]
+        lock_base = os.environ.get("TRITONDX_LOCK_DIR", "") if address == "local" else ""
         gpus = (1.0 / max(1, workers)) if backend_name == "cuda" else 0
         remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(_ray_one)
         refs = {remote.remote(t, str((out_dir / "runs" / Path(t).stem).resolve()), backend_name, extra_args,
-                              final_rounds, env_extra, not_after, lock_key): t for t in todo}
+                              final_rounds, env_extra, not_after, lock_key, lock_base): t for t in todo}
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)

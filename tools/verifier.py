@@ -180,10 +180,17 @@ def bench_variants(task_path: str, variants: list[dict[str, str]], backend: Back
            "variants": [{"id": v["id"], "path": str(Path(v["path"]).resolve())} for v in variants],
            "rounds": rounds, "baselines": baselines, "ceilings_file": str(CEILINGS_FILE)}
     r = run_job(job, timeout=timeout, env=backend.job_env(), gpu_lock=True)
+    seconds = r.seconds
+    if _job_error(r)[0] == "out_of_memory" and os.environ.get("TRITONDX_LOCK_DIR"):
+        # As in verify_candidate: on a device shared by a batch the memory may have been other jobs'
+        # (H200 x2, 2026-11-30: l1_cast's final bench ran out of memory beside 13 other tasks).
+        log.info("bench_retry_alone", reason=_job_error(r)[1][:160])
+        r = run_job(job, timeout=timeout, env={**backend.job_env(), JOB_ALONE_ENV: "1"}, gpu_lock=True)
+        seconds += r.seconds
     if r.ok and r.result and "shapes" in r.result:
-        return r.result, "", r.seconds
+        return r.result, "", seconds
     klass, reason = _job_error(r)
-    return None, f"{klass}: {reason}", r.seconds
+    return None, f"{klass}: {reason}", seconds
 
 
 def capture_ir(task_path: str, out_dir: Path, target: str, per_pass: bool, timeout: float = 600,

@@ -133,3 +133,34 @@ def test_a_job_started_by_another_program_opens_the_folder_itself(tmp_path, env)
     (m0, a0, a1), (m1, b0, b1) = sorted(((x[0], float(x[1]), float(x[2])) for x in _intervals(log)),
                                         key=lambda x: x[1])
     assert (m0, m1) == ("shared", "exclusive") and b0 >= a1 - 0.01, _intervals(log)
+
+
+def test_a_bench_that_runs_out_of_device_memory_in_a_batch_is_retried_alone(tmp_path, monkeypatch):
+    """On a shared device (a lock folder set) a bench job's CUDA OOM is retried once with the device
+    alone; the second answer is the result. Without a lock folder (the device is not shared) it is not."""
+    from tritondx.tools import verifier
+    from tritondx.tools.sandbox import JobResult
+    calls = []
+
+    def fake_run_job(job, timeout, env, gpu_lock=False, **kw):
+        calls.append(dict(env))
+        if len(calls) == 1:
+            return JobResult(kind="out_of_memory", returncode=1, seconds=1.0, message="CUDA out of memory")
+        return JobResult(kind="ok", returncode=0, seconds=2.0, result={"shapes": []})
+
+    class Cuda:
+        name, can_time = "cuda", True
+
+        def job_env(self):
+            return {"X": "1"}
+
+    monkeypatch.setattr(verifier, "run_job", fake_run_job)
+    monkeypatch.setenv("TRITONDX_LOCK_DIR", str(tmp_path))
+    result, error, seconds = verifier.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
+    assert result == {"shapes": []} and error == "" and seconds == 3.0
+    assert gpulock.JOB_ALONE_ENV not in calls[0] and calls[1][gpulock.JOB_ALONE_ENV] == "1"
+
+    calls.clear()
+    monkeypatch.delenv("TRITONDX_LOCK_DIR")
+    result, error, _ = verifier.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
+    assert result is None and error.startswith("out_of_memory") and len(calls) == 1

@@ -76,8 +76,8 @@ def test_bench_l2_flush_makes_a_hot_buffer_cold():
     """(11) Timer.calls flushes L2 before every call: a bandwidth-bound copy whose two buffers fit in
     L2 must be slower with the flush than when it stays hot, at one size at least of 1-8 MB a buffer.
     History on the H200: torch.sum over 32 MB gave 20.5 us flushed vs 20.2 us hot (a reduction not
-    bound by its reads); a 16 MB -> 16 MB copy gave 14.1 vs 14.2 us (2026-11-30): 32 MB does not stay
-    in the H200's L2 (two 30 MB partitions), so the test now sweeps smaller buffers."""
+    bound by its reads); a 16 MB -> 16 MB copy gave 14.1 vs 14.2 us (2026-11-30), so the test now
+    sweeps smaller buffers and keeps the GPU busy ahead of each hot call, as the flush does."""
     from tritondx.tools.bench_impl import Timer, _elapsed, _Event, _record, _synchronize
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     ratios = {}
@@ -96,10 +96,14 @@ def test_bench_l2_flush_makes_a_hot_buffer_cold():
         _synchronize()
         flushed = statistics.median(Timer().calls(reread, 100))
         # The same event pattern without the flush: the buffers stay in L2 from one call to the next.
+        # A GPU-side sleep (touches no memory) stands where the flush was, so the host queues each copy
+        # before its start event is reached: without it "hot" timed the host's launch gap (1 MB: 5.8 us
+        # flushed vs 11.3 us "hot" on the H200, 2026-11-30).
         starts = [_Event(enable_timing=True) for _ in range(100)]
         ends = [_Event(enable_timing=True) for _ in range(100)]
         reread()
         for s, e in zip(starts, ends):
+            torch.cuda._sleep(100_000)
             _record(s)
             reread()
             _record(e)
