@@ -79,6 +79,54 @@ def _has_indirect_access(kernels) -> bool:
     return False
 
 
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def index_arith_loads(fn: ast.FunctionDef) -> tuple[list[ast.Call], list[ast.Call]] | None:
+    """The kernel's per-element (tl.arange-derived) loads when every one of them is a gather: its address
+    goes through ``//`` or ``%`` of the offsets (an NCHW window, a broadcast column, a transposed index) or
+    through indices loaded per element. Returns (div/mod loads, indirect loads), or None when the kernel has
+    no per-element load or at least one plain ``base + offs`` load (contiguous elementwise traffic)."""
+    assigns = [(t.id, n.value) for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+               and n.value is not None
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)]
+
+    def closure(seed) -> set[str]:
+        out: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, value in assigns:
+                if name not in out and seed(value, out):
+                    out.add(name)
+                    changed = True
+        return out
+
+    def has_arange(e: ast.AST, vec: set[str]) -> bool:
+        return "tl.arange" in _calls(e) or bool(_names(e) & vec)
+
+    vec = closure(has_arange)
+
+    def divmod_of_vec(e: ast.AST, dm: set[str]) -> bool:
+        return bool(_names(e) & dm) or any(isinstance(b, ast.BinOp) and isinstance(b.op, (ast.FloorDiv, ast.Mod))
+                                           and has_arange(b, vec) for b in ast.walk(e))
+
+    divmod_names = closure(divmod_of_vec)
+    loads = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and _call_name(n.func) == "tl.load"]
+
+    def address(call: ast.Call) -> ast.AST | None:
+        return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "pointer"), None)
+
+    per_elem = [c for c in loads if address(c) is not None and has_arange(address(c), vec)]
+    gathered = closure(lambda e, g: bool(_names(e) & g) or any(c in per_elem for c in ast.walk(e)))
+    dm = [c for c in per_elem if divmod_of_vec(address(c), divmod_names)]
+    ind = [c for c in per_elem if c not in dm and _names(address(c)) & gathered]
+    if not per_elem or len(dm) + len(ind) < len(per_elem):
+        return None
+    return dm, ind
+
+
 def _int_value(expr: ast.expr, launch_fn: ast.FunctionDef) -> int | None:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, int):
         return expr.value
@@ -164,6 +212,16 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
             if "tl.arange" not in body_src and "tl.load" in body_src:
                 add("scalar_loop", f"{fn.name} loads one element per iteration in a Python-level loop",
                     lp.lineno, ["vectorize_scalar_loop"], severity="high", kernel=fn.name)
+        gathers = index_arith_loads(fn) if kclass in ("elementwise", "gather/scatter") else None
+        if gathers:
+            dm, ind = gathers
+            first = min(dm + ind, key=lambda c: c.lineno)
+            add("index_arith_loads", f"every per-element load of {fn.name} is a gather ({len(dm)} through // or % of "
+                                     f"the offsets, {len(ind)} through loaded indices): consecutive elements of a "
+                                     "thread are not adjacent in memory, so more elements per thread do not widen "
+                                     "its accesses (fewer per thread keep a warp's load contiguous)",
+                first.lineno, ["launch_config"], severity="medium", kernel=fn.name, divmod_loads=len(dm),
+                indirect_loads=len(ind))
         for node in ast.walk(fn):
             if isinstance(node, ast.Call) and _call_name(node.func) == "tl.sum":
                 txt = ast.unparse(node)

@@ -37,6 +37,26 @@ from tritondx.tools.rewrite.cst_util import (
 
 # Elementwise / row-loop kernels: elements per program and warps.
 FLAT_SPACE = [(1024, 4), (2048, 4), (4096, 8), (2048, 8), (8192, 8), (512, 4)]
+#: most warps a downward candidate uses to bring a block to one element per thread
+MAX_DOWN_WARPS = 16
+
+
+def downward_space(block: int, warps: int) -> list[tuple[int, int]]:
+    """Fewer elements per thread for a gather kernel (triage's index_arith_loads) launched with >= 2 per thread:
+    the same block with one element per thread (more warps, at most MAX_DOWN_WARPS), then half the block.
+
+    A thread's consecutive outputs of a gather are not adjacent in memory (MaxPool2d's stride-2 windows), so
+    more of them per thread only spread a warp's load instruction over more lines and cost registers: on the
+    H200 every larger block of l2_maxpool2d was slower (BLOCK=512 0.83x ... 8192 0.34x, 2026-11-30)."""
+    if warps <= 0 or block < 64 or block // (32 * warps) < 2:
+        return []
+    out = []
+    one = min(block // 32, MAX_DOWN_WARPS)
+    if one > warps:
+        out.append((block, one))
+    half = block // 2
+    out.append((half, max(1, min(warps, half // 32))))
+    return out
 # Matmul-like kernels: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages).
 # The 128x256x64 / 8 warps / 3 stages tile is the first config of Triton's matmul tutorial on Hopper and was the
 # best measured on the H200 for all three suite GEMMs it ran (2026-11-30); 4 stages of it (192 KB of fp16 operand
@@ -258,8 +278,21 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
         space_mm = sorted(space_mm, key=lambda c: (c[0] * c[1], -c[4]))
     space_flat = sorted(FLAT_SPACE, key=lambda c: c[0]) if (spills or small_grid) else FLAT_SPACE
     kernels = jit_functions(parse(prepared))
+    # gather kernels (every per-element load through // or % of the offsets, or loaded indices): fewer
+    # elements per thread first, then the usual larger blocks
+    gathers = {f.kernel for f in motivating if f.detector == "index_arith_loads"}
+    flat_spaces: dict[str, list[tuple[int, int]]] = {}
+    for kname, params in by_kernel.items():
+        space = space_flat
+        if kname in gathers and len(params) == 1:
+            t = next(iter(params.values()))
+            down = downward_space(t.value, options.get(kname, DEFAULT_OPTIONS).get("num_warps", 4)) \
+                if t.role == "flat" else []
+            space = down + [c for c in space_flat if c not in down]
+        flat_spaces[kname] = space
     out = []
-    for i in range(max(len(space_mm), len(space_flat), len(ATTN_SPACE))):
+    n_flat = max([len(space_flat)] + [len(s) for s in flat_spaces.values()])
+    for i in range(max(len(space_mm), n_flat, len(ATTN_SPACE))):
         values: dict[str, dict[str, int]] = {}
         for kname, params in by_kernel.items():
             mm = _matmul_params(list(params))
@@ -283,12 +316,12 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
                 if opts.get("num_stages", 3) >= 0:
                     v["num_stages"] = s
                 values[kname] = v
-            elif not mm and i < len(space_flat):
+            elif not mm and i < len(flat_spaces[kname]):
                 blocks = list(params)
                 if len(blocks) != 1:
                     continue
                 t = params[blocks[0]]
-                b, w = space_flat[i]
+                b, w = flat_spaces[kname][i]
                 if t.role == "other" and b < t.value:
                     continue
                 v = {t.param: b}
@@ -331,17 +364,34 @@ def launch_config(ctx: RewriteContext) -> list[Proposal]:
     motivating = ctx.motivating("launch_config")
     if not motivating:
         return []
+    gathers = {f.kernel for f in motivating if f.detector == "index_arith_loads"}
     proposals: list[Proposal] = []
     for desc, values in config_space(ctx):
         source = apply_config(ctx.spec.source, values)
         if source == ctx.spec.source:
             continue
         mm = any(_matmul_params(list(v)) or "BLOCK_M" in v for v in values.values())
+        down = [k for k, v in values.items() if k in gathers and _fewer_per_thread(ctx.spec.source, k, v)]
         proposals.append(Proposal(
             family="launch_config", source=source, params=values, description=desc,
             motivated_by=[f.id for f in motivating],
             prediction=("larger tiles with more warps/stages: more reuse per loaded byte and Hopper wgmma "
                         "(M >= 64 per warpgroup)" if mm else
+                        "fewer elements per thread of a gather kernel: each warp load instruction covers adjacent "
+                        "outputs' windows (fewer lines per instruction, fewer registers, more warps in flight)"
+                        if down else
                         "more elements per program and enough warps to keep loads in flight; for memory-bound "
                         "kernels toward the copy bandwidth (little where the kernel is already there)")))
     return proposals
+
+
+def _fewer_per_thread(source: str, kernel: str, values: dict[str, int]) -> bool:
+    """Whether a candidate gives ``kernel`` fewer elements per thread than the current launch."""
+    prepared, tunables = prepare(source)
+    blocks = [t for t in tunables if t.kernel == kernel]
+    if len(blocks) != 1:
+        return False
+    t = blocks[0]
+    w0 = current_options(prepared).get(kernel, DEFAULT_OPTIONS).get("num_warps", 4)
+    b, w = values.get(t.param, t.value), values.get("num_warps", w0)
+    return w0 > 0 and b * w0 < t.value * w

@@ -694,6 +694,10 @@ def launch({x}):
 '''
 
 
+#: (outputs per program, widest column block, num_warps) of the max_pool2d template's candidates
+MAXPOOL_TILES = ((256, 128, 8), (128, 128, 4))
+
+
 def maxpool2d_spec(source: str) -> dict | None:
     """x and (kh, kw, sh, sw, ph, pw) for ``return F.max_pool2d(x, k, stride, padding)`` with literal ints."""
     import ast
@@ -748,7 +752,10 @@ def maxpool2d_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Pro
         return []
     names = {kk.name for kk in ctx.spec.kernels}
     out = []
-    for tile, max_ow, warps in ((1024, 128, 4), (2048, 256, 8)):
+    # one output per thread (256 outputs on 8 warps, 128 on 4): on the H200 the 1024- and 2048-output tiles were
+    # 0.47x and 0.25x of the flat 256-output kernel (2026-11-30): a thread's outputs are a stride apart in the
+    # input, so more of them per thread only spread each load instruction over more lines
+    for tile, max_ow, warps in MAXPOOL_TILES:
         code = MAXPOOL_CODE.format(tile=tile, max_ow=max_ow, warps=warps, **spec)
         out.append(Proposal(
             "fuse_passes", apply_template(ctx.spec.source, names, code),
