@@ -86,7 +86,8 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
     if rep.exists():
         r = json.loads(rep.read_text())
         entry.update({"kernel_class": r["kernel_class"], "tiers_used": r["tiers_used"], "rounds": r["rounds"],
-                      "gpu_seconds": r["gpu_seconds"], "run_speedup": r.get("speedup"),
+                      "gpu_seconds": r["gpu_seconds"], "device_seconds": r.get("device_seconds"),
+                      "run_speedup": r.get("speedup"),
                       "best_family": (r.get("best") or {}).get("family"),
                       "rewrites_applied": _lineage(r), "speed": r["speed"],
                       "analysis_seconds": r.get("analysis_seconds"), "node_seconds": r.get("node_seconds")})
@@ -146,6 +147,7 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
         agg["ablation_geomean_by_tier"] = {t: geomean([r["best_by_tier"][t] for r in done if "best_by_tier" in r])
                                            for t in TIERS}
         agg["gpu_seconds"] = sum(r.get("gpu_seconds") or 0 for r in results)
+        agg["device_seconds"] = sum(r.get("device_seconds") or 0 for r in results)
         agg["analysis_seconds"] = sum(r.get("analysis_seconds") or 0 for r in results)
     return agg
 
@@ -169,7 +171,8 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
         if agg.get("geomean_vs_torch_eager"):
             lines.append(f"- optimized vs torch eager: {agg['geomean_vs_torch_eager']:.2f}x")
         lines.append(f"- median wall per task: {agg['median_wall_s']:.0f} s; device-job seconds in all: "
-                     f"{agg['gpu_seconds']:.0f}")
+                     f"{agg['gpu_seconds']:.0f}" + (f", of which holding the device: {agg['device_seconds']:.0f}"
+                                                     if agg.get("device_seconds") else ""))
         lines.append("- ablation (geomean when stopping after each tier): " + ", ".join(
             f"{t} {v:.2f}x" for t, v in agg["ablation_geomean_by_tier"].items() if v))
     lines += ["", "| task | class | initial (us) | optimized (us) | speedup | roofline before -> after | "

@@ -51,7 +51,8 @@ class DXState(TypedDict, total=False):
     best: dict[str, Any]                                    # id, path, median_ms, speedup, roofline_fraction
     round: int
     rounds_at_tier: int
-    gpu_seconds: float
+    gpu_seconds: float                                      # wall seconds of the device jobs (verify, bench)
+    device_seconds: float                                   # of which those jobs held the device
     decisions: Annotated[list[dict], operator.add]          # verifier's routing decisions with reasons
     llm_usage: dict[str, Any]
     node_seconds: Annotated[dict[str, float], add_seconds]   # wall seconds spent in each agent node

@@ -66,6 +66,7 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
     result, error, seconds = bench_variants(state["task_path"], variants, backend, rounds=cfg.bench_rounds,
                                             timeout=cfg.bench_timeout_s)
     update["gpu_seconds"] = state.get("gpu_seconds", 0.0) + seconds
+    update["device_seconds"] = state.get("device_seconds", 0.0) + (result or {}).get("device_seconds", 0.0)
     if result is None:
         log.warning("profile_failed", error=error)
         update["decisions"] = [{"node": "profiler", "decision": "profile failed", "reason": error}]

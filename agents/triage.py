@@ -38,5 +38,5 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
         "run_dir": str(folder), "task_path": str(initial), "task_name": spec.name, "kernel_class": kclass,
         "backend": backend.name, "target": target, "probe": probe, "findings": dump(found), "tiers_done": ["triage"],
         "best": {"id": "initial", "path": str(initial), "median_ms": None, "speedup": 1.0},
-        "round": 0, "rounds_at_tier": 0, "gpu_seconds": 0.0, "status": "running",
+        "round": 0, "rounds_at_tier": 0, "gpu_seconds": 0.0, "device_seconds": 0.0, "status": "running",
     })

@@ -62,6 +62,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     allowed_ops = state.get("probe", {}).get("ops", [])
     verifications, passed = [], []
     gpu_seconds = state.get("gpu_seconds", 0.0)
+    device_seconds = state.get("device_seconds", 0.0)
+
     def check(c: dict):
         return verify_candidate(state["task_path"], c["path"], c["id"], backend, include_bench=backend.can_time,
                                 allowed_ops=allowed_ops, timeout=cfg.verify_timeout_s, seed=state.get("round", 0))
@@ -72,6 +74,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     for c, v in zip(pending, results):
         if backend.can_time:
             gpu_seconds += v.seconds
+            device_seconds += v.device_s
         verifications.append({**v.model_dump(), "id": c["id"]})
         log.info("verified", candidate=c["id"], family=c["family"], passed=v.passed, klass=v.klass,
                  reason=v.reason[:200])
@@ -90,6 +93,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         result, error, seconds = bench_variants(state["task_path"], variants, backend, rounds=cfg.bench_rounds,
                                                 timeout=cfg.bench_timeout_s)
         gpu_seconds += seconds
+        device_seconds += (result or {}).get("device_seconds", 0.0)
         cheat = TAMPER_RE.match(error or "")
         if result is None and cheat and cheat.group(1) in {c["id"] for c in passed}:
             # the bench job names the variant that replaced a timing function: reject it, time the rest
@@ -104,6 +108,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                 result, error, seconds = bench_variants(state["task_path"], variants, backend,
                                                         rounds=cfg.bench_rounds, timeout=cfg.bench_timeout_s)
                 gpu_seconds += seconds
+                device_seconds += (result or {}).get("device_seconds", 0.0)
         if result is None:
             log.warning("bench_failed", error=error)
             verifications += [{"id": c["id"], "candidate_id": c["id"], "passed": False, "klass": "bench_failed",
@@ -157,7 +162,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     # ---- routing ----
     rounds = state.get("round", 0)
     upd: dict = {"verifications": verifications, "measurements": measurements, "best": best, "pending": [],
-                 "gpu_seconds": gpu_seconds, "insufficient": insufficient, "artifacts": bench_artifacts}
+                 "gpu_seconds": gpu_seconds, "device_seconds": device_seconds, "insufficient": insufficient,
+                 "artifacts": bench_artifacts}
     tier_next = next_tier(state)
     reason, goto = "", "__end__"
     if best.get("roofline_fraction") and best["roofline_fraction"] >= cfg.target_fraction:

@@ -18,12 +18,27 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from pathlib import Path
 
 JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>" in a job's environment
 JOB_ALONE_ENV = "TRITONDX_JOB_ALONE"    # "1": every phase of the job is exclusive (a retry after a CUDA OOM)
 JOB_LOCK_DIR_ENV = "TRITONDX_JOB_LOCK_DIR"  # a job started through another program (ncu): the folder itself
 _OPENED: tuple[int, int] | None = None
+# This process's device time: seconds inside shared / exclusive phases, and seconds spent waiting to
+# enter them. A job's wall time is mostly Python start-up, imports and compiles, and under a busy batch
+# also these waits; what it held the device for is the cost that compares across loads.
+_USAGE = {"shared_s": 0.0, "exclusive_s": 0.0, "wait_s": 0.0}
+
+
+def usage() -> dict[str, float]:
+    """Seconds this process held the device (``shared_s``, ``exclusive_s``) and waited for it (``wait_s``)."""
+    return {k: round(v, 4) for k, v in _USAGE.items()}
+
+
+def held_seconds(u: dict | None) -> float:
+    """Seconds a job held the device, from its ``device_usage`` (0 when it reported none)."""
+    return float((u or {}).get("shared_s", 0.0)) + float((u or {}).get("exclusive_s", 0.0))
 
 
 def _lock_dir() -> Path | None:
@@ -92,17 +107,24 @@ def _job_fds() -> tuple[int, int] | None:
 @contextlib.contextmanager
 def phase(mode: str):
     """Job side: hold the device ``"shared"`` (any device work) or ``"exclusive"`` (timing) for
-    the block. A no-op when the job was given no lock. Not re-entrant: leave one phase before
-    entering another."""
+    the block. Without a lock it only counts the seconds (``usage``). Not re-entrant: leave one phase
+    before entering another."""
+    t0 = time.monotonic()
     fds = _job_fds()
     if fds is None:
-        yield
+        try:
+            yield
+        finally:
+            _USAGE[f"{mode}_s"] += time.monotonic() - t0
         return
     t, g = fds
     if os.environ.get(JOB_ALONE_ENV) == "1":
         mode = "exclusive"
     _acquire(t, g, mode)
+    t1 = time.monotonic()
+    _USAGE["wait_s"] += t1 - t0
     try:
         yield
     finally:
         fcntl.flock(g, fcntl.LOCK_UN)
+        _USAGE[f"{mode}_s"] += time.monotonic() - t1

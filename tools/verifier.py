@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from tritondx.errors import TaskFormatError
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.gpulock import JOB_ALONE_ENV
+from tritondx.tools.gpulock import JOB_ALONE_ENV, held_seconds
 from tritondx.tools.sandbox import JobResult, run_job
 
 log = structlog.get_logger(__name__)
@@ -27,7 +27,8 @@ class Verification(BaseModel):
     reason: str = ""
     backend: str
     checks: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0          # the job's wall time (start-up, imports, compiles, waits included)
+    device_s: float = 0.0         # of which the job held the device (tools/gpulock.py phases)
     speed_measured: bool = False
 
 
@@ -156,39 +157,44 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
     if memory_bytes is None:
         memory_bytes = DEFAULT_MEMORY_BYTES.get(backend.name)
     r = run_job(job, timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes, gpu_lock=backend.can_time)
+    seconds, device_s = r.seconds, held_seconds((r.result or {}).get("device_usage"))
     if backend.can_time and _job_error(r)[0] == "out_of_memory" and os.environ.get("TRITONDX_LOCK_DIR"):
         # The device is shared with other jobs of a batch: the memory may have been theirs. Once more,
         # with the device to itself; a candidate that needs more than the device has fails again.
         log.info("verify_retry_alone", candidate=candidate_id, reason=_job_error(r)[1][:160])
         r = run_job(job, timeout=timeout, env={**backend.job_env(), JOB_ALONE_ENV: "1"}, memory_bytes=memory_bytes,
                     gpu_lock=True)
+        seconds += r.seconds
+        device_s += held_seconds((r.result or {}).get("device_usage"))
     if r.ok and r.result and r.result.get("passed"):
         return Verification(candidate_id=candidate_id, passed=True, backend=backend.name,
-                            checks=len(r.result.get("checks", [])), seconds=r.seconds,
+                            checks=len(r.result.get("checks", [])), seconds=seconds, device_s=device_s,
                             speed_measured=False)
     klass, reason = _job_error(r)
     return Verification(candidate_id=candidate_id, passed=False, klass=klass, reason=reason[:600],
-                        backend=backend.name, seconds=r.seconds)
+                        backend=backend.name, seconds=seconds, device_s=device_s)
 
 
 def bench_variants(task_path: str, variants: list[dict[str, str]], backend: Backend, rounds: int = 5,
                    baselines: bool = False, timeout: float = 900) -> tuple[dict[str, Any] | None, str, float]:
-    """Time the variants side by side in one process. Returns (result, error, seconds)."""
+    """Time the variants side by side in one process. Returns (result, error, seconds): the job's wall
+    seconds; ``result["device_seconds"]`` is how long its job(s) held the device."""
     if not backend.can_time:
         return None, f"speed not measured: backend {backend.name} cannot time kernels", 0.0
     job = {"kind": "bench", "task": str(Path(task_path).resolve()),
            "variants": [{"id": v["id"], "path": str(Path(v["path"]).resolve())} for v in variants],
            "rounds": rounds, "baselines": baselines, "ceilings_file": str(CEILINGS_FILE)}
     r = run_job(job, timeout=timeout, env=backend.job_env(), gpu_lock=True)
-    seconds = r.seconds
+    seconds, device_s = r.seconds, held_seconds((r.result or {}).get("device_usage"))
     if _job_error(r)[0] == "out_of_memory" and os.environ.get("TRITONDX_LOCK_DIR"):
         # As in verify_candidate: on a device shared by a batch the memory may have been other jobs'
         # (H200 x2, 2026-11-30: l1_cast's final bench ran out of memory beside 13 other tasks).
         log.info("bench_retry_alone", reason=_job_error(r)[1][:160])
         r = run_job(job, timeout=timeout, env={**backend.job_env(), JOB_ALONE_ENV: "1"}, gpu_lock=True)
         seconds += r.seconds
+        device_s += held_seconds((r.result or {}).get("device_usage"))
     if r.ok and r.result and "shapes" in r.result:
-        return r.result, "", seconds
+        return {**r.result, "device_seconds": round(device_s, 4)}, "", seconds
     klass, reason = _job_error(r)
     return None, f"{klass}: {reason}", seconds
 

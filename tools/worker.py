@@ -58,6 +58,9 @@ def main(job_path: str, result_path: str) -> int:
             klass = "out_of_memory"
         result = {"passed": False, "ok": False, "class": klass, "error": f"{type(exc).__name__}: {first[:400]}",
                   "traceback": tb[-3000:]}
+    if isinstance(result, dict):
+        from tritondx.tools.gpulock import usage
+        result["device_usage"] = usage()
     with open(result_path, "w") as f:
         json.dump(result, f, default=str)
     return 0

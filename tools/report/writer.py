@@ -37,6 +37,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "findings": state.get("findings", []), "candidates": candidates, "decisions": state.get("decisions", []),
         "insufficient": sorted(set(state.get("insufficient", []))),
         "wall_seconds": wall, "gpu_seconds": state.get("gpu_seconds", 0.0),
+        "device_seconds": state.get("device_seconds", 0.0),
         "checkpoint_db_bytes": sum(p.stat().st_size for p in run_dir.glob("checkpoints.sqlite*")) if db.exists()
         else None,
         "artifacts": state.get("artifacts", {}), "llm_usage": state.get("llm_usage"),
@@ -99,7 +100,8 @@ def _md(report: dict[str, Any], diff: str) -> str:
                      f"verification on `{report['backend']}`; speed not measured (no timing backend).")
     lines += ["", f"- kernel class: {report['kernel_class']}", f"- target: {report['target']}",
               f"- tiers used: {', '.join(report['tiers_used'])}", f"- rewrite rounds: {report['rounds']}",
-              f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s", ""]
+              f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s "
+              f"(holding the device: {report.get('device_seconds') or 0:.1f} s)", ""]
     lines += _profile_md(report)
     lines += ["## Why it was slow: evidence by tier", ""]
     for tier in TIERS:

@@ -144,9 +144,12 @@ def test_a_bench_that_runs_out_of_device_memory_in_a_batch_is_retried_alone(tmp_
 
     def fake_run_job(job, timeout, env, gpu_lock=False, **kw):
         calls.append(dict(env))
-        if len(calls) == 1:
-            return JobResult(kind="out_of_memory", returncode=1, seconds=1.0, message="CUDA out of memory")
-        return JobResult(kind="ok", returncode=0, seconds=2.0, result={"shapes": []})
+        if len(calls) == 1:  # answered, as the worker does: an OOM class and the time it held the device
+            return JobResult(kind="ok", returncode=0, seconds=1.0,
+                             result={"passed": False, "class": "out_of_memory", "error": "CUDA out of memory",
+                                     "device_usage": {"shared_s": 0.5, "exclusive_s": 0.0, "wait_s": 3.0}})
+        return JobResult(kind="ok", returncode=0, seconds=2.0,
+                         result={"shapes": [], "device_usage": {"shared_s": 0.25, "exclusive_s": 1.0, "wait_s": 0}})
 
     class Cuda:
         name, can_time = "cuda", True
@@ -157,10 +160,50 @@ def test_a_bench_that_runs_out_of_device_memory_in_a_batch_is_retried_alone(tmp_
     monkeypatch.setattr(verifier, "run_job", fake_run_job)
     monkeypatch.setenv("TRITONDX_LOCK_DIR", str(tmp_path))
     result, error, seconds = verifier.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
-    assert result == {"shapes": []} and error == "" and seconds == 3.0
+    assert result["shapes"] == [] and error == "" and seconds == 3.0
+    assert result["device_seconds"] == 1.75  # both attempts held the device; waits are not counted
     assert gpulock.JOB_ALONE_ENV not in calls[0] and calls[1][gpulock.JOB_ALONE_ENV] == "1"
 
     calls.clear()
     monkeypatch.delenv("TRITONDX_LOCK_DIR")
     result, error, _ = verifier.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
     assert result is None and error.startswith("out_of_memory") and len(calls) == 1
+
+
+def test_phase_counts_time_held_and_time_waited(tmp_path, env):
+    """``usage()`` separates the seconds a process held the device from the seconds it waited for it:
+    the cost a task's jobs put on the device, whatever the load of the batch around them."""
+    import importlib
+    import os
+    mod = importlib.reload(gpulock)  # fresh counters
+    with mod.phase("shared"):  # no lock handed over: only counted
+        time.sleep(0.2)
+    u = mod.usage()
+    assert 0.2 <= u["shared_s"] < 1.0 and u["exclusive_s"] == 0 and u["wait_s"] == 0
+    blocker = _start("exclusive", 1.0, tmp_path / "log", env)
+    time.sleep(0.4)  # the child holds the device exclusively now
+    with mod.job_lock_fds() as (_, lock_env):
+        os.environ.update(lock_env)
+        try:
+            with mod.phase("exclusive"):
+                time.sleep(0.2)
+        finally:
+            for k in lock_env:
+                os.environ.pop(k)
+    blocker.wait(10)
+    u = mod.usage()
+    assert u["wait_s"] >= 0.3, u
+    assert 0.4 <= u["exclusive_s"] + u["shared_s"] < 1.5, u
+
+
+def test_a_verify_job_reports_the_seconds_it_held_the_device():
+    """End to end: the job's answer carries ``device_usage`` and the verification ``device_s``, part of
+    the job's wall seconds (the rest is start-up, imports and compiles)."""
+    from pathlib import Path
+    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.verifier import verify_candidate
+    here = Path(__file__).resolve().parents[1] / "verifier"
+    v = verify_candidate(str(here / "tiny_axpy.py"), str(here.parents[2] / "examples" / "add_tiny_block.py"),
+                         "honest", get_backend("interpreter"))
+    assert v.passed, v.reason
+    assert 0 < v.device_s < v.seconds, (v.device_s, v.seconds)
