@@ -1,0 +1,31 @@
+"""Device helper: time a task's initial kernel and candidate files side by side (one bench job).
+
+Usage: python3 bench/scripts/bench_files.py TASK.py CANDIDATE.py [CANDIDATE.py ...] [--rounds N]
+Prints one JSON line per shape: each variant's median us, spread and roofline fraction, and the
+speedup over the initial kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tritondx.tools.backends.base import get_backend
+from tritondx.tools.verifier import bench_variants
+
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+args = [a for a in args if a != str(rounds)] if "--rounds" in sys.argv else args
+task, cands = args[0], args[1:]
+variants = [{"id": "initial", "path": task}] + [{"id": Path(c).stem, "path": c} for c in cands]
+result, error, seconds = bench_variants(task, variants, get_backend("cuda"), rounds=rounds)
+if result is None:
+    sys.exit(f"bench_files: {error}")
+for e in result["shapes"]:
+    base = e["variants"]["initial"]["median_ms"]
+    print(json.dumps({"shape": e["shape"], "dtype": e["dtype"], **{
+        vid: {"us": round(v["median_ms"] * 1e3, 1), "spread": v["spread"], "roofline": v["roofline_fraction"],
+              "speedup": round(base / v["median_ms"], 3)} for vid, v in e["variants"].items()},
+        "errors": e["errors"]}))
+print(json.dumps({"job_seconds": round(seconds, 1), "device_seconds": result.get("device_seconds")}))
