@@ -83,6 +83,20 @@ def beats(result: dict, summary: dict, cand: str, prev: str) -> str | None:
             f"(spread {noise:.0%})")
 
 
+def escalation_why(pending: bool, passed: bool, can_time: bool, gain: float | None, min_gain: float,
+                   rounds_per_tier: int) -> str:
+    """Why the verifier leaves a tier for the next one (goes into the decision trail)."""
+    if not pending:
+        return "no candidate this round"
+    if not passed:
+        return "no candidate passed verification"
+    if not can_time or gain is None:
+        return "speed not measured on this backend"
+    if gain < min_gain:
+        return f"best gain this round {gain:.2f}x < {min_gain}x"
+    return f"round gained {gain:.2f}x, but the {rounds_per_tier} round(s) allowed at this tier are used"
+
+
 def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     log = logger("verifier", config)
     cfg = run_config(state)
@@ -207,11 +221,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         goto, reason = "rewriter", f"round gained {gain:.2f}x: rewrite again with the same evidence"
     elif tier_next is not None:
         goto = TIER_NODE[tier_next]
-        why = ("no candidate this round" if not pending else
-               "no candidate passed verification" if not passed else
-               "speed not measured on this backend" if not backend.can_time else
-               f"best gain this round {gain:.2f}x < {cfg.min_gain}x")
-        reason = f"escalate to {tier_next}: {why}"
+        reason = f"escalate to {tier_next}: " + escalation_why(bool(pending), bool(passed), backend.can_time, gain,
+                                                              cfg.min_gain, cfg.max_rounds_per_tier)
     elif pending and state.get("rounds_at_tier", 0) < cfg.max_rounds_per_tier and (gain is None or gain > 1.0):
         goto, reason = "rewriter", "no tier left; one more round with all evidence"
     else:

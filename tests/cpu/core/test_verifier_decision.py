@@ -51,3 +51,15 @@ def test_equal_kernels_with_noise_do_not_win():
 
 def test_two_rounds_are_too_few_to_pair():
     assert _beats({"initial": [1.0, 0.7], "c": [0.6, 0.65]}, "c") is None
+
+
+def test_escalation_reason_matches_the_gain():
+    """H200 l2_softmax, 2026-11-30: the trail said "best gain this round 1.11x < 1.05x" when a round
+    that gained 1.11x had used up its tier's rounds."""
+    from tritondx.agents.verifier import escalation_why
+    assert escalation_why(True, True, True, 1.11, 1.05, 2) == \
+        "round gained 1.11x, but the 2 round(s) allowed at this tier are used"
+    assert escalation_why(True, True, True, 1.0, 1.05, 2) == "best gain this round 1.00x < 1.05x"
+    assert escalation_why(True, False, True, None, 1.05, 2) == "no candidate passed verification"
+    assert escalation_why(False, False, True, None, 1.05, 2) == "no candidate this round"
+    assert escalation_why(True, True, False, None, 1.05, 2) == "speed not measured on this backend"
