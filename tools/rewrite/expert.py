@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tritondx.tools.rewrite import (  # noqa: F401  (importing a module registers its families and templates)
     alignment,
+    ascend,
     autotune,
     dot,
     fuse_launches,

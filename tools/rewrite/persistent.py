@@ -104,8 +104,15 @@ def _calls_in(node: cst.CSTNode) -> list[list[cst.Call]]:
     return list(_cached("calls", node, _calls_index).values())
 
 
-def persistent_source(source: str, per_sm: dict[str, int]) -> tuple[str, list[str]]:
-    """per_sm: kernel -> programs per SM."""
+def persistent_source(source: str, per_sm: dict[str, int], helper: str = HELPER,
+                      count=None) -> tuple[str, list[str]]:
+    """per_sm: kernel -> programs per SM. ``helper`` (a function added before ``launch``) and ``count``
+    (``(tensor code, kernel, k) -> expression`` of the program count) let other targets reuse this:
+    the Ascend ``grid_fold_to_cores`` family counts AI cores instead of SMs."""
+    if count is None:
+        def count(tensor: str, kernel: str, k: int) -> str:
+            return f"_tdx_num_sms({tensor}) * {k}"
+    helper_fn = cst.parse_module(helper).body[0]
     module = parse(source)
     kernels = jit_functions(module)
     launch = function(module, "launch")
@@ -140,7 +147,7 @@ def persistent_source(source: str, per_sm: dict[str, int]) -> tuple[str, list[st
             if tensor is None:
                 ok = False
                 break
-            edits[id(s.call)] = (grid.elements[0].value, tensor, per_sm[name])
+            edits[id(s.call)] = (grid.elements[0].value, tensor, per_sm[name], name)
         if ok:
             new_fns[name] = new
             done.append(name)
@@ -162,7 +169,7 @@ def persistent_source(source: str, per_sm: dict[str, int]) -> tuple[str, list[st
             if not inside:
                 return updated
             call = inside[0]
-            g0, tensor, k = edits[id(call)]
+            g0, tensor, k, kname = edits[id(call)]
 
             class C(cst.CSTTransformer):
                 def leave_Call(self, o, u):
@@ -173,7 +180,7 @@ def persistent_source(source: str, per_sm: dict[str, int]) -> tuple[str, list[st
                     return u
 
             pre = stmts(f"{tiles} = {code_of(g0)}\n"
-                        f"{progs} = min({tiles}, _tdx_num_sms({code_of(tensor)}) * {k})\n")
+                        f"{progs} = min({tiles}, {count(code_of(tensor), kname, k)})\n")
             return cst.FlattenSentinel(pre + [original.visit(C())])
 
     new_launch = launch.visit(T())
@@ -182,9 +189,8 @@ def persistent_source(source: str, per_sm: dict[str, int]) -> tuple[str, list[st
         if isinstance(s, cst.FunctionDef) and s.name.value in new_fns:
             body.append(new_fns[s.name.value])
         elif s is launch:
-            if "_tdx_num_sms" not in {x.name.value for x in module.body if isinstance(x, cst.FunctionDef)}:
-                helper = cst.parse_module(HELPER).body[0]
-                body.append(helper.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+            if helper_fn.name.value not in {x.name.value for x in module.body if isinstance(x, cst.FunctionDef)}:
+                body.append(helper_fn.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
             body.append(new_launch)
         else:
             body.append(s)

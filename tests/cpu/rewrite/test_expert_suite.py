@@ -58,8 +58,10 @@ def test_suite_coverage(rw):
     assert len(rw.CATALOG) >= 12
     for fam, tasks in EXPECTED.items():
         assert tasks <= fired.get(fam, set()), f"{fam} missing on {sorted(tasks - fired.get(fam, set()))}"
-    # every family applies somewhere in the suite or in the test kernels
-    assert set(fired) >= set(rw.CATALOG) - {"tl_dot"}
+    # every family applies somewhere in the suite or in the test kernels (the Ascend families need the
+    # metrics of Ascend findings: tests/cpu/npu/test_ascend_rewrites.py)
+    from tritondx.tools.rewrite.ascend import ASCEND_FAMILIES
+    assert set(fired) >= set(rw.CATALOG) - {"tl_dot"} - set(ASCEND_FAMILIES)
 
 
 def test_tl_dot_example(rw, tmp_path):

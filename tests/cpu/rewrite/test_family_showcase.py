@@ -83,8 +83,11 @@ def make_context(rel: str):
 
 
 def test_every_family_has_a_showcase():
+    from tritondx.tools.rewrite.ascend import ASCEND_FAMILIES
     from tritondx.tools.rewrite.base import CATALOG
-    assert set(FAMILY_TASKS) == set(CATALOG) == set(TIER)
+    # the Ascend families are shown end to end in tests/cpu/npu/test_ascend_rewrites.py (their findings
+    # come only from the Ascend detectors; run_families.py measures CUDA families)
+    assert set(FAMILY_TASKS) == set(CATALOG) - set(ASCEND_FAMILIES) == set(TIER)
     for fam, rel in FAMILY_TASKS.items():
         assert (REPO / rel).exists(), rel
     # bench/families holds one task per family that has no showcase elsewhere
