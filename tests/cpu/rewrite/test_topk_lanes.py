@@ -8,7 +8,7 @@ import ast
 def test_topk_lanes_template(rw, tmp_path):
     _, props = rw.proposals("l3_topk", "fuse_passes", detector="roofline")
     lanes = [p for p in props if p.params["template"] == "topk_lanes"]
-    assert [p.params["lanes"] for p in lanes] == [512, 256, 1024]
+    assert [(p.params["lanes"], p.params["num_warps"]) for p in lanes] == [(256, 4), (256, 8), (128, 4), (512, 4)]
     assert props[0].params["template"] == "topk_lanes"   # tried before the chunked merge (slower on the H200)
     src = lanes[0].source
     (name,) = rw.kernel_names(src)
@@ -18,3 +18,4 @@ def test_topk_lanes_template(rw, tmp_path):
     assert len(rw.calls(kern, "tl.load")) == 1 and len(rw.calls(loop, "tl.load")) == 1
     assert not rw.calls(loop, "tl.max") and not rw.calls(loop, "tl.min")
     rw.verify("l3_topk", src, tmp_path)
+    rw.verify("l3_topk", lanes[2].source, tmp_path, label="lanes128")  # one lane per thread
