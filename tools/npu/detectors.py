@@ -548,7 +548,7 @@ class TooFewPrograms(Detector):
     id = "ascend_too_few_programs"
     tier = "ir"
     stage = "ttadapter"
-    suggests = ("grid_fold_to_cores",)
+    suggests = ("split_blocks_for_cores",)
     summary = "fewer programs than cores"
 
     def applies(self, ctx):
@@ -566,7 +566,7 @@ class TooFewPrograms(Detector):
                  f"({n / cores:.0%} used); split the work so every core gets a share",
             line=ctx.launch_line(), severity="medium" if n * 2 <= cores else "low",
             metric={"num_programs": n, "cores": cores, "core_kind": kind, "mix_mode": mix,
-                    "utilization": round(n / cores, 3)})]
+                    "grid": "x".join(map(str, ctx.grid)), "utilization": round(n / cores, 3)})]
 
 
 class ManyWaves(Detector):

@@ -6,8 +6,8 @@
   The core count is read at launch time from triton-ascend's driver (``num_vectorcore`` for vector
   kernels, ``num_aicore`` for kernels with ``tl.dot``, which run on the AI/cube cores), as the
   capture's stand-in driver also answers from the target table; 4 where no NPU driver answers (the
-  Triton interpreter), so the loop is exercised there. ascend_too_few_programs also suggests this
-  family, but folding cannot add programs: those findings get nothing from it.
+  Triton interpreter), so the loop is exercised there. Folding cannot add programs: too few programs
+  is ``split_blocks_for_cores``'s finding.
 - ``remove_gpu_launch_settings`` (ascend_gpu_launch_settings): drops ``num_warps``, ``num_stages``,
   ``num_ctas`` and ``maxnreg`` from the kernel launches and from ``triton.Config`` entries.
 - ``int32_indices`` (ascend_int64_index_math): ``index_width``'s narrowing: ``pid.to(tl.int64)``
@@ -20,6 +20,12 @@
 - ``ub_retile`` (ascend_ub_overflow, ascend_multibuffer_headroom): one block constexpr (the one that
   is a dimension of the largest buffer, else the largest ``BLOCK*`` one) is divided by the power of
   two that brings the detector's estimate under the unified buffer (and once more, for headroom).
+- ``split_blocks_for_cores`` (ascend_too_few_programs): for a kernel launched once over
+  ``(triton.cdiv(n, BLOCK),)`` with a power-of-two constexpr BLOCK set in the launcher, program offsets
+  ``pid * BLOCK`` and every load / store masked, BLOCK is divided by the smallest power of two that gives
+  at least as many programs as the detector's core count (vector cores, AI cores for tl.dot kernels), and
+  for a second candidate twice that; never below 256 elements (16 for tl.dot kernels). Row-wise kernels
+  (one program per row, grid ``(M,)``) and unmasked kernels are left alone (``split_plan`` says why).
 
 None of these were timed on an NPU: the predictions are what the Ascend documentation leads one to
 expect, the evidence we can check offline is that the finding no longer fires on the candidate's IR.
@@ -37,7 +43,10 @@ from tritondx.tools.rewrite.cst_util import (
     current_launch_values,
     dotted,
     jit_functions,
+    int_value,
     kwarg,
+    launch_sites,
+    local_assignment,
     parse,
     set_launch_values,
     with_args,
@@ -48,7 +57,7 @@ from tritondx.tools.rewrite.persistent import persistent_source
 #: the families of this module (CUDA showcases and suite coverage leave them out: their findings come only
 #: from the Ascend detectors; tests/cpu/npu/test_ascend_rewrites.py covers them)
 ASCEND_FAMILIES = ("grid_fold_to_cores", "remove_gpu_launch_settings", "int32_indices", "block_multiple_of_16",
-                   "ub_retile")
+                   "ub_retile", "split_blocks_for_cores")
 
 NPU_CORES_HELPER = '''
 def _tdx_npu_cores(t, cube=False):
@@ -313,4 +322,156 @@ def ub_retile(ctx: RewriteContext) -> list[Proposal]:
                             [f.id for f in motivating],
                             "the tiles fit the UB: no compile failure or spill, and room for the double buffering "
                             "that overlaps DMA with compute; more programs of smaller tiles (untested on NPU hardware)"))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# split_blocks_for_cores
+# ------------------------------------------------------------------------------------------------
+
+#: smallest block a split may leave: 256 elements for vector kernels (below that the per-program set-up
+#: outweighs the tile), 16 for a tl.dot block dimension (one cube fractal)
+SPLIT_FLOOR, SPLIT_FLOOR_DOT = 256, 16
+
+
+def _cdiv_divisor(grid: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """The divisor of a 1-D grid ``(triton.cdiv(n, D),)`` or ``lambda meta: (triton.cdiv(n, meta["D"]),)``."""
+    if isinstance(grid, cst.Lambda):
+        grid = grid.body
+    if not isinstance(grid, cst.Tuple) or len(grid.elements) != 1:
+        return None
+    e = grid.elements[0].value
+    if not (isinstance(e, cst.Call) and dotted(e.func) in ("triton.cdiv", "cdiv") and len(e.args) == 2):
+        return None
+    return e.args[1].value
+
+
+def _multiplied_by(fn: cst.FunctionDef, name: str) -> bool:
+    """The kernel scales something by ``name`` (``pid * BLOCK``): the block is the program's stride."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            if isinstance(node.operator, cst.Multiply) and any(
+                    isinstance(x, cst.Name) and x.value == name for x in (node.left, node.right)):
+                found.append(node)
+
+    fn.visit(V())
+    return bool(found)
+
+
+def split_plan(source: str, kernel: str) -> tuple[str, int, str] | str:
+    """(block constexpr, its launcher value, "name" | "literal") for a kernel launched once over
+    ``(triton.cdiv(n, BLOCK),)`` with BLOCK a power-of-two constexpr set in the launcher, whose loads and
+    stores are all masked and whose program offset is ``pid * BLOCK``; else the reason it does not apply
+    (a row-wise kernel, one program per row, is launched over ``(M,)`` and says so)."""
+    module = parse(source)
+    fn = jit_functions(module).get(kernel)
+    if fn is None:
+        return "kernel not found"
+    sites = [s for s in launch_sites(module) if s.kernel == kernel]
+    if len(sites) != 1:
+        return f"{len(sites)} launches of the kernel (one expected)"
+    site = sites[0]
+    div = _cdiv_divisor(site.grid)
+    consts = constexpr_names(fn)
+    if div is None:
+        return "grid is not (triton.cdiv(n, BLOCK),): a row-wise kernel (one program per row) or a fixed grid; " \
+               "splitting its block does not add programs"
+    launch = next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == "launch")
+    param = kind = None
+    value = None
+    for p in consts:
+        arg = site.bound.get(p)
+        if isinstance(div, cst.Subscript):   # lambda meta: ... meta["BLOCK"]
+            key = div.slice[0].slice.value if len(div.slice) == 1 and isinstance(div.slice[0].slice, cst.Index) \
+                else None
+            if not (isinstance(key, cst.SimpleString) and key.evaluated_value == p):
+                continue
+        elif isinstance(div, cst.Name):
+            if not (isinstance(arg, cst.Name) and arg.value == div.value):
+                continue
+        elif isinstance(div, cst.Integer):
+            if not (isinstance(arg, cst.Integer) and int_value(arg) == int_value(div)):
+                continue
+        else:
+            continue
+        if isinstance(arg, cst.Integer):
+            param, value, kind = p, int_value(arg), "literal"
+        elif isinstance(arg, cst.Name):
+            vals = local_assignment(launch, arg.value)
+            if len(vals) == 1 and isinstance(vals[0], cst.Integer):
+                param, value, kind = p, int_value(vals[0]), "name"
+        break
+    if param is None or value is None:
+        return "the grid's divisor is not a constexpr of the kernel set to an int in the launcher"
+    if value & (value - 1):
+        return f"{param}={value} is not a power of two"
+    if not _all_masked(fn):
+        return "not every load and store is masked: a smaller block would not cover the edges safely"
+    if not _multiplied_by(fn, param):
+        return f"the kernel does not offset its programs by pid * {param}"
+    return param, value, kind
+
+
+def _set_block(source: str, kernel: str, param: str, old: int, new: int, kind: str) -> str:
+    if kind == "name":
+        return set_launch_values(source, {kernel: {param: new}})
+
+    class T(cst.CSTTransformer):   # a literal: the keyword and the grid's cdiv divisor change together
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+            if isinstance(updated.func, cst.Subscript) and dotted(updated.func.value) == kernel:
+                args = [a.with_changes(value=cst.Integer(str(new)))
+                        if a.keyword is not None and a.keyword.value == param else a for a in updated.args]
+                return updated.with_changes(args=args)
+            if dotted(updated.func) in ("triton.cdiv", "cdiv") and len(updated.args) == 2 and \
+                    int_value(updated.args[1].value) == old:
+                return with_args(updated, [updated.args[0], updated.args[1].with_changes(value=cst.Integer(str(new)))])
+            return updated
+
+    return parse(source).visit(T()).code
+
+
+@rewrite("split_blocks_for_cores", "Ascend: a smaller block so a 1-D cdiv grid has a program for every core",
+         priority=38)
+def split_blocks_for_cores(ctx: RewriteContext) -> list[Proposal]:
+    motivating = [f for f in ctx.motivating("split_blocks_for_cores") if f.detector == "ascend_too_few_programs"]
+    if not motivating:
+        return []
+    kernels = jit_functions(parse(ctx.spec.source))
+    plans = {}   # kernel -> (param, value, kind, programs, cores, core kind, floor)
+    for f in motivating:
+        n, cores = f.metric.get("num_programs"), f.metric.get("cores")
+        if f.kernel not in kernels or not isinstance(n, int) or not isinstance(cores, int) or not 0 < n < cores:
+            continue
+        plan = split_plan(ctx.spec.source, f.kernel)
+        if isinstance(plan, str):
+            continue
+        cube = calls_named(kernels[f.kernel], "tl.dot") or not str(f.metric.get("mix_mode", "aiv")).startswith("aiv")
+        plans[f.kernel] = (*plan, n, cores, f.metric.get("core_kind", "vector"),
+                           SPLIT_FLOOR_DOT if cube else SPLIT_FLOOR)
+    out: list[Proposal] = []
+    for extra in (1, 2):
+        src, values, desc = ctx.spec.source, {}, []
+        for k, (param, v, kind, n, cores, core_kind, floor) in plans.items():
+            factor = 1
+            while n * factor < cores * extra:
+                factor *= 2
+            new = max(v // factor, min(floor, v))
+            if new >= v:
+                continue
+            src = _set_block(src, k, param, v, new, kind)
+            values[k] = {param: new}
+            desc.append(f"{k}: {param} {v} -> {new}, about {n * v // new} programs for {cores} {core_kind} cores "
+                        f"(was {n})" + (f"; floor {floor} reached" if new == floor and v // factor < floor else ""))
+        if not values or src == ctx.spec.source or any(p.source == src for p in out):
+            continue
+        out.append(Proposal("split_blocks_for_cores", src, {"values": values, "programs_per_core": extra},
+                            "block split so every core gets a program"
+                            + (" (2x the cores: two programs per core)" if extra > 1 else "") + ": " + "; ".join(desc),
+                            [f.id for f in motivating],
+                            "idle cores get work: the launch spreads over all the cores instead of a few, up to "
+                            "cores / programs times the throughput of a bandwidth-bound kernel, against more "
+                            "per-program start-up for the smaller tiles; the masks cover the edges (untested on NPU "
+                            "hardware)"))
     return out

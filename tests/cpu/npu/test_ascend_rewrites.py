@@ -13,7 +13,7 @@ from tritondx.tools.backends.base import get_backend
 from tritondx.tools.evidence import Finding
 from tritondx.tools.npu.capture import capture_ascend
 from tritondx.tools.npu.detectors import run_detectors
-from tritondx.tools.rewrite.ascend import ASCEND_FAMILIES, drop_gpu_settings
+from tritondx.tools.rewrite.ascend import ASCEND_FAMILIES, drop_gpu_settings, split_plan
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.task import load_task, parse_task_source
@@ -31,6 +31,8 @@ CASES = [
     ("dot16", "k_dot_odd_masked", "ascend910b", "ascend_dot_block_not_multiple_of_16", "block_multiple_of_16"),
     ("ub_overflow", "k_ub_big", "ascend910b", "ascend_ub_overflow", "ub_retile"),
     ("ub_double", "k_ub_nodouble", "ascend910b", "ascend_multibuffer_headroom", "ub_retile"),
+    ("split_few", "k_few_programs", "ascend910b", "ascend_too_few_programs", "split_blocks_for_cores"),
+    ("split_few_950", "k_few_programs", "ascend950", "ascend_too_few_programs", "split_blocks_for_cores"),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -124,6 +126,46 @@ def test_block16_and_ub_values(rounds):
         [{"big_tile_kernel": {"BLOCK": 16384}}, {"big_tile_kernel": {"BLOCK": 8192}}]
 
 
+def test_split_blocks_values(rounds):
+    # 4 programs of 4096 for 40 (910B4) / 64 (950) vector cores: BLOCK / 16 = 256 gives 64 programs; the 2x
+    # candidate would go under the 256-element floor, so it is the same source and is not offered twice
+    for case, cores in (("split_few", 40), ("split_few_950", 64)):
+        r = rounds[case]
+        (f,) = [f for f in r["findings"] if f.detector == "ascend_too_few_programs"]
+        assert (f.metric["num_programs"], f.metric["cores"], f.metric["grid"]) == (4, cores, "4x1x1")
+        (p,) = r["proposals"]
+        assert p.params["values"] == {"axpb_kernel": {"BLOCK": 256}}
+        assert f"about 64 programs for {cores} vector cores (was 4)" in p.description
+        assert "BLOCK = 256" in p.source and "untested on NPU hardware" in p.prediction
+        # folding cannot add programs: grid_fold_to_cores is not proposed for this finding
+        assert not [q for q in propose(_context(KERNELS / "k_few_programs.py", r["findings"]), limit=8)
+                    if q.family == "grid_fold_to_cores"]
+
+
+def test_split_blocks_two_candidates_and_literal_block(tmp_path):
+    f = _fake("ascend_too_few_programs", "axpb_kernel", ["split_blocks_for_cores"], num_programs=4, cores=40,
+              core_kind="vector", mix_mode="aiv")
+    src = (KERNELS / "k_few_programs.py").read_text()
+    # a 4x larger block: exactly enough programs (BLOCK 1024: 64 programs) and 2x the cores (512: 128)
+    big = tmp_path / "big.py"
+    big.write_text(src.replace("BLOCK = 4096", "BLOCK = 16384"))
+    props = [p for p in propose(_context(big, [f]), limit=8) if p.family == "split_blocks_for_cores"]
+    assert [p.params["values"]["axpb_kernel"]["BLOCK"] for p in props] == [1024, 512]
+    assert [p.params["programs_per_core"] for p in props] == [1, 2]
+    # the block as a literal in both the grid and the keyword: both change together
+    lit = tmp_path / "lit.py"
+    lit.write_text(src.replace("    BLOCK = 4096\n", "").replace("cdiv(x.numel(), BLOCK)", "cdiv(x.numel(), 4096)")
+                   .replace("BLOCK=BLOCK", "BLOCK=4096"))
+    assert split_plan(lit.read_text(), "axpb_kernel") == ("BLOCK", 4096, "literal")
+    (p,) = [p for p in propose(_context(lit, [f]), limit=8) if p.family == "split_blocks_for_cores"]
+    body = p.source.split("def launch")[1].split("def reference")[0]
+    assert "cdiv(x.numel(), 256)" in body and "BLOCK=256" in body and "4096" not in body
+    cand = tmp_path / "lit_cand.py"
+    cand.write_text(p.source)
+    res = verify_candidate(str(lit), str(cand), "lit0", get_backend("interpreter"))
+    assert res.passed, f"{res.klass}: {res.reason}"
+
+
 # ------------------------------------------------------------------------------------------------
 # counter-examples
 # ------------------------------------------------------------------------------------------------
@@ -151,6 +193,31 @@ def test_too_few_programs_does_not_fold():
     # folding cannot add programs: a too-few-programs finding alone gets no grid fold
     f = _fake("ascend_too_few_programs", "row_relu_kernel", ["grid_fold_to_cores"], num_programs=7, cores=40)
     assert not _family_props("k_many_waves", [f], "grid_fold_to_cores")
+
+
+def test_split_blocks_not_proposed_with_enough_programs(captures):
+    # k_contiguous: 40 programs for the 40 vector cores of the 910B4: no finding, no split
+    cap = captures[("k_contiguous", "ascend910b")]
+    findings = run_detectors(cap)
+    assert not [f for f in findings if f.detector == "ascend_too_few_programs"]
+    assert not _family_props("k_contiguous", findings, "split_blocks_for_cores")
+    # and a finding whose programs already cover the cores is ignored
+    f = _fake("ascend_too_few_programs", "scale_kernel", ["split_blocks_for_cores"], num_programs=40, cores=40)
+    assert not _family_props("k_contiguous", [f], "split_blocks_for_cores")
+    # the same kernel with 4 programs does get a split (the guard above is what stops it)
+    f = _fake("ascend_too_few_programs", "scale_kernel", ["split_blocks_for_cores"], num_programs=4, cores=40)
+    assert _family_props("k_contiguous", [f], "split_blocks_for_cores")
+
+
+def test_split_blocks_needs_masks_and_a_cdiv_grid():
+    # unmasked: a smaller block would not be guarded at the edges
+    f = _fake("ascend_too_few_programs", "axpb_nomask_kernel", ["split_blocks_for_cores"], num_programs=4, cores=40)
+    assert not _family_props("k_few_nomask", [f], "split_blocks_for_cores")
+    assert "masked" in split_plan((KERNELS / "k_few_nomask.py").read_text(), "axpb_nomask_kernel")
+    # row-wise (one program per row, grid (M,)): a smaller block does not add programs; skipped, with the reason
+    f = _fake("ascend_too_few_programs", "row_relu_kernel", ["split_blocks_for_cores"], num_programs=7, cores=40)
+    assert not _family_props("k_many_waves", [f], "split_blocks_for_cores")
+    assert "row-wise" in split_plan((KERNELS / "k_many_waves.py").read_text(), "row_relu_kernel")
 
 
 def test_block16_needs_masks():
