@@ -40,6 +40,24 @@ def _job_error(r: JobResult) -> tuple[str, str]:
     return r.kind, r.message
 
 
+def _run_device_job(job: dict[str, Any], backend: Backend, timeout: float, memory_bytes: int | None = None,
+                    **log_kw: Any) -> tuple[JobResult, float, float]:
+    """Run a verify or bench job with the device lock. On a device shared by a batch (a lock folder set)
+    a CUDA OOM may have been other jobs' memory (H200, 2026-11-30: 16 of 153 honest verifications, and
+    l1_cast's final bench beside 13 other tasks), so it runs once more with the device alone; a job that
+    needs more than the device has fails again. Returns the last answer and the wall and device-held
+    seconds of all attempts."""
+    r = run_job(job, timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes, gpu_lock=backend.can_time)
+    seconds, device_s = r.seconds, held_seconds((r.result or {}).get("device_usage"))
+    if backend.can_time and _job_error(r)[0] == "out_of_memory" and os.environ.get("TRITONDX_LOCK_DIR"):
+        log.info(f"{job['kind']}_retry_alone", reason=_job_error(r)[1][:160], **log_kw)
+        r = run_job(job, timeout=timeout, env={**backend.job_env(), JOB_ALONE_ENV: "1"}, memory_bytes=memory_bytes,
+                    gpu_lock=True)
+        seconds += r.seconds
+        device_s += held_seconds((r.result or {}).get("device_usage"))
+    return r, seconds, device_s
+
+
 PROBE_TIMEOUT_S = 300.0
 
 
@@ -156,16 +174,7 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
            "seed": seed}
     if memory_bytes is None:
         memory_bytes = DEFAULT_MEMORY_BYTES.get(backend.name)
-    r = run_job(job, timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes, gpu_lock=backend.can_time)
-    seconds, device_s = r.seconds, held_seconds((r.result or {}).get("device_usage"))
-    if backend.can_time and _job_error(r)[0] == "out_of_memory" and os.environ.get("TRITONDX_LOCK_DIR"):
-        # The device is shared with other jobs of a batch: the memory may have been theirs. Once more,
-        # with the device to itself; a candidate that needs more than the device has fails again.
-        log.info("verify_retry_alone", candidate=candidate_id, reason=_job_error(r)[1][:160])
-        r = run_job(job, timeout=timeout, env={**backend.job_env(), JOB_ALONE_ENV: "1"}, memory_bytes=memory_bytes,
-                    gpu_lock=True)
-        seconds += r.seconds
-        device_s += held_seconds((r.result or {}).get("device_usage"))
+    r, seconds, device_s = _run_device_job(job, backend, timeout, memory_bytes, candidate=candidate_id)
     if r.ok and r.result and r.result.get("passed"):
         return Verification(candidate_id=candidate_id, passed=True, backend=backend.name,
                             checks=len(r.result.get("checks", [])), seconds=seconds, device_s=device_s,
@@ -184,15 +193,7 @@ def bench_variants(task_path: str, variants: list[dict[str, str]], backend: Back
     job = {"kind": "bench", "task": str(Path(task_path).resolve()),
            "variants": [{"id": v["id"], "path": str(Path(v["path"]).resolve())} for v in variants],
            "rounds": rounds, "baselines": baselines, "ceilings_file": str(CEILINGS_FILE)}
-    r = run_job(job, timeout=timeout, env=backend.job_env(), gpu_lock=True)
-    seconds, device_s = r.seconds, held_seconds((r.result or {}).get("device_usage"))
-    if _job_error(r)[0] == "out_of_memory" and os.environ.get("TRITONDX_LOCK_DIR"):
-        # As in verify_candidate: on a device shared by a batch the memory may have been other jobs'
-        # (H200 x2, 2026-11-30: l1_cast's final bench ran out of memory beside 13 other tasks).
-        log.info("bench_retry_alone", reason=_job_error(r)[1][:160])
-        r = run_job(job, timeout=timeout, env={**backend.job_env(), JOB_ALONE_ENV: "1"}, gpu_lock=True)
-        seconds += r.seconds
-        device_s += held_seconds((r.result or {}).get("device_usage"))
+    r, seconds, device_s = _run_device_job(job, backend, timeout)
     if r.ok and r.result and "shapes" in r.result:
         return {**r.result, "device_seconds": round(device_s, 4)}, "", seconds
     klass, reason = _job_error(r)

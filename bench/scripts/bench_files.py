@@ -7,6 +7,7 @@ speedup over the initial kernel.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -14,12 +15,13 @@ from pathlib import Path
 from tritondx.tools.backends.base import get_backend
 from tritondx.tools.verifier import bench_variants
 
-args = [a for a in sys.argv[1:] if not a.startswith("--")]
-rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
-args = [a for a in args if a != str(rounds)] if "--rounds" in sys.argv else args
-task, cands = args[0], args[1:]
-variants = [{"id": "initial", "path": task}] + [{"id": Path(c).stem, "path": c} for c in cands]
-result, error, seconds = bench_variants(task, variants, get_backend("cuda"), rounds=rounds)
+ap = argparse.ArgumentParser()
+ap.add_argument("task")
+ap.add_argument("candidates", nargs="+")
+ap.add_argument("--rounds", type=int, default=3)
+args = ap.parse_args()
+variants = [{"id": "initial", "path": args.task}] + [{"id": Path(c).stem, "path": c} for c in args.candidates]
+result, error, seconds = bench_variants(args.task, variants, get_backend("cuda"), rounds=args.rounds)
 if result is None:
     sys.exit(f"bench_files: {error}")
 for e in result["shapes"]:

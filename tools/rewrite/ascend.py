@@ -52,6 +52,7 @@ from tritondx.tools.rewrite.cst_util import (
     with_args,
 )
 from tritondx.tools.rewrite.index_width import index_source
+from tritondx.tools.rewrite.launch_config import apply_config
 from tritondx.tools.rewrite.persistent import persistent_source
 
 #: the families of this module (CUDA showcases and suite coverage leave them out: their findings come only
@@ -414,22 +415,10 @@ def split_plan(source: str, kernel: str) -> tuple[str, int, str] | str:
     return param, value, kind
 
 
-def _set_block(source: str, kernel: str, param: str, old: int, new: int, kind: str) -> str:
-    if kind == "name":
-        return set_launch_values(source, {kernel: {param: new}})
-
-    class T(cst.CSTTransformer):   # a literal: the keyword and the grid's cdiv divisor change together
-        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-            if isinstance(updated.func, cst.Subscript) and dotted(updated.func.value) == kernel:
-                args = [a.with_changes(value=cst.Integer(str(new)))
-                        if a.keyword is not None and a.keyword.value == param else a for a in updated.args]
-                return updated.with_changes(args=args)
-            if dotted(updated.func) in ("triton.cdiv", "cdiv") and len(updated.args) == 2 and \
-                    int_value(updated.args[1].value) == old:
-                return with_args(updated, [updated.args[0], updated.args[1].with_changes(value=cst.Integer(str(new)))])
-            return updated
-
-    return parse(source).visit(T()).code
+def _set_block(source: str, kernel: str, param: str, new: int) -> str:
+    """The launch's block set to ``new``: launch_config's ``apply_config`` hoists a literal block tied to
+    its grid into a launcher local first, so the keyword and the grid's cdiv divisor change together."""
+    return apply_config(source, {kernel: {param: new}})
 
 
 @rewrite("split_blocks_for_cores", "Ascend: a smaller block so a 1-D cdiv grid has a program for every core",
@@ -460,7 +449,7 @@ def split_blocks_for_cores(ctx: RewriteContext) -> list[Proposal]:
             new = max(v // factor, min(floor, v))
             if new >= v:
                 continue
-            src = _set_block(src, k, param, v, new, kind)
+            src = _set_block(src, k, param, new)
             values[k] = {param: new}
             desc.append(f"{k}: {param} {v} -> {new}, about {n * v // new} programs for {cores} {core_kind} cores "
                         f"(was {n})" + (f"; floor {floor} reached" if new == floor and v // factor < floor else ""))
