@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -11,9 +13,10 @@ from langgraph.types import Command
 from tritondx.agents.common import backend_of, best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence import ArtifactRef
-from tritondx.tools.ncu import counter_findings, counter_summary, profile_counters
+from tritondx.tools.ncu import counter_findings, counter_summary, measured_work, profile_counters
 from tritondx.tools.profiler import roofline_findings
 from tritondx.tools.verifier import bench_variants
+from tritondx.tools.work import work_for_bench
 
 
 def final_profile(state: DXState, config: RunnableConfig) -> Command:
@@ -46,6 +49,18 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
                                                      if out["kernels"] else out["ncu"]}]})
 
 
+def _first_bench_shape(path: str):
+    """The shape the ncu launch job runs (tools/launch_impl.py: the first bench shape)."""
+    try:
+        tree = ast.parse(Path(path).read_text())
+        for n in tree.body:
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "BENCH_SHAPES" for t in n.targets):
+                return ast.literal_eval(n.value)[0]
+    except (OSError, SyntaxError, ValueError, IndexError, TypeError):
+        return None
+    return None
+
+
 def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "ir_analyst", "final_approval",
                                                                           "__end__"]]:
     if state.get("status") == "final_profile":
@@ -73,16 +88,21 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
         return Command(goto=goto, update=update)
     ref = ArtifactRef.write(run_dir(state) / "artifacts", f"profile_round{state.get('round', 0)}.json",
                             json.dumps(result, indent=1), "profile")
-    found = roofline_findings(result, "best" if len(variants) > 1 else "initial")
+    found, ncu_work = [], None
     if cfg.ncu and backend.name == "cuda":
         rows, note = profile_counters(best_path(state))  # the launch job takes the device lock itself
         if rows:
             found += counter_findings(rows)
+            ncu_work = measured_work(rows)
             ncu_ref = ArtifactRef.write(run_dir(state) / "artifacts", f"ncu_round{state.get('round', 0)}.json",
                                         json.dumps(rows, indent=1), "ncu")
             update.setdefault("artifacts", {})[f"ncu_round{state.get('round', 0)}"] = ncu_ref.model_dump()
         else:
             update["decisions"] = [{"node": "profiler", "decision": "no counters", "reason": note}]
+    # FLOPs and bytes the task does not declare: counted from the measured kernel's IR (and ncu)
+    work = work_for_bench(best_path(state), result, ncu_work, _first_bench_shape(best_path(state)), state["target"]) \
+        if not state["target"].startswith("ascend") else None
+    found = roofline_findings(result, "best" if len(variants) > 1 else "initial", work) + found
     log.info("profiled", findings=len(found), seconds=round(seconds, 1))
     update["findings"] = dump(found)
     update["artifacts"] = {**update.get("artifacts", {}), f"profile_round{state.get('round', 0)}": ref.model_dump()}

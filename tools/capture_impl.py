@@ -167,6 +167,8 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
                            for k, v in constexprs.items()},
             "attrs": {str(k): v for k, v in attrs.items()},
             "signature": {k: str(v) for k, v in signature.items()},
+            # the launch's runtime scalars (loop bounds, sizes): what the IR's trip counts are read from
+            "scalars": {str(k): v for k, v in bound_args.items() if isinstance(v, (int, float, bool))},
             "options": {k: options.__dict__[k] for k in ("num_warps", "num_stages", "num_ctas")
                         if k in options.__dict__},
             "metadata": meta,

@@ -30,6 +30,29 @@ METRICS = {
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
     "lts__t_sector_hit_rate.pct": "l2_hit_pct",
 }
+# Work the kernel did, counted by the hardware: DRAM bytes, and FLOPs from the executed FP instructions
+# (an FMA counts 2, as in Nsight Compute's roofline sections) and from the tensor-core path's math ops.
+WORK_METRICS = {
+    "dram__bytes_read.sum": "dram_bytes_read",
+    "dram__bytes_write.sum": "dram_bytes_write",
+}
+FLOP_METRICS = {  # metric -> FLOPs per counted instruction/op
+    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum": 1,
+    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum": 1,
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum": 2,
+    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum": 1,
+    "sm__sass_thread_inst_executed_op_hmul_pred_on.sum": 1,
+    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum": 2,
+    "sm__sass_thread_inst_executed_op_dadd_pred_on.sum": 1,
+    "sm__sass_thread_inst_executed_op_dmul_pred_on.sum": 1,
+    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum": 2,
+    # "# of math ops executed in Tensor path": counted as FLOPs one for one; tests/gpu/test_measured_work.py
+    # checks the total against 2*M*N*K of a tl.dot GEMM on the device
+    "sm__ops_path_tensor_src_fp16_dst_fp32.sum": 1,
+    "sm__ops_path_tensor_src_fp16_dst_fp16.sum": 1,
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum": 1,
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum": 1,
+}
 STALLS = ["long_scoreboard", "short_scoreboard", "barrier", "mio_throttle", "lg_throttle", "math_pipe_throttle",
           "wait", "not_selected", "memory_throttle", "no_instruction", "dispatch_stall", "membar", "branch_resolving",
           "drain", "sleeping", "tex_throttle", "imc_miss", "selected"]
@@ -59,9 +82,14 @@ def parse_raw_csv(text: str) -> list[dict[str, Any]]:
     for r in data:
         rec = dict(zip(header, r))
         item: dict[str, Any] = {"kernel": rec.get("Kernel Name", "?"), "stalls": {}}
-        for metric, key in METRICS.items():
+        for metric, key in {**METRICS, **WORK_METRICS}.items():
             if metric in rec:
                 item[key] = _num(rec[metric])
+        flops = [(_num(rec[m]), k) for m, k in FLOP_METRICS.items() if m in rec]
+        if flops and all(v is not None for v, _ in flops):
+            item["flops"] = int(sum(v * k for v, k in flops))
+        if item.get("dram_bytes_read") is not None and item.get("dram_bytes_write") is not None:
+            item["dram_bytes"] = int(item["dram_bytes_read"] + item["dram_bytes_write"])
         for s in STALLS:
             m = STALL_METRIC.format(s)
             if m in rec and _num(rec[m]) is not None:
@@ -86,7 +114,8 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
     job = work / "job.json"
     job.write_text(json.dumps({"kind": "launch", "task": str(Path(task_path).resolve()), "device": "cuda",
                                "repeat": 2}))
-    metrics = ",".join(list(METRICS) + [STALL_METRIC.format(s) for s in STALLS])
+    metrics = ",".join(list(METRICS) + list(WORK_METRICS) + list(FLOP_METRICS)
+                       + [STALL_METRIC.format(s) for s in STALLS])
     cmd = [exe, "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
            "--launch-count", str(launch_count), "--metrics", metrics,
            sys.executable, "-m", "tritondx.tools.worker", str(job), str(work / "result.json")]
@@ -119,10 +148,21 @@ def first_per_kernel(rows: list[dict[str, Any]]) -> list[tuple[int, dict[str, An
     return out
 
 
+def measured_work(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """FLOPs and DRAM bytes of one launcher call: the first profiled launch of each kernel, summed
+    (a figure is None when ncu did not give it for every kernel)."""
+    firsts = [row for _, row, _ in first_per_kernel(rows)]
+
+    def total(key: str) -> int | None:
+        vals = [r.get(key) for r in firsts]
+        return None if not firsts or any(v is None for v in vals) else int(sum(vals))
+    return {"flops": total("flops"), "dram_bytes": total("dram_bytes"), "kernels": len(firsts)}
+
+
 def counter_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per kernel: the counters a reader compares between initial and best (the report's table)."""
     return [{"kernel": row["kernel"][:80], **{k: row.get(k) for k in (
-        "duration_ns", "dram_pct", "sm_pct", "achieved_occupancy_pct", "l2_hit_pct")},
+        "duration_ns", "dram_pct", "sm_pct", "achieved_occupancy_pct", "l2_hit_pct", "dram_bytes", "flops")},
         "top_stalls": [[k, round(v, 3)] for k, v in stalls]} for _, row, stalls in first_per_kernel(rows)]
 
 
