@@ -91,6 +91,9 @@ def optimize(
     baselines: bool = typer.Option(False, help="also time torch eager and torch.compile"),
     interactive: bool = typer.Option(False, "--interactive", "-i",
                                      help="approve, reject, edit or comment on each rewrite, and the final kernel"),
+    accept_unmeasured: bool = typer.Option(False, "--accept-unmeasured",
+                                           help="without timing (CPU), take the first verified candidate as the "
+                                                "result instead of the initial kernel"),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
     checkpoint_url: Optional[str] = _url_option(),
 ) -> None:
@@ -101,7 +104,8 @@ def optimize(
     from tritondx.runner import run_task
     cfg = _config("optimize", backend=backend, target=target, max_rounds=max_rounds, llm=llm,
                   llm_base_url=llm_base_url, llm_model=llm_model, all_tiers=all_tiers,
-                  stop_after_tier=stop_after_tier, baselines=baselines, interactive=interactive or None)
+                  stop_after_tier=stop_after_tier, baselines=baselines, interactive=interactive or None,
+                  accept_unmeasured=accept_unmeasured or None)
     report = run_task(task, cfg, out=out, verbose=verbose, approver=_approver() if cfg.interactive else None,
                       thread_id=_thread_id(out, url))
     _print_result(report, out)

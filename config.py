@@ -15,6 +15,7 @@ ENV_KNOBS = {
     "bench_timeout_s": "TRITONDX_BENCH_TIMEOUT",
     "ncu": "TRITONDX_NCU",
     "final_profile": "TRITONDX_FINAL_PROFILE",
+    "accept_unmeasured": "TRITONDX_ACCEPT_UNMEASURED",
 }
 
 
@@ -42,6 +43,9 @@ class RunConfig(BaseModel):
     llm_model: str | None = None
     interactive: bool = False
     baselines: bool = Field(False, description="also time torch eager and torch.compile on the bench shapes")
+    accept_unmeasured: bool = Field(False, description="without a timing backend, take the first verified "
+                                                       "candidate (catalog priority order) as the result instead "
+                                                       "of keeping the initial kernel (tools/selection.py)")
 
     @classmethod
     def from_env(cls, **overrides) -> "RunConfig":

@@ -46,6 +46,8 @@ class DXState(TypedDict, total=False):
     # search
     candidates: Annotated[list[dict], merge_by_id]          # id, round, tier, family, params, path, motivated_by
     pending: list[str]                                      # candidate ids awaiting verification
+    family_attempts: Annotated[list[dict], operator.add]    # round, family, outcome (tools/rewrite/expert.py)
+    force_families: list[str]                               # families the next round tries first (untried)
     verifications: Annotated[list[dict], merge_by_id]
     measurements: Annotated[list[dict], merge_by_id]        # per round bench results (summarized)
     best: dict[str, Any]                                    # id, path, median_ms, speedup, roofline_fraction

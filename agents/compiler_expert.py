@@ -18,6 +18,8 @@ def compiler_expert_node(state: DXState, config: RunnableConfig) -> Command[Lite
     goto = "__end__" if cfg.mode == "diagnose" else "rewriter"
     found, artifacts, note = analyze_tier("compiler", best_path(state), state["target"], run_dir(state),
                                           state.get("round", 0))
+    for f in found:  # the version the evidence was read from
+        f.subject = (state.get("best") or {}).get("id") or "initial"
     log.info("passes_analyzed", findings=len(found), note=note)
     update = {"tiers_done": ["compiler"], "findings": dump(found), "artifacts": artifacts}
     if cfg.mode == "diagnose":

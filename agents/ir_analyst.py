@@ -18,6 +18,8 @@ def ir_analyst_node(state: DXState, config: RunnableConfig) -> Command[Literal["
     goto = "compiler_expert" if cfg.mode == "diagnose" or cfg.all_tiers else "rewriter"
     found, artifacts, note = analyze_tier("ir", best_path(state), state["target"], run_dir(state),
                                           state.get("round", 0))
+    for f in found:  # the version the evidence was read from
+        f.subject = (state.get("best") or {}).get("id") or "initial"
     log.info("ir_analyzed", findings=len(found), target=state["target"], note=note)
     update = {"tiers_done": ["ir"], "findings": dump(found), "artifacts": artifacts}
     if note:

@@ -103,6 +103,8 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
     work = work_for_bench(best_path(state), result, ncu_work, _first_bench_shape(best_path(state)), state["target"]) \
         if not state["target"].startswith("ascend") else None
     found = roofline_findings(result, "best" if len(variants) > 1 else "initial", work) + found
+    for f in found:  # the version the evidence was read from
+        f.subject = (state.get("best") or {}).get("id") or "initial"
     log.info("profiled", findings=len(found), seconds=round(seconds, 1))
     update["findings"] = dump(found)
     update["artifacts"] = {**update.get("artifacts", {}), f"profile_round{state.get('round', 0)}": ref.model_dump()}

@@ -28,7 +28,7 @@ def _context(state: DXState) -> RewriteContext:
         findings=findings(state), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
         dtypes=probe.get("dtypes", []), tried=tried, insufficient=set(state.get("insufficient", [])),
         unmeasured_families={c["family"] for c in state.get("candidates", []) if c["id"] == best.get("id")}
-        if best.get("measured") is False else set())
+        if best.get("measured") is False else set(), prefer=set(state.get("force_families") or []))
 
 
 def _llm_proposals(state: DXState, ctx: RewriteContext, log) -> tuple[list[Proposal], dict]:
@@ -45,9 +45,12 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
     if cfg.llm:
         proposals, usage = _llm_proposals(state, ctx, log)
         update["llm_usage"] = usage
-    if not proposals:
-        proposals = propose(ctx, limit=cfg.candidates_per_round)
     rnd = state.get("round", 0) + 1
+    trail: list[dict] = []
+    if not proposals:
+        proposals = propose(ctx, limit=cfg.candidates_per_round, trail=trail)
+    update["family_attempts"] = [{**t, "round": rnd} for t in trail]
+    update["force_families"] = []
     tier = highest_tier(state)
     folder = run_dir(state) / "candidates"
     folder.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config, run_dir
 from tritondx.tools.evidence import ArtifactRef
 from tritondx.state import DXState
+from tritondx.tools.report.closure import untried_route
+from tritondx.tools.selection import unmeasured_choice
 from tritondx.tools.verifier import bench_variants, verify_candidate
 
 # e.g. "timing_tampering: variant r1c3 replaced torch.Tensor.zero_ while it was timed"
@@ -200,10 +202,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                 for c in passed:  # correct but no measurable gain: its evidence was not enough either
                     insufficient += c["motivated_by"]
     elif passed:
-        # No timing backend: keep the first passing candidate (catalog priority order), unmeasured.
-        c = passed[0]
-        best = {"id": c["id"], "path": c["path"], "median_ms": None, "speedup": None, "family": c["family"],
-                "measured": False}
+        # No timing backend: nothing is claimed faster (tools/selection.py says what is kept, and why).
+        best = unmeasured_choice(passed, best, cfg.interactive, cfg.accept_unmeasured)
     # ---- routing ----
     rounds = state.get("round", 0)
     upd: dict = {"verifications": verifications, "measurements": measurements, "best": best, "pending": [],
@@ -227,6 +227,11 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         goto, reason = "rewriter", "no tier left; one more round with all evidence"
     else:
         reason = "no tier left"
+    if goto == "__end__" and reason == "no tier left":   # every finding closed: try what was never tried
+        forced = untried_route(state.get("findings", []), list(cands.values()), state.get("family_attempts", []),
+                               list(state.get("insufficient", [])) + insufficient)
+        if forced:
+            goto, reason, upd["force_families"] = "rewriter", forced[1], forced[0]
     upd["decisions"] = [{"node": "verifier", "round": rounds, "decision": goto, "reason": reason,
                          "passed": [c["id"] for c in passed], "gain": gain}]
     if goto in TIER_NODE.values() and goto != "rewriter":

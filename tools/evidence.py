@@ -33,6 +33,11 @@ class Finding(BaseModel):
     ir_line: str | None = None
     metric: dict[str, float | int | str | bool] = Field(default_factory=dict)
     suggests: list[str] = Field(default_factory=list, description="rewrite family ids this finding motivates")
+    wants: dict[str, Literal["larger", "smaller"]] = Field(
+        default_factory=dict, description="launch values (metric keys) the finding asks to change, and which way: "
+                                          "a candidate cites it only when it changes them that way")
+    subject: str | None = Field(None, description="which version the evidence was read from: 'initial' or a "
+                                                  "candidate id")
 
 
 class ArtifactRef(BaseModel):

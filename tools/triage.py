@@ -150,12 +150,12 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
     findings: list[Finding] = []
 
     def add(detector: str, message: str, line: int | None, suggests: list[str], severity="medium", kernel=None,
-            **metric):
+            wants=None, **metric):
         findings.append(Finding(
             id=finding_id(detector, kernel, line), detector=detector, tier="triage", stage="source",
             kernel=kernel, severity=severity, message=message, source_line=line,
             source_text=lines[line - 1].strip() if line and line <= len(lines) else None,
-            metric=metric, suggests=suggests))
+            metric=metric, suggests=suggests, wants=wants or {}))
 
     add("kernel_class", f"classified as {kclass}", None, [], severity="info", kernel_class=kclass)
     launch_fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "launch")
@@ -187,15 +187,15 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
                 if v is not None and v <= 256 and kclass in ("elementwise", "reduction", "gather/scatter", "scan"):
                     add("tiny_block", f"{lc.kernel} launched with {p}={v}: each program touches only {v} elements",
                         lc.lineno, ["launch_config"], severity="high" if v <= 128 else "medium", kernel=lc.kernel,
-                        **{p: v})
+                        wants={p: "larger"}, **{p: v})
                 if v is not None and kclass == "matmul-like" and v < 64 and p.upper() in ("BLOCK_M", "BLOCK_N"):
                     add("small_matmul_tile", f"{lc.kernel} launched with {p}={v}: tiles below 64 rows cannot use "
                                              "Hopper warpgroup MMA", lc.lineno, ["launch_config", "tl_dot"],
-                        severity="high", kernel=lc.kernel, **{p: v})
+                        severity="high", kernel=lc.kernel, wants={p: "larger"}, **{p: v})
         nw = _int_value(lc.keywords["num_warps"], launch_fn) if "num_warps" in lc.keywords else None
         if nw is not None and nw < 4:
             add("few_warps", f"{lc.kernel} launched with num_warps={nw}", lc.lineno, ["launch_config"],
-                kernel=lc.kernel, num_warps=nw)
+                kernel=lc.kernel, wants={"num_warps": "larger"}, num_warps=nw)
     for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names):
         loops = [n for n in ast.walk(fn) if isinstance(n, ast.For)]
         ranged = [lp for lp in loops if isinstance(lp.iter, ast.Call) and _call_name(lp.iter.func) in

@@ -234,6 +234,19 @@ def _roofline_rows(report: dict[str, Any]) -> list[tuple[str, float | None, floa
 
 # ---------------------------------------------------------------- run page
 
+def closure_html(rows: list[dict[str, Any]]) -> str:
+    """Every finding fixed / tried / open (tools/report/closure.py)."""
+    if not rows:
+        return ""
+    cls = {"fixed": "ok", "tried": "", "open": "bad"}
+    body = "".join(f"<tr><td><b>{_e(r['detector'])}</b><br><span class='meta'>{_e(r.get('kernel') or '')}</span></td>"
+                   f"<td>{_tier(r['tier'])}</td><td>{_e(r.get('subject') or 'initial')}</td>"
+                   f"<td class='{cls[r['status']]}'>{_e(r['status'])}</td><td>{_e(r['detail'])}</td></tr>" for r in rows)
+    counts = ", ".join(f"{sum(1 for r in rows if r['status'] == s)} {s}" for s in ("fixed", "tried", "open"))
+    return (f"<h2>Closed findings</h2><p class='meta'>{counts}</p><table><tr><th>finding</th><th>tier</th>"
+            f"<th>read from</th><th>status</th><th>how</th></tr>{body}</table>")
+
+
 def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str] | None = None) -> str:
     cand_diffs = cand_diffs or {}
     b = report.get("best") or {}
@@ -246,9 +259,14 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
                   f"<b>{report['speedup']:.2f}x</b> faster than the initial kernel "
                   f"({(b.get('median_ms') or 0) * 1e3:.1f} us, {b.get('roofline_fraction') or 0:.0%} of roofline), "
                   f"measured side by side on {_e(report.get('backend'))}.")
+    elif b.get("id") in (None, "initial"):
+        result = (f"The initial kernel, unchanged: speed not measured on <code>{_e(report.get('backend'))}</code> "
+                  "(no timing backend), so no candidate is claimed faster.")
     else:
-        result = (f"Best candidate <code>{_e(b.get('id'))}</code> ({_e(b.get('family', 'initial'))}) passed "
+        result = (f"Candidate <code>{_e(b.get('id'))}</code> ({_e(b.get('family', 'initial'))}) passed "
                   f"verification on <code>{_e(report.get('backend'))}</code>; speed not measured (no timing backend).")
+    result += f"<br><span class='meta'>How the result was chosen: {_e(report.get('best_rule'))}</span>" \
+        if report.get("best_rule") else ""
     parts = [f"<h1>tritondx report: {_e(report.get('task'))}</h1>",
              f'<div class="result{"" if measured else " unmeasured"}">{result}</div>',
              f'<p class="meta">kernel class {_e(report.get("kernel_class"))} · target {_e(report.get("target"))} · '
@@ -295,11 +313,13 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
             src = f"line {f['source_line']}: <code>{_e(f.get('source_text'))}</code>" if f.get("source_line") else ""
             ir = f'<div class="ir">{_e(f.get("stage"))}: <code>{_e((f.get("ir_line") or "")[:220])}</code></div>' \
                 if f.get("ir_line") else ""
-            rows.append(f"<tr><td><b>{_e(f.get('detector'))}</b><br><span class='meta'>{_e(f.get('kernel'))}</span>"
+            read = f" · read from {_e(f['subject'])}" if f.get("subject") not in (None, "initial") else ""
+            rows.append(f"<tr><td><b>{_e(f.get('detector'))}</b><br><span class='meta'>{_e(f.get('kernel'))}{read}</span>"
                         f"</td><td>{_e(f.get('message'))}{ir}</td><td>{src}</td>"
                         f"<td>{_e(', '.join(f.get('suggests') or []))}</td></tr>")
         parts.append(f"<h3>{_tier(t)} {len(fs)} finding(s)</h3><table><tr><th>detector</th><th>what</th>"
                      f"<th>source</th><th>suggests</th></tr>{''.join(rows)}</table>")
+    parts.append(closure_html(report.get("closure") or []))
     # candidates and timings
     parts.append("<h2>Candidates and timings</h2><table><tr><th>id</th><th>round</th><th>tier</th><th>family</th>"
                  "<th>verified</th><th>time (us)</th><th>speedup</th><th>roofline</th><th>motivated by</th>"

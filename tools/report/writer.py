@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from tritondx.tools.evidence import TIERS
+from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
+from tritondx.tools.report.recheck import recheck_best
 
 
 def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str, Any]:
@@ -26,6 +28,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
     best = state.get("best") or {}
     measured = bool(best.get("measured"))
     db = run_dir / "checkpoints.sqlite"
+    closure = closed_findings(run_dir, state, candidates)
     return {
         "task": state.get("task_name"), "task_path": state.get("task_path"), "backend": state.get("backend"),
         "target": state.get("target"), "kernel_class": state.get("kernel_class"),
@@ -35,6 +38,8 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "best": best, "speedup": best.get("speedup") if measured else None,
         "speed": "measured" if measured else "not measured",
         "findings": state.get("findings", []), "candidates": candidates, "decisions": state.get("decisions", []),
+        "closure": [r.model_dump() for r in closure], "family_attempts": state.get("family_attempts", []),
+        "best_rule": best_rule(state),
         "insufficient": sorted(set(state.get("insufficient", []))),
         "wall_seconds": wall, "gpu_seconds": state.get("gpu_seconds", 0.0),
         "device_seconds": state.get("device_seconds", 0.0),
@@ -47,6 +52,39 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "analysis_seconds": round(sum(v for k, v in (state.get("node_seconds") or {}).items()
                                       if k in ("triage", "profiler", "ir_analyst", "compiler_expert")), 3),
     }
+
+
+def closed_findings(run_dir: Path, state: dict[str, Any], candidates: list[dict[str, Any]]) -> list[ClosureRow]:
+    """Each finding fixed / tried / open (tools/report/closure.py); the detectors are re-run on the best
+    version when it is not the initial one."""
+    from tritondx.tools.rewrite.expert import CATALOG
+    best = state.get("best") or {}
+    best_id = best.get("id") or "initial"
+    recheck = None
+    if best_id != "initial" and best.get("path") and Path(best["path"]).exists():
+        try:
+            recheck = recheck_best(best["path"], [t for t in state.get("tiers_done", []) if t != "profile"],
+                                   state.get("target"), run_dir)
+        except Exception as exc:  # a table without "fixed" rather than no report
+            import structlog
+            structlog.get_logger("tritondx").warning("closure_recheck_failed", error=f"{type(exc).__name__}: {exc}")
+    ended = [d for d in state.get("decisions", []) if d.get("node") == "verifier"]
+    if (state.get("config") or {}).get("mode") == "diagnose":
+        why = "diagnose mode (no rewriting)"
+    else:
+        why = ended[-1].get("reason", "") if ended else ""
+    return close_findings(state.get("findings", []), candidates, state.get("family_attempts", []), set(CATALOG),
+                          best_id, recheck, why)
+
+
+def best_rule(state: dict[str, Any]) -> str:
+    """How the result was chosen, in one sentence (the report's first lines)."""
+    best = state.get("best") or {}
+    if best.get("measured"):
+        return ("timed side by side with the initial kernel and the previous best on the device (interleaved "
+                "rounds); a candidate replaces the best only when it is faster beyond the measured spread")
+    return best.get("rule") or ("speed not measured: no candidate is claimed faster, the result is the initial "
+                                "kernel")
 
 
 def _profile_md(report: dict[str, Any]) -> list[str]:
@@ -95,14 +133,21 @@ def _md(report: dict[str, Any], diff: str) -> str:
                      f"**{report['speedup']:.2f}x** faster than the initial kernel "
                      f"({b.get('median_ms', 0) * 1e3:.1f} us, {b.get('roofline_fraction') or 0:.0%} of roofline), "
                      f"measured side by side on {report['backend']}.")
+    elif b.get("id") in (None, "initial"):
+        waiting = [c["id"] for c in report["candidates"] if c.get("verified")]
+        lines.append(f"**Result**: the initial kernel, unchanged: speed not measured on `{report['backend']}` "
+                     f"(no timing backend), so no candidate is claimed faster."
+                     + (f" Verified candidates awaiting timing on a GPU: {', '.join(waiting)}." if waiting else ""))
     else:
-        lines.append(f"**Result**: best candidate `{b.get('id')}` ({b.get('family', 'initial')}) passed "
+        lines.append(f"**Result**: candidate `{b.get('id')}` ({b.get('family', 'initial')}) passed "
                      f"verification on `{report['backend']}`; speed not measured (no timing backend).")
     lines += ["", f"- kernel class: {report['kernel_class']}", f"- target: {report['target']}",
               f"- tiers used: {', '.join(report['tiers_used'])}", f"- rewrite rounds: {report['rounds']}",
               f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s "
-              f"(holding the device: {report.get('device_seconds') or 0:.1f} s)", ""]
+              f"(holding the device: {report.get('device_seconds') or 0:.1f} s)",
+              f"- how the result was chosen: {report.get('best_rule')}", ""]
     lines += _profile_md(report)
+    lines += closure_md([ClosureRow(**r) for r in report.get("closure") or []])
     lines += ["## Why it was slow: evidence by tier", ""]
     for tier in TIERS:
         fs = [f for f in report["findings"] if f["tier"] == tier]
@@ -111,7 +156,9 @@ def _md(report: dict[str, Any], diff: str) -> str:
         lines.append(f"### {tier}")
         for f in fs:
             where = f" (line {f['source_line']}: `{f['source_text']}`)" if f.get("source_line") else ""
-            lines.append(f"- **{f['detector']}**{' in ' + f['kernel'] if f.get('kernel') else ''}: {f['message']}{where}")
+            read = f" [read from {f['subject']}]" if f.get("subject") not in (None, "initial") else ""
+            lines.append(f"- **{f['detector']}**{' in ' + f['kernel'] if f.get('kernel') else ''}{read}: "
+                         f"{f['message']}{where}")
             if f.get("ir_line"):
                 lines.append(f"  - {f['stage']}: `{f['ir_line'][:160]}`")
             if f.get("suggests"):

@@ -26,25 +26,69 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     templates,
     vectorize,
 )
+from tritondx.tools.evidence import Finding
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.task import parse_task_source
 
 
-def propose(ctx: RewriteContext, limit: int = 4) -> list[Proposal]:
+def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None) -> list[Proposal]:
+    """Up to ``limit`` new proposals. ``trail`` (when given) receives one record per motivated family:
+    what it gave this round (``proposed``, ``nothing_new``, ``proposed_nothing``, ``not_reached``,
+    ``skipped_unmeasured``), the input of the closed-findings table (tools/report/closure.py)."""
     out: list[Proposal] = []
     seen_sources = {ctx.spec.source}
-    for family in sorted(CATALOG.values(), key=lambda f: f.priority):
-        if not ctx.motivating(family.id) or family.id in ctx.unmeasured_families:
+    by_id = {f.id: f for f in ctx.findings}
+    families = sorted(CATALOG.values(), key=lambda f: (f.id not in ctx.prefer, f.priority))
+    for family in families:
+        if not ctx.motivating(family.id):
             continue
+        if family.id in ctx.unmeasured_families:
+            _note(trail, family.id, "skipped_unmeasured", 0)
+            continue
+        if len(out) >= limit:
+            _note(trail, family.id, "not_reached", 0)
+            continue
+        made, fresh = 0, 0
         for p in family.fn(ctx):
+            made += 1
+            if len(out) >= limit:
+                break
             if p.signature in ctx.tried or p.source in seen_sources:
                 continue
             try:
                 parse_task_source(p.source, ctx.spec.path)
             except Exception:  # a rewrite that breaks the format is a bug in the rewrite: skip it
                 continue
+            p.motivated_by = cited(p, by_id)
             seen_sources.add(p.source)
             out.append(p)
-            if len(out) >= limit:
-                return out
+            fresh += 1
+        _note(trail, family.id, "proposed" if fresh else "nothing_new" if made else "proposed_nothing", fresh)
+    return out
+
+
+def _note(trail: list[dict] | None, family: str, outcome: str, n: int) -> None:
+    if trail is not None:
+        trail.append({"family": family, "outcome": outcome, "proposed": n})
+
+
+def cited(p: Proposal, findings: dict[str, Finding]) -> list[str]:
+    """The findings a proposal may cite: a finding that wants a launch value larger (or smaller) is
+    cited only when the proposal sets that value for that kernel in that direction. Proposals name
+    their launch values as ``params[kernel][param]``; a proposal that does not name the value keeps the
+    citation (nothing says it goes the wrong way)."""
+    out = []
+    for fid in p.motivated_by:
+        f = findings.get(fid)
+        if f is None or not f.wants:
+            out.append(fid)
+            continue
+        values = p.params.get(f.kernel) if isinstance(p.params, dict) and f.kernel else None
+        ok = True
+        for param, direction in f.wants.items():
+            old, new = f.metric.get(param), values.get(param) if isinstance(values, dict) else None
+            if isinstance(old, (int, float)) and isinstance(new, (int, float)):
+                ok = ok and (new > old if direction == "larger" else new < old)
+        if ok:
+            out.append(fid)
     return out

@@ -1,0 +1,182 @@
+"""Every finding closed: fixed, tried, or open, with the evidence for each (the report's table).
+
+Input is plain records (the run's findings, candidates, verifications, measurements, the rewriter's
+per-family trail, and the findings a detector re-run found on the best version), so the same
+computation serves the report writer, the verifier's routing and tests:
+
+- **fixed**: the best version differs from the one the finding was read from, and the detector, run
+  again on the best version's source/IR, no longer reports it (same detector on the same kernel; on
+  any kernel when the finding's kernel is gone);
+- **tried**: a candidate cited the finding: its family and its verdict (measured ratio, verified but
+  not timed, or the rejection), plus any suggested family that proposed nothing;
+- **open**: nothing in the catalog acted on it, said in one line (informational, no family suggested,
+  suggested families absent from the catalog or that proposed nothing, or why a suggestion was never tried).
+
+:func:`untried_suggestions` lists, per finding not fixed, the suggested catalog families that were never
+tried nor reached by the rewriter: a run must not end while one remains (agents/verifier.py routes
+one more round to the rewriter, which tries them first).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+Status = Literal["fixed", "tried", "open"]
+# outcomes of the rewriter's per-family trail that count as "the family was tried on this finding"
+REACHED = ("proposed", "nothing_new", "proposed_nothing")
+OUTCOME_TEXT = {"nothing_new": "proposed only candidates already tried",
+                "proposed_nothing": "proposed nothing (its preconditions do not hold on this kernel)",
+                "skipped_unmeasured": "skipped: its last candidate could not be timed on this backend",
+                "not_reached": "not reached (the round's candidate limit was used by earlier families)"}
+
+
+class ClosureRow(BaseModel):
+    finding: str
+    tier: str
+    detector: str
+    kernel: str | None = None
+    subject: str | None = None
+    status: Status
+    detail: str
+
+
+def _verdict(c: dict[str, Any]) -> str:
+    m = c.get("measurement") or {}
+    if m.get("speedup"):
+        return f"{m['speedup']:.2f}x" + (" (best)" if c.get("best") else "")
+    if c.get("verified"):
+        return "verified, speed not measured"
+    if c.get("verified") is False:
+        return f"rejected ({c.get('rejection') or 'failed'})"
+    return "not verified"
+
+
+def _group(cands: list[dict[str, Any]]) -> str:
+    """'r1c1 1.31x (best), r1c2 0.97x' or 'r1c3, r1c4 verified, speed not measured; r2c1 rejected (mismatch)'."""
+    by: dict[str, list[str]] = {}
+    for c in cands:
+        v = _verdict(c)
+        if v[0].isdigit():
+            by.setdefault(f"{c['id']} {v}", [])
+        else:
+            by.setdefault(v, []).append(c["id"])
+    return "; ".join(f"{', '.join(ids)} {v}" if ids else v for v, ids in by.items())
+
+
+def _still_there(f: dict[str, Any], recheck: list[dict[str, Any]]) -> bool:
+    same = [g for g in recheck if g.get("detector") == f.get("detector")]
+    if not f.get("kernel"):
+        return bool(same)
+    kernels = {g.get("kernel") for g in recheck if g.get("kernel")}
+    if f["kernel"] in kernels:
+        return any(g.get("kernel") == f["kernel"] for g in same)
+    return bool(same)   # the kernel was replaced: fixed only if no kernel of the best version has it
+
+
+def close_findings(findings: list[dict[str, Any]], candidates: list[dict[str, Any]],
+                   attempts: list[dict[str, Any]], catalog: set[str], best_id: str = "initial",
+                   recheck: dict[str, list[dict[str, Any]]] | None = None,
+                   untried_reason: str = "") -> list[ClosureRow]:
+    """One row per finding. ``candidates`` are the report's candidate records (with ``verified``,
+    ``rejection``, ``measurement``); ``recheck`` maps a tier to the findings its detectors report on
+    the best version (absent tier: not re-run); ``untried_reason`` says why the run ended with
+    suggestions untried (e.g. the budget), when it did."""
+    by_finding: dict[str, list[dict[str, Any]]] = {}
+    for c in candidates:
+        for fid in c.get("motivated_by") or []:
+            by_finding.setdefault(fid, []).append({**c, "best": c["id"] == best_id})
+    outcome: dict[str, str] = {}
+    for a in attempts:   # the most telling outcome per family over the run
+        order = ("proposed", "nothing_new", "proposed_nothing", "skipped_unmeasured", "not_reached")
+        cur = outcome.get(a["family"])
+        if cur is None or order.index(a["outcome"]) < order.index(cur):
+            outcome[a["family"]] = a["outcome"]
+    by_family: dict[str, list[dict[str, Any]]] = {}
+    for c in candidates:
+        by_family.setdefault(c.get("family", ""), []).append({**c, "best": c["id"] == best_id})
+    rows = []
+    for f in findings:
+        row = dict(finding=f["id"], tier=f["tier"], detector=f["detector"], kernel=f.get("kernel"),
+                   subject=f.get("subject"))
+        tier_recheck = (recheck or {}).get(f["tier"])
+        rechecked = tier_recheck is not None and (f.get("subject") or "initial") != best_id
+        if rechecked and not _still_there(f, tier_recheck):
+            rows.append(ClosureRow(**row, status="fixed",
+                                   detail=f"gone from {best_id} ({f['detector']} re-run on its "
+                                          f"{'source' if f['tier'] == 'triage' else 'IR'})"))
+            continue
+        cited = by_finding.get(f["id"], [])
+        suggests = f.get("suggests") or []
+        parts, tried = [], bool(cited)
+        cited_by_fam: dict[str, list[dict[str, Any]]] = {}
+        for c in cited:
+            cited_by_fam.setdefault(c["family"], []).append(c)
+        parts += [f"{fam}: {_group(cs)}" for fam, cs in cited_by_fam.items()]
+        for fam in suggests:
+            if fam in cited_by_fam:
+                continue
+            if by_family.get(fam):
+                tried = True
+                parts.append(f"{fam}: {_group(by_family[fam])} (made for other findings)")
+            elif fam not in catalog:
+                parts.append(f"{fam}: not in the catalog")
+            elif fam in outcome:
+                parts.append(f"{fam} {OUTCOME_TEXT.get(outcome[fam], outcome[fam])}")
+            else:
+                parts.append(f"{fam} not tried" + (f": {untried_reason}" if untried_reason else ""))
+        if tried:
+            if rechecked:
+                parts.append(f"still reported on {best_id}")
+            rows.append(ClosureRow(**row, status="tried", detail="; ".join(parts)))
+        elif not suggests:
+            rows.append(ClosureRow(**row, status="open", detail="informational: no rewrite suggested"
+                                   if f.get("severity") == "info" else "no family in the catalog handles it"))
+        else:
+            rows.append(ClosureRow(**row, status="open", detail="; ".join(parts)))
+    return rows
+
+
+def untried_suggestions(findings: list[dict[str, Any]], candidates: list[dict[str, Any]],
+                        attempts: list[dict[str, Any]], catalog: set[str],
+                        insufficient: set[str] | list[str] = ()) -> dict[str, list[str]]:
+    """Finding id -> the catalog families it suggests that no candidate used and the rewriter never
+    reached (findings already marked insufficient are left out: the expert does not act on them)."""
+    used = {c.get("family") for c in candidates}
+    reached = {a["family"] for a in attempts if a.get("outcome") in REACHED}
+    out: dict[str, list[str]] = {}
+    for f in findings:
+        if f["id"] in set(insufficient):
+            continue
+        left = [fam for fam in f.get("suggests") or [] if fam in catalog and fam not in used and fam not in reached]
+        if left:
+            out[f["id"]] = left
+    return out
+
+
+def untried_route(findings: list[dict[str, Any]], candidates: list[dict[str, Any]], attempts: list[dict[str, Any]],
+                  insufficient: list[str]) -> tuple[list[str], str] | None:
+    """For the verifier, when it would end a run because no tier is left: the families to try in one more
+    round (suggested by findings that are still open, never tried), and the reason, or None."""
+    from tritondx.tools.rewrite.expert import CATALOG
+    left = untried_suggestions(findings, candidates, attempts, set(CATALOG), set(insufficient))
+    if not left:
+        return None
+    fams = sorted({fam for v in left.values() for fam in v})
+    return fams, (f"untried suggestions: {', '.join(fams)} (suggested by {len(left)} finding(s) still open): "
+                  "one more round tries them first")
+
+
+def closure_md(rows: list[ClosureRow]) -> list[str]:
+    """The report.md section."""
+    if not rows:
+        return []
+    counts = {s: sum(1 for r in rows if r.status == s) for s in ("fixed", "tried", "open")}
+    out = ["## Closed findings", "",
+           f"{counts['fixed']} fixed, {counts['tried']} tried, {counts['open']} open.", "",
+           "| finding | tier | read from | status | how |", "|---|---|---|---|---|"]
+    for r in rows:
+        name = f"{r.detector}" + (f" in {r.kernel}" if r.kernel else "")
+        out.append(f"| {name} | {r.tier} | {r.subject or 'initial'} | {r.status} | {r.detail.replace('|', '/')} |")
+    return out + [""]
