@@ -1,0 +1,33 @@
+"""GPU: the work ncu counts for a tl.dot GEMM agrees with the IR's count (2*M*N*K) and its DRAM bytes
+are at least the inputs read once plus the output written once (run: pytest tests/gpu -m gpu).
+
+This also settles how tools/ncu.py turns ``sm__ops_path_tensor_*`` into FLOPs (FLOP_METRICS: one op
+counted as one FLOP): if the ratio reads 0.5 or 2, fix the factor there."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_ncu_and_ir_count_the_same_gemm_flops(tmp_path):
+    from tritondx.tools.ncu import measured_work, ncu_path, profile_counters
+    from tritondx.tools.work import ir_work
+    if ncu_path() is None:
+        pytest.skip("ncu not installed")
+    src = (ROOT / "bench" / "suite" / "l3_matmul.py").read_text()
+    src = re.sub(r"\ndef (flops|min_bytes)\(.*?(?=\n\n\n|\nCHECK_SHAPES)", "", src, flags=re.S)
+    src = re.sub(r"BENCH_SHAPES = .*", "BENCH_SHAPES = [(2048, 2048, 2048)]", src)
+    task = tmp_path / "gemm.py"
+    task.write_text(src)
+    rows, note = profile_counters(str(task))
+    assert rows, note
+    ncu = measured_work(rows)
+    ir = ir_work(str(task), [(2048, 2048, 2048)])["[2048, 2048, 2048]"]
+    assert ir["flops"] == 2 * 2048 ** 3
+    assert ncu["flops"] == pytest.approx(ir["flops"], rel=0.05), (ncu, ir)
+    assert ncu["dram_bytes"] >= 3 * 2048 * 2048 * 2 * 0.95
