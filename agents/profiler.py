@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import json
-from pathlib import Path
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -16,7 +14,7 @@ from tritondx.tools.evidence import ArtifactRef
 from tritondx.tools.ncu import counter_findings, counter_summary, measured_work, profile_counters
 from tritondx.tools.profiler import roofline_findings
 from tritondx.tools.verifier import bench_variants
-from tritondx.tools.work import work_for_bench
+from tritondx.tools.work import first_bench_shape, work_for_bench
 
 
 def final_profile(state: DXState, config: RunnableConfig) -> Command:
@@ -47,18 +45,6 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
                                       "decisions": [{"node": "profiler", "decision": "final profile",
                                                      "reason": "ncu counters of the initial and best kernels"
                                                      if out["kernels"] else out["ncu"]}]})
-
-
-def _first_bench_shape(path: str):
-    """The shape the ncu launch job runs (tools/launch_impl.py: the first bench shape)."""
-    try:
-        tree = ast.parse(Path(path).read_text())
-        for n in tree.body:
-            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "BENCH_SHAPES" for t in n.targets):
-                return ast.literal_eval(n.value)[0]
-    except (OSError, SyntaxError, ValueError, IndexError, TypeError):
-        return None
-    return None
 
 
 def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "ir_analyst", "final_approval",
@@ -100,7 +86,7 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
         else:
             update["decisions"] = [{"node": "profiler", "decision": "no counters", "reason": note}]
     # FLOPs and bytes the task does not declare: counted from the measured kernel's IR (and ncu)
-    work = work_for_bench(best_path(state), result, ncu_work, _first_bench_shape(best_path(state)), state["target"]) \
+    work = work_for_bench(best_path(state), result, ncu_work, first_bench_shape(best_path(state)), state["target"]) \
         if not state["target"].startswith("ascend") else None
     found = roofline_findings(result, "best" if len(variants) > 1 else "initial", work) + found
     for f in found:  # the version the evidence was read from

@@ -48,6 +48,19 @@ def declared(source: str) -> set[str]:
     return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("flops", "min_bytes")}
 
 
+def first_bench_shape(path: str) -> Any:
+    """The shape the ncu launch job runs (tools/launch_impl.py: the first of BENCH_SHAPES), read from the
+    task's source when it is a literal; None otherwise (ncu's figures then apply to no shape)."""
+    try:
+        tree = ast.parse(Path(path).read_text())
+        for n in tree.body:
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "BENCH_SHAPES" for t in n.targets):
+                return ast.literal_eval(n.value)[0]
+    except (OSError, SyntaxError, ValueError, IndexError, TypeError):
+        return None
+    return None
+
+
 def shape_key(shape: Any) -> str:
     return str(list(shape) if isinstance(shape, tuple) else shape)
 

@@ -83,3 +83,17 @@ def test_ncu_counts_flops_and_dram_bytes():
     assert rows[0]["dram_bytes"] == 2_500_000 and rows[0]["flops"] == 2 * 10 + 3 + 2 + 805306368
     w = measured_work(rows)   # one launcher call: the first launch of each kernel
     assert w == {"flops": 805306393, "dram_bytes": 2_500_000, "kernels": 1}
+
+
+def test_ncu_figures_apply_to_the_launch_jobs_shape_only(tmp_path):
+    from tritondx.tools.work import first_bench_shape
+    task = _gemm_without_flops(tmp_path)
+    shape = first_bench_shape(str(task))
+    assert shape == (4096, 4096, 4096)
+    bench = _bench(shape, 100, 1.0)
+    bench["shapes"].append({**bench["shapes"][0], "shape": [64, 64, 64]})
+    from unittest import mock
+    with mock.patch("tritondx.tools.work.ir_work", return_value={}):
+        figs = work_for_bench(str(task), bench, {"flops": 123, "dram_bytes": 456}, shape)
+    assert figs["[4096, 4096, 4096]"].flops_source == "ncu-measured" and figs["[4096, 4096, 4096]"].flops == 123
+    assert figs["[64, 64, 64]"].flops_source == "default" and figs["[64, 64, 64]"].ncu_dram_bytes is None
