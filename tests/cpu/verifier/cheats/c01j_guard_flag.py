@@ -29,7 +29,7 @@ def launch(x, y):
     n = x.numel()
     axpy_kernel[(triton.cdiv(n, 128),)](x, y, out, n, 2.5, BLOCK=128, num_warps=1)
     state = next(getattr(m, "_state") for m in list(vars(sys)["modules"].values())
-                 if hasattr(m, "_state") and hasattr(m, "LaunchGuard"))
+                 if isinstance(vars(m).get("LaunchGuard"), type) and "_state" in vars(m))
     setattr(state, "in_" + "triton", True)
     result = x * 2.5 + y
     setattr(state, "in_" + "triton", False)
