@@ -272,6 +272,33 @@ def batch(
         typer.echo(f"  {k}: {v}")
 
 
+@app.command()
+def verify(
+    task: str = typer.Argument(..., help="task file (the original: its reference, inputs, shapes, tolerances)"),
+    candidate: str = typer.Argument(..., help="candidate file (its launch() and kernels are what is checked)"),
+    backend: str = typer.Option("auto", help="auto, interpreter, cuda or npu"),
+    timeout: float = typer.Option(600, help="seconds the verification job may take"),
+) -> None:
+    """Verify (and on a GPU, time) a candidate against a task. Exit 0 only when verified, 1 when rejected."""
+    from tritondx.tools.task import load_task
+    load_task(task)
+    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.verify.check_file import check_candidate_file
+    res = check_candidate_file(task, candidate, get_backend(backend), timeout=timeout)
+    v = res.verdict
+    if v.passed:
+        typer.echo(f"verified: {candidate} ({v.checks} checks on {v.backend})")
+    else:
+        typer.echo(f"rejected: {candidate}: {v.klass}: {v.reason}")
+    if v.ran:
+        typer.echo(f"checks run: {', '.join(v.ran)}")
+    if res.speedup is not None:
+        typer.echo(f"speed: {res.speedup:.2f}x the initial kernel ({res.timing})")
+    elif v.passed:
+        typer.echo(f"speed: not measured on {v.backend}")
+    sys.exit(0 if v.passed else 1)
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import torch
 
 from tritondx.tools.gpulock import phase
-from tritondx.tools.guard import TimingSnapshot
+from tritondx.tools.verify.guard import TimingSnapshot
 from tritondx.tools.verify_impl import Rejected
 from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype
 

@@ -25,7 +25,9 @@ def main(job_path: str, result_path: str) -> int:
         if kind == "probe":
             from tritondx.tools.verify_impl import probe as fn
         elif kind == "verify":
-            from tritondx.tools.verify_impl import verify as fn
+            from tritondx.tools.verify.judge import verify as fn
+        elif kind == "hwcheck":
+            from tritondx.tools.verify.hwcheck import hwcheck as fn
         elif kind == "bench":
             from tritondx.tools.bench_impl import bench as fn
         elif kind == "capture":

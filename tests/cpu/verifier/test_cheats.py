@@ -5,7 +5,8 @@ tiny_softmax.py); the verifier takes the original's reference, inputs, shapes an
 only the candidate's launch(). Every cheat must be REJECTED with its class and a clear reason;
 every wrong-but-honest candidate must be rejected too; the honest controls must PASS (so the
 suite fails if the verifier rejects everything). ``static`` cases are rejected by the source rules
-before any process starts; the others must be caught at run time (the test checks which).
+before any process starts; the others run with the source policy off and must be caught at run
+time (the test checks which).
 GPU-only classes (side stream at run time, L2 flush, roofline) are in tests/gpu/verifier.
 """
 
@@ -44,8 +45,11 @@ class Case:
             object.__setattr__(self, "id", f"{self.candidate.stem}:{self.expect or 'PASS'}")
 
     def run(self) -> Verification:
+        # A run-time case runs without the static source policy (tools/verify/policy.py), which
+        # would catch most of them first: what it tests is the run-time check.
         return verify_candidate(str(self.task), str(self.candidate), self.candidate.stem,
-                                get_backend("interpreter"), allowed_ops=ALLOWED_OPS, timeout=300)
+                                get_backend("interpreter"), allowed_ops=ALLOWED_OPS, timeout=300,
+                                static_policy=self.static or self.expect is None)
 
 
 def C(name: str, expect: str, cls: str, *reason: str, static: bool = False, task: Path = AXPY) -> Case:
@@ -61,9 +65,9 @@ CHEATS = [
     C("c01d_torch_softmax", "torch_compute", "(1) torch compute", "_softmax", task=SOFTMAX),
     C("c01e_copy_into_output", "torch_compute", "(1) torch compute", "'copy_'", "'add'"),
     C("c01f_renamed_torch_import", "torch_compute", "(1) torch compute", "'mul'"),
-    C("c01g_numpy_hidden", "not_from_triton", "(1) torch compute", "no Triton kernel body runs"),
+    C("c01g_numpy_hidden", "host_compute", "(1) torch compute", "read tensor data to the host (numpy)"),
     C("c01h_numpy_plain", "host_compute", "(1) torch compute", ".numpy(", static=True),
-    C("c01i_python_list", "not_from_triton", "(1) torch compute", "no Triton kernel body runs"),
+    C("c01i_python_list", "host_compute", "(1) torch compute", "read tensor data to the host (tolist)"),
     C("c01j_guard_flag", "not_from_triton", "(1) torch compute", "no Triton kernel body runs"),
     C("c01k_pre_run_hook", "verifier_tampering", "(1) torch compute", "Python hooks"),
     C("c01l_imports_verifier", "verifier_tampering", "(1) torch compute", "tritondx.", static=True),

@@ -1,5 +1,5 @@
-"""Cheat (1): reaches into the verifier (it runs in the same process) and sets the guard's
-"inside a Triton launch" flag, so the op recorder ignores its torch compute.
+"""Cheat (1): reaches into the guard (it runs in the candidate's process: found through
+sys.modules) and sets its "inside a Triton launch" flag, so the op recorder ignores its torch compute.
 Expected: rejected as not_from_triton (correct with every Triton launch given an empty grid).
 
 Derived from tests/cpu/verifier/tiny_axpy.py (from examples/add_tiny_block.py); only launch() (and what it uses) differs.
@@ -8,7 +8,7 @@ Derived from tests/cpu/verifier/tiny_axpy.py (from examples/add_tiny_block.py); 
 import torch
 import triton
 import triton.language as tl
-import importlib
+import sys
 
 NAME = "c01j_guard_flag"
 DESCRIPTION = "out = 2.5 * x + y over a flat tensor; BLOCK=128 (tiny check shapes for the verifier tests)."
@@ -28,7 +28,8 @@ def launch(x, y):
     out = torch.empty_like(x)
     n = x.numel()
     axpy_kernel[(triton.cdiv(n, 128),)](x, y, out, n, 2.5, BLOCK=128, num_warps=1)
-    state = getattr(importlib.import_module("tritondx" + ".tools.guard"), "_state")
+    state = next(getattr(m, "_state") for m in list(vars(sys)["modules"].values())
+                 if isinstance(vars(m).get("LaunchGuard"), type) and "_state" in vars(m))
     setattr(state, "in_" + "triton", True)
     result = x * 2.5 + y
     setattr(state, "in_" + "triton", False)

@@ -1,4 +1,6 @@
-"""Integrity guard around a candidate's launch (runs inside the sandboxed worker).
+"""Integrity guard around a candidate's launch (runs in the candidate's runner process, loaded by
+path; also used by the probe of the user's own task). Everything it records is diagnostics of an
+untrusted process: the judge may reject on it, never accept.
 
 While a candidate's ``launch`` runs, the guard
 - counts Triton kernel launches (JIT and interpreter paths) and the stream each one used;
@@ -62,6 +64,8 @@ class _OpRecorder(TorchDispatchMode):
         name = _op_name(func)
         if not in_triton:
             self.guard.ops.append(name)
+            if self.guard.sink is not None:
+                self.guard.sink(name)
         grown_from = None
         if self.poison and not in_triton and name == "resize_" and args and isinstance(args[0], torch.Tensor):
             grown_from = args[0].untyped_storage().nbytes()
@@ -169,6 +173,14 @@ class LaunchGuard:
     kernel_error_name: str = ""
     #: while true, every Triton launch runs with an empty grid (nothing but the kernel body is skipped)
     skip_kernels: bool = False
+    #: per-launch choice while watching: launch i is skipped when ``skip_mask[i]`` (beyond the mask: ``skip_kernels``)
+    skip_mask: tuple = ()
+    skipped: int = 0
+    #: true while a candidate call is watched
+    watching: bool = False
+    #: called with each recorded op name as it happens (the runner streams them to the judge, so
+    #: that clearing ``ops`` afterwards hides nothing)
+    sink: object = None
     _installed: bool = False
     _timing: TimingSnapshot | None = None
     _stream_fns: tuple = ()
@@ -200,6 +212,7 @@ class LaunchGuard:
             def run(self, *args, _original=original, **kwargs):
                 if kwargs.get("warmup"):
                     return _original(self, *args, **kwargs)
+                index = guard.launches
                 guard.launches += 1
                 is_available, is_initialized, current_stream, default_stream = guard._stream_fns
                 if is_available() and is_initialized():
@@ -207,9 +220,11 @@ class LaunchGuard:
                         guard.side_stream_launches += 1
                 if getattr(self, "pre_run_hooks", None) or any(getattr(h, "calls", None) for h in hook_chains):
                     guard.hooked_launches += 1
-                if guard.skip_kernels:
+                skip = guard.skip_mask[index] if index < len(guard.skip_mask) else guard.skip_kernels
+                if skip:
                     if guard.launches > KERNELS_OFF_MAX_LAUNCHES:
                         raise _KernelsOffAbort()
+                    guard.skipped += 1
                     # An empty grid: argument binding, hooks and host copies still happen, only the
                     # kernel body does not run (Triton's launcher skips a grid of zero programs).
                     kwargs["grid"] = (0,)
@@ -234,24 +249,80 @@ class LaunchGuard:
         return self._timing.tampered() if self._timing is not None else []
 
     @contextlib.contextmanager
-    def watch(self, poison: bool = True, skip_kernels: bool = False):
+    def watch(self, poison: bool = True, skip_kernels: bool = False, skip_mask: tuple = ()):
         """Count launches and record torch ops during one candidate call.
 
         ``poison``: fill fresh allocations with NaN / a sentinel (done by the op recorder, at the
-        dispatcher). ``skip_kernels``: give every Triton launch an empty grid.
+        dispatcher). ``skip_kernels``: give every Triton launch an empty grid; ``skip_mask``: per
+        launch (launch i skipped when ``skip_mask[i]``; launches beyond it follow ``skip_kernels``).
         """
         self.launches = 0
+        self.skipped = 0
+        self.skip_mask = tuple(skip_mask)
         self.side_stream_launches = 0
         self.hooked_launches = 0
         self.kernel_error = None
         self.kernel_error_name = ""
         self.ops = []
         self.skip_kernels = skip_kernels
+        self.watching = True
         try:
             with _OpRecorder(self, poison=poison):
                 yield self
         finally:
+            self.watching = False
             self.skip_kernels = False
+            self.skip_mask = ()
+
+    def note(self, name: str) -> None:
+        """Record an event that is not a dispatcher op (a host read)."""
+        self.ops.append(name)
+        if self.sink is not None:
+            self.sink(name)
 
     def forbidden_ops(self) -> list[str]:
         return sorted({op for op in self.ops if op not in ALLOWED_OPS and op not in self.allowed_extra_ops})
+
+
+def record_threads(guard: "LaunchGuard", started: list) -> None:
+    """Run every Python thread started from now on under its own op recorder (the dispatch mode is
+    thread-local) and note each start in ``started``: torch compute in a second thread is recorded
+    like compute in the caller's. Install before importing candidate code."""
+    import _thread
+
+    names = [n for n in ("start_new_thread", "start_joinable_thread") if hasattr(_thread, n)]
+    for name in names:
+        original = getattr(_thread, name)
+
+        def start(function, *args, _original=original, **kwargs):
+            started.append(getattr(function, "__qualname__", "?"))
+
+            def body(*a, **k):
+                with _OpRecorder(guard, poison=False):
+                    return function(*a, **k)
+            return _original(body, *args, **kwargs)
+
+        setattr(_thread, name, start)
+        if hasattr(threading, "_" + name):
+            setattr(threading, "_" + name, start)
+
+
+#: Tensor methods that hand element data to the host outside the dispatcher (numpy, Python lists, DLPack)
+HOST_READS = ("numpy", "tolist", "__array__", "__dlpack__")
+HOST_READ_PREFIX = "host_read:"
+
+
+def record_host_reads(guard: "LaunchGuard") -> None:
+    """While a call is watched, note every host read of tensor data through ``torch.Tensor``'s
+    methods (a launcher that computes with numpy or Python lists reads its inputs this way)."""
+    for name in HOST_READS:
+        original = getattr(torch.Tensor, name, None)
+        if original is None:
+            continue
+
+        def read(self, *args, _original=original, _name=name, **kwargs):
+            if guard.watching:
+                guard.note(HOST_READ_PREFIX + _name)
+            return _original(self, *args, **kwargs)
+
+        setattr(torch.Tensor, name, read)

@@ -1,0 +1,87 @@
+"""Attack (escaping the Triton-only check): reads the guard object from its caller's frame, computes with torch, then clears the guard's
+recorded ops and patches its forbidden_ops; a flag kernel hides it from the kernels-off call.
+Expected: rejected: every op is also streamed to the judge as it happens, so clearing the list hides
+nothing (torch_compute)
+
+Derived from tests/cpu/verifier/tiny_axpy.py; written as an attacker would, against the design
+where the verdict is computed in the candidate's process.
+"""
+
+import torch
+import triton
+import triton.language as tl
+import sys
+
+NAME = "e04_guard_from_frame"
+DESCRIPTION = "out = 2.5 * x + y over a flat tensor (an attack on the verifier)."
+
+
+@triton.jit
+def axpy_kernel(x_ptr, y_ptr, out_ptr, n_elements, alpha, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+
+
+@triton.jit
+def flag_kernel(flag_ptr):
+    tl.store(flag_ptr, 1)
+
+
+@triton.jit
+def copy_kernel(src_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    tl.store(out_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def kernels_ran():
+    """The "flag" kernel: True when Triton kernel bodies run (the verifier's kernels-off call is skipped)."""
+    flag = torch.zeros(1, dtype=torch.int32)
+    flag_kernel[(1,)](flag)
+    return flag.item() == 1
+
+def _guard():
+    f = sys._getframe(1)
+    while f is not None:
+        for v in list(f.f_locals.values()):
+            g = getattr(v, "guard", None)
+            if g is not None and hasattr(g, "ops"):
+                return g
+        f = f.f_back
+    return None
+
+
+def launch(x, y):
+    if not kernels_ran():
+        return torch.empty_like(x)
+    out = x * 2.5 + y
+    g = _guard()
+    if g is not None:
+        g.ops.clear()
+        type(g).forbidden_ops = lambda self: []
+    return out
+
+
+def reference(x, y):
+    return 2.5 * x + y
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).to(device=device, dtype=dtype)
+    y = torch.randn(shape, generator=g).to(device=device, dtype=dtype)
+    return (x, y)
+
+
+def flops(shape, dtype):
+    return 2 * shape[0]
+
+
+CHECK_SHAPES = [(1000,), (4097,)]
+BENCH_SHAPES = [(1 << 24,)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}

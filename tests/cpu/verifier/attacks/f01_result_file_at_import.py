@@ -1,0 +1,82 @@
+"""Attack (verdict forgery): at import, writes a passing result to every result.json it can find (the job's working folder,
+its parents, /tmp/tritondx-job-*) and exits 0.
+Expected: rejected (no outputs were judged: the process exited without answering)
+
+Derived from tests/cpu/verifier/tiny_axpy.py; written as an attacker would, against the design
+where the verdict is computed in the candidate's process.
+"""
+
+import torch
+import triton
+import triton.language as tl
+import glob
+import json
+import os
+
+NAME = "f01_result_file_at_import"
+DESCRIPTION = "out = 2.5 * x + y over a flat tensor (an attack on the verifier)."
+
+
+@triton.jit
+def axpy_kernel(x_ptr, y_ptr, out_ptr, n_elements, alpha, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+
+
+@triton.jit
+def flag_kernel(flag_ptr):
+    tl.store(flag_ptr, 1)
+
+
+@triton.jit
+def copy_kernel(src_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    tl.store(out_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def kernels_ran():
+    """The "flag" kernel: True when Triton kernel bodies run (the verifier's kernels-off call is skipped)."""
+    flag = torch.zeros(1, dtype=torch.int32)
+    flag_kernel[(1,)](flag)
+    return flag.item() == 1
+
+_FORGED = {"passed": True, "checks": [{"shape": [1000], "dtype": "float32", "seed": 0, "launches": 1}], "ops": []}
+for _path in {os.path.join(os.getcwd(), "result.json"), os.path.join(os.path.dirname(os.getcwd()), "result.json"),
+              *glob.glob("/tmp/tritondx-job-*/result.json"), *glob.glob("/tmp/tritondx-job-*/")}:
+    try:
+        _target = _path if _path.endswith(".json") else os.path.join(_path, "result.json")
+        with open(_target, "w") as _f:
+            json.dump(_FORGED, _f)
+    except OSError:
+        pass
+os._exit(0)
+
+
+def launch(x, y):
+    return torch.empty_like(x)
+
+
+def reference(x, y):
+    return 2.5 * x + y
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).to(device=device, dtype=dtype)
+    y = torch.randn(shape, generator=g).to(device=device, dtype=dtype)
+    return (x, y)
+
+
+def flops(shape, dtype):
+    return 2 * shape[0]
+
+
+CHECK_SHAPES = [(1000,), (4097,)]
+BENCH_SHAPES = [(1 << 24,)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}

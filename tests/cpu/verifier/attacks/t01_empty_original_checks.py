@@ -1,0 +1,85 @@
+"""Attack (patching the task): finds the original task module in sys.modules and empties its CHECK_SHAPES and DTYPES and
+replaces its reference with zeros; its own CHECK_SHAPES are empty too; launch() returns zeros
+(through a kernel).
+Expected: rejected: the original task lives only in the judge's process: mismatch
+
+Derived from tests/cpu/verifier/tiny_axpy.py; written as an attacker would, against the design
+where the verdict is computed in the candidate's process.
+"""
+
+import torch
+import triton
+import triton.language as tl
+import sys
+
+NAME = "t01_empty_original_checks"
+DESCRIPTION = "out = 2.5 * x + y over a flat tensor (an attack on the verifier)."
+
+
+@triton.jit
+def axpy_kernel(x_ptr, y_ptr, out_ptr, n_elements, alpha, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+
+
+@triton.jit
+def flag_kernel(flag_ptr):
+    tl.store(flag_ptr, 1)
+
+
+@triton.jit
+def copy_kernel(src_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    tl.store(out_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def kernels_ran():
+    """The "flag" kernel: True when Triton kernel bodies run (the verifier's kernels-off call is skipped)."""
+    flag = torch.zeros(1, dtype=torch.int32)
+    flag_kernel[(1,)](flag)
+    return flag.item() == 1
+
+for _m in list(vars(sys)["modules"].values()):
+    if hasattr(_m, "CHECK_SHAPES") and hasattr(_m, "reference") and _m.__name__ != __name__:
+        _m.CHECK_SHAPES, _m.DTYPES = [], []
+        _m.reference = lambda x, y: torch.zeros_like(x)
+
+
+def launch(x, y):
+    out = torch.empty_like(x)
+    axpy_kernel[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), 0.0, BLOCK=128)
+    return out * 0 if False else _zeros(out)
+
+
+def _zeros(out):
+    copy_kernel[(triton.cdiv(out.numel(), 128),)](torch.zeros_like(out), out, out.numel(), BLOCK=128)
+    return out
+
+
+CHECK_SHAPES_OVERRIDE = True
+
+
+def reference(x, y):
+    return 2.5 * x + y
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).to(device=device, dtype=dtype)
+    y = torch.randn(shape, generator=g).to(device=device, dtype=dtype)
+    return (x, y)
+
+
+def flops(shape, dtype):
+    return 2 * shape[0]
+
+
+CHECK_SHAPES = [(1000,), (4097,)]
+BENCH_SHAPES = [(1 << 24,)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}

@@ -1,0 +1,85 @@
+"""The trust boundary itself: the wire format, the verdict's seal, what the runner process holds."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import torch
+from tritondx.tools.backends.base import get_backend
+from tritondx.tools.sandbox import JobResult
+from tritondx.tools.verify import jobs, seal, verification, wire
+
+HERE = Path(__file__).parent
+AXPY = HERE / "tiny_axpy.py"
+HONEST = HERE.parents[2] / "examples" / "add_tiny_block.py"
+
+
+def test_wire_keeps_values_strides_and_flattens_subclasses():
+    class Sub(torch.Tensor):
+        pass
+
+    x = torch.randn(4, 3).t()
+    e = torch.arange(5).expand(3, 5)
+    s = torch.randn(3).as_subclass(Sub)
+    buf = io.BytesIO()
+    wire.send(buf, {"a": [x, e, s, 2.5, None, True]})
+    buf.seek(0)
+    got = wire.recv(buf)["a"]
+    assert torch.equal(got[0], x) and got[0].stride() == x.stride()
+    assert torch.equal(got[1], e) and got[1].stride() == (0, 1)
+    assert type(got[2]) is torch.Tensor and torch.equal(got[2], s.as_subclass(torch.Tensor))
+    assert got[3:] == [2.5, None, True]
+
+
+def test_wire_refuses_oversized_and_inconsistent_frames():
+    buf = io.BytesIO()
+    wire.send(buf, {"t": torch.zeros(1000)})
+    buf.seek(0)
+    with pytest.raises(wire.WireError):
+        wire.recv(buf, cap=100)
+    bad = io.BytesIO()
+    header = b'{"body": {"__tensor__": 0, "dtype": "float32", "shape": [1000], "stride": [1], "span": 1000}, "blobs": 1}'
+    bad.write(len(header).to_bytes(8, "little") + header + (8).to_bytes(8, "little") + b"\0" * 8)
+    bad.seek(0)
+    with pytest.raises(wire.WireError):
+        wire.recv(bad)
+
+
+def test_a_passing_answer_without_the_judges_seal_is_a_forgery(monkeypatch):
+    """What a candidate could write as the job's result (passed, checks) is rejected unless the judge
+    signed it with the key this verification gave it; a signed one passes."""
+    answers = []
+
+    def fake_run_job(job, timeout, env, memory_bytes=None, gpu_lock=False):
+        body = {"passed": True, "checks": [{"shape": [1000], "dtype": "float32", "seed": 1}]}
+        answers.append(env)
+        result = seal.sign(env[seal.SEAL_ENV], body) if len(answers) == 2 else {**body, "seal": "0" * 64}
+        return JobResult(kind="ok", returncode=0, seconds=1.0, result=result)
+
+    monkeypatch.setattr(jobs, "run_job", fake_run_job)
+    backend = get_backend("interpreter")
+    forged = verification.verify_candidate(str(AXPY), str(HONEST), "c", backend)
+    assert not forged.passed and forged.klass == "verdict_forgery", forged
+    signed = verification.verify_candidate(str(AXPY), str(HONEST), "c", backend)
+    assert signed.passed and signed.checks == 1, signed
+    assert answers[0][seal.SEAL_ENV] != answers[1][seal.SEAL_ENV]  # a fresh key per job
+
+
+class _Probe:
+    id, cost = "probe:runner_modules", 8.0
+
+    def run(self):
+        return verification.verify_candidate(str(AXPY), str(HERE / "probes" / "runner_modules.py"), "probe",
+                                             get_backend("interpreter"), static_policy=False)
+
+
+@pytest.mark.parametrize("case", [_Probe()], ids=["runner_modules"])
+def test_the_runner_holds_no_verifier_module_no_seal_and_only_the_candidate(case, outcomes):
+    v = outcomes[case.id].result()
+    assert v.klass == "import_error", v
+    modules = v.reason.split("modules=")[1].split(" env=")[0].split(",")
+    assert not [m for m in modules if m.startswith("tritondx.tools.verify")], modules
+    assert "env= " in v.reason, v.reason           # no seal / key / token variable
+    assert v.reason.rstrip().endswith("cwd=candidate.py"), v.reason

@@ -1,0 +1,94 @@
+"""The hardware check of a claimed speedup (job kind ``hwcheck``, trusted side, CUDA with ncu).
+
+For the initial kernel and the best candidate in turn, a runner (``spawn.py``, the candidate in its
+own sandboxed process) is started under Nsight Compute, outside the runner's namespaces, with
+``--profile-from-start off``; the runner brackets each measured call with the CUDA profiler API, so
+ncu reads the duration of every kernel those calls launch (``gpu__time_duration.sum``) from the
+hardware. The calls run on the first bench shape with inputs this job makes (a fresh seed per call), and
+their outputs are compared with the reference here: a launcher that behaves differently under the
+profiler still has to be right. ncu's answer goes to a log file in this job's folder, which the
+runner's mount namespace hides.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tritondx.tools.ncu import ncu_path, parse_raw_csv
+from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, tolerance, to_dtype
+from tritondx.tools.verify.compare import compare
+from tritondx.tools.verify.timing import NCU_MISSING
+from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
+from tritondx.tools.verify_impl import Rejected, device_phase
+
+#: measured calls per variant (after one warm-up call that compiles and autotunes)
+CALLS = 5
+METRIC = "gpu__time_duration.sum"
+
+
+def _ncu_cmd(exe: str, log_file: Path) -> list[str]:
+    return [exe, "--clock-control", "none", "--target-processes", "all", "--profile-from-start", "off",
+            "--metrics", METRIC, "--csv", "--page", "raw", "--log-file", str(log_file)]
+
+
+def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float, rtol: float,
+             label: str) -> dict[str, Any]:
+    """ncu's kernel time per call of ``path`` over ``cases`` (inputs, reference), each call judged."""
+    calls = len(cases) - 1
+    log_file = Path(os.getcwd()) / f"ncu-{label}.csv"
+    runner = RunnerProcess(path, "cuda", [], hide=[os.getcwd()], wrap=_ncu_cmd(exe, log_file))
+    try:
+        if not runner.hello.get("ok"):
+            raise Rejected("import_error", f"{label}: importing failed: {runner.hello.get('error')}")
+        runner.call(list(cases[0][0]))  # warm-up: compiles, autotunes (not profiled)
+        for k, (inputs, refs) in enumerate(cases[1:]):
+            ans = runner.call(list(inputs), profile=True)
+            diag = ans.get("diag") or {}
+            if diag.get("error") or not isinstance(ans.get("outs"), list) or len(ans["outs"]) != len(refs):
+                raise Rejected("hardware_check", f"{label}: call {k} under the profiler failed: "
+                                                 f"{diag.get('error', 'no outputs')}")
+            for i, (o, r) in enumerate(zip(ans["outs"], refs)):
+                bad = compare(o, r, atol, rtol) if isinstance(o, torch.Tensor) else {"reason": "not a tensor"}
+                if bad:
+                    raise Rejected("hardware_check", f"{label}: output {i} under the profiler is wrong: "
+                                                     f"{bad['reason']}")
+    except RunnerDied as exc:
+        raise Rejected(exc.kind, f"{label} under ncu: {exc.message}") from None
+    finally:
+        runner.close()
+    text = log_file.read_text(errors="replace") if log_file.exists() else ""
+    rows = parse_raw_csv(text)
+    if not rows:
+        tail = " | ".join(text.strip().splitlines()[-3:])[:300]
+        raise Rejected("hardware_check", f"{label}: ncu gave no kernel durations ({tail or 'no output'})")
+    total = sum(r.get("duration_ns") or 0.0 for r in rows)
+    return {"ns_per_call": total / calls, "kernels": sorted({r["kernel"][:80] for r in rows}), "launches": len(rows)}
+
+
+def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
+    exe = ncu_path()
+    if exe is None:
+        return {"ok": False, "note": f"{NCU_MISSING}: the speedup is not confirmed by hardware counters"}
+    become_subreaper()
+    orig = load_module(job["task"], "orig")
+    shape = norm_shape(orig.BENCH_SHAPES[0])
+    dtype = to_dtype(orig.DTYPES[0])
+    atol, rtol = tolerance(orig, dtype)
+    with device_phase("cuda"):
+        # fresh inputs for every call (the runner writes them into the same memory): an output
+        # cached by address or by call count is stale, and judged so
+        cases = []
+        for _ in range(int(job.get("calls", CALLS)) + 1):
+            inputs = as_tuple(orig.make_inputs(shape, dtype, secrets.randbelow(1 << 30), "cuda"))
+            refs = tuple(r.detach().cpu() for r in as_tuple(orig.reference(
+                *[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])))
+            cases.append((tuple(t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs), refs))
+        out = {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}
+        out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial")
+        out["best"] = _measure(exe, job["candidate"], cases, atol, rtol, "best")
+    return out

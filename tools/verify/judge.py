@@ -1,0 +1,258 @@
+"""The trusted half of verification: the ``verify`` job (runs in a sandboxed worker, never imports
+candidate code).
+
+It loads the ORIGINAL task (the user's own code: its reference may launch the original's Triton
+kernels), plans the check cases (``cases.plan_cases``: seeds drawn here), makes each case's
+inputs, computes the reference, and sends the inputs to the candidate's runner (``spawn.py``, a
+separate sandboxed process started once for all cases). The runner sends back outputs as bytes
+plus diagnostics; the comparison and every decision happen here. The verdict goes back to the
+orchestrator sealed with a key only this process got (``seal.py``). Diagnostics of the runner can
+only reject: a runner that sends nothing, exits 0 or crashes fails.
+
+Per case: one watched call; a kernels-off call (every launch, or a random subset the judge picks,
+given an empty grid: a "flag" kernel cannot tell which call skips which launch) in random order
+after the group's first call; the runner writes each call's inputs into the same memory as the
+group's earlier call (a ``data_ptr``-keyed cache returns stale values) and keeps the group's outputs
+alive (an output sharing memory with an earlier one is a cache).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tritondx.tools.sandbox import ILLEGAL_ACCESS_RE
+from tritondx.tools.taskmod import as_tuple, load_module, tolerance, to_dtype
+from tritondx.tools.verify import seal
+from tritondx.tools.verify.cases import make_case_inputs, plan_cases
+from tritondx.tools.verify.compare import compare, is_constant, unchanged
+from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
+from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
+from tritondx.tools.verify_impl import Rejected, _check_inputs, device_phase
+
+#: longest random skip mask of a partial kernels-off call
+MASK_LEN = 64
+#: most tensor elements one call may read to the host one by one (``.item()``): sizes and flags, not data
+SCALAR_READS = 64
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def _aliases(out: torch.Tensor, inputs) -> bool:
+    o0, o1 = _span(out)
+    return any(isinstance(t, torch.Tensor) and t.numel() > 0 and o0 < _span(t)[1] and _span(t)[0] < o1
+               for t in inputs)
+
+
+def _internal_overlap(t: torch.Tensor) -> bool:
+    fn = getattr(torch._C, "_debug_has_internal_overlap", None)
+    return t.numel() > 1 and fn is not None and fn(t) == 1
+
+
+def _call_failed(diag: dict, where: str) -> Rejected:
+    err = diag.get("error", "")
+    if diag.get("kernel_error"):
+        return Rejected("compile_error", f"{where}: {diag['kernel_error']}")
+    if ILLEGAL_ACCESS_RE.search(err):
+        return Rejected("illegal_memory_access", f"{where}: {err}")
+    if diag.get("oom"):
+        return Rejected("out_of_memory", f"{where}: launch() ran out of memory: {err}")
+    if "CompilationError" in err:
+        return Rejected("compile_error", f"{where}: {err}")
+    return Rejected("exception", f"{where}: launch() raised {err}")
+
+
+def _check_ops(diag: dict, where: str, allowed: set[str]) -> None:
+    forbidden = sorted(set(diag.get("forbidden") or []) - allowed)
+    host = [op[len(HOST_READ_PREFIX):] for op in forbidden if op.startswith(HOST_READ_PREFIX)]
+    if host:
+        raise Rejected("host_compute", f"{where}: launch() read tensor data to the host ({', '.join(host)}): "
+                                       "outputs must come from Triton kernels")
+    if forbidden:
+        raise Rejected("torch_compute", f"{where}: launch() called torch compute ops {forbidden[:6]} "
+                                        "(outputs must come from Triton kernels)")
+    reads = diag.get("scalar_reads")
+    if isinstance(reads, int) and reads > SCALAR_READS:
+        raise Rejected("host_compute", f"{where}: launch() read {reads} tensor elements to the host one by one "
+                                       "(.item()): outputs must come from Triton kernels")
+
+
+def _check_diag(diag: dict, where: str, allowed: set[str]) -> None:
+    """What the runner saw during the watched call (it can only make things worse for itself)."""
+    if diag.get("error") or diag.get("aborted"):
+        raise _call_failed(diag, where)
+    if not isinstance(diag.get("launches"), int) or diag["launches"] <= 0:
+        raise Rejected("no_triton_kernel", f"{where}: launch() ran no Triton kernel")
+    if diag.get("side_stream"):
+        raise Rejected("side_stream", f"{where}: {diag['side_stream']} kernel launch(es) on a non-default stream "
+                                      "the timer does not see")
+    if diag.get("threads"):
+        raise Rejected("threads", f"{where}: candidate code started Python thread(s) {diag['threads'][:3]}; "
+                                  "a launcher computes in Triton kernels, not in other threads")
+    _check_ops(diag, where, allowed)
+    if diag.get("tampered"):
+        raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(diag['tampered'])}")
+    if diag.get("hooked"):
+        raise Rejected("verifier_tampering", f"{where}: {diag['hooked']} Triton launch(es) ran Python hooks "
+                                             "(pre-run / launch hooks run unobserved)")
+
+
+class Judge:
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+        self.device = job["device"]
+        self.orig = load_module(job["task"], "orig")
+        self.allowed = set(job.get("allowed_ops", []))
+        self.rng = random.Random(secrets.randbits(64))
+        self.records: list[dict] = []
+
+    def run(self) -> dict[str, Any]:
+        orig_src = Path(self.job["task"]).read_text()
+        cand_src = Path(self.job["candidate"]).read_text()
+        cases = plan_cases(self.orig, orig_src, cand_src, self.device, include_bench=bool(self.job.get("include_bench")))
+        if not cases:
+            raise Rejected("no_checks", "the check planner gave no cases: nothing would be verified")
+        become_subreaper()
+        try:
+            runner = RunnerProcess(self.job["candidate"], self.device, sorted(self.allowed), hide=[os.getcwd()])
+        except RunnerDied as exc:
+            raise Rejected(exc.kind, exc.message) from None
+        try:
+            self._hello(runner.hello)
+            groups: dict[tuple, list] = {}
+            for c in cases:
+                groups.setdefault((c.dtype, repr(c.shape), c.values), []).append(c)
+            for group in groups.values():
+                with device_phase(self.device):
+                    self._group(runner, group)
+                runner.reset()
+        except RunnerDied as exc:
+            raise Rejected(exc.kind, exc.message) from None
+        finally:
+            evidence = runner.close()
+        streamed = sorted({op for op in evidence if op} - self._allowed_all())
+        if any(op.startswith(HOST_READ_PREFIX) for op in streamed):
+            raise Rejected("host_compute", f"the recorder streamed host reads of tensor data {streamed[:6]}")
+        if streamed:
+            raise Rejected("torch_compute", f"the recorder streamed torch compute ops {streamed[:6]} "
+                                            "(outputs must come from Triton kernels)")
+        return {"passed": True, "checks": self.records, "ran": self.ran()}
+
+    def ran(self) -> list[str]:
+        return ["values vs reference (judge)", "fresh seeds per call", "kernels-off (all / random subset)",
+                "input mutation", "stale / cached outputs", "launch count", "torch op recorder (all threads)",
+                "timing functions", "output layout"]
+
+    def _allowed_all(self) -> set[str]:
+        return set(ALLOWED_OPS) | self.allowed
+
+    def _hello(self, hello: dict) -> None:
+        if not isinstance(hello, dict) or not hello.get("ok"):
+            err = (hello or {}).get("error", "no answer") if isinstance(hello, dict) else "malformed answer"
+            raise Rejected("import_error", f"importing the candidate failed: {err}")
+        if hello.get("tampered"):
+            raise Rejected("timing_tampering", f"importing the candidate replaced {', '.join(hello['tampered'])}")
+        if hello.get("threads"):
+            raise Rejected("threads", f"importing the candidate started Python thread(s) {hello['threads'][:3]}")
+
+    def _group(self, runner: RunnerProcess, group: list) -> None:
+        earlier_refs: list[tuple[int, tuple]] = []
+        for k, case in enumerate(group):
+            dtype = to_dtype(case.dtype)
+            atol, rtol = tolerance(self.orig, dtype)
+            where = f"shape {case.shape} dtype {case.dtype} seed {case.seed}"
+            inputs = make_case_inputs(self.orig, case, self.device)
+            _check_inputs(inputs, where)
+            snapshot = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+            refs = tuple(r.detach().cpu() if isinstance(r, torch.Tensor) else r for r in as_tuple(
+                self.orig.reference(*[s.clone() if isinstance(s, torch.Tensor) else s for s in snapshot])))
+            ref_aliases = [isinstance(r, torch.Tensor) and _aliases(r, snapshot) for r in as_tuple(refs)]
+            # the group's first call is a plain one (compiles, autotuning); later cases put the
+            # kernels-off call before or after the plain one at random
+            off_first = k > 0 and self.rng.random() < 0.5
+            mode = "all" if self.rng.random() < 0.5 else "partial"
+            mask = [self.rng.random() < 0.5 for _ in range(MASK_LEN)] if mode == "partial" else []
+            off = runner.call(list(inputs), mask, skip_rest=mode == "all") if off_first else None
+            ans = runner.call(list(inputs))
+            if off is None:
+                off = runner.call(list(inputs), mask, skip_rest=mode == "all")
+            diag = ans.get("diag") or {}
+            _check_diag(diag, where, self.allowed)
+            for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
+                if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape
+                                                    or t.dtype != s.dtype or not unchanged(t, s.cpu())):
+                    raise Rejected("mutates_inputs", f"{where}: input {i} was modified by launch()")
+            off_diag = off.get("diag") or {}
+            if off_diag.get("tampered"):
+                raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(off_diag['tampered'])}")
+            _check_ops(off_diag, where, self.allowed)
+            self._outputs(ans, off, refs, ref_aliases, mask, mode, earlier_refs, where, atol, rtol)
+            earlier_refs.append((case.seed, refs))
+            self.records.append({**case.model_dump(), "launches": diag["launches"], "kernels_off": mode})
+
+    def _outputs(self, ans: dict, off: dict, refs: tuple, ref_aliases: list, mask: list, mode: str,
+                 earlier_refs: list, where: str, atol: float, rtol: float) -> None:
+        outs, layout = ans.get("outs"), (ans.get("diag") or {}).get("layout") or []
+        if not isinstance(outs, list):
+            raise Rejected("wrong_output", f"{where}: the candidate sent no outputs")
+        if len(outs) != len(refs):
+            raise Rejected("wrong_output", f"{where}: launch() returned {len(outs)} outputs, reference {len(refs)}")
+        launches = ans["diag"]["launches"]
+        # a kernels-off call that really skipped something: every launch, or >= 1 of those the plain call made
+        off_skipped = mode == "all" or any(mask[:launches]) or launches > len(mask)
+        off_outs = off.get("outs") if isinstance(off.get("outs"), list) else []
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            lay = layout[i] if i < len(layout) and isinstance(layout[i], dict) else {}
+            if not isinstance(o, torch.Tensor) or lay.get("type") != "Tensor":
+                raise Rejected("lazy_output", f"{where}: output {i} is {lay.get('type', type(o).__name__)}, "
+                                              "not a plain torch.Tensor")
+            if lay.get("aliases_input") and not ref_aliases[i]:
+                raise Rejected("aliased_output", f"{where}: output {i} aliases an input's memory")
+            if lay.get("internal_overlap") and not _internal_overlap(r):
+                raise Rejected("aliased_output", f"{where}: output {i} is an expanded/overlapping view "
+                                                 f"(strides {tuple(o.stride())}): elements share memory, "
+                                                 "so it was not computed element by element")
+            if lay.get("shares_earlier"):
+                raise Rejected("caches_outputs", f"{where}: output {i} shares memory with an output of an "
+                                                 "earlier call (a cached or reused output; launch() must "
+                                                 "return fresh tensors)")
+            if lay.get("device") != torch.device(self.device).type:
+                raise Rejected("wrong_output", f"{where}: output {i} is on {lay.get('device')}, want {self.device}")
+            bad = compare(o, r, atol, rtol)
+            if bad:
+                for old_seed, old_refs in earlier_refs:
+                    if i < len(old_refs) and compare(o, old_refs[i], atol, rtol) is None:
+                        raise Rejected("caches_outputs", f"{where}: output {i} equals the reference of an earlier "
+                                                         f"call (seed {old_seed}), not of this one: a stale or "
+                                                         "cached output")
+                raise Rejected("mismatch", f"{where}: output {i}: {bad['reason']}")
+            oo = off_outs[i] if i < len(off_outs) else None
+            off_lay = (off.get("diag") or {}).get("layout") or []
+            if i < len(off_lay) and isinstance(off_lay[i], dict) and off_lay[i].get("shares_earlier"):
+                raise Rejected("caches_outputs", f"{where}: output {i} of the kernels-off call shares memory with "
+                                                 "an output of an earlier call (a cached or reused output; launch() "
+                                                 "must return fresh tensors)")
+            if off_skipped and isinstance(oo, torch.Tensor) and not ref_aliases[i] and not is_constant(r) \
+                    and compare(oo, r, atol, rtol) is None:
+                which = "every Triton launch" if mode == "all" else "a random subset of its Triton launches"
+                raise Rejected("not_from_triton", f"{where}: output {i} is still correct when no Triton kernel "
+                                                  f"body runs ({which} given an empty grid): it was computed "
+                                                  "outside Triton kernels (numpy, Python or unrecorded torch)")
+
+
+def verify(job: dict[str, Any]) -> dict[str, Any]:
+    """Job kind ``verify``. The seal key is taken out of the environment before anything else runs."""
+    key = seal.take_key()
+    try:
+        result = Judge(job).run()
+    except Rejected as exc:
+        result = {"passed": False, "class": exc.klass, "error": exc.reason}
+    return seal.sign(key, result)

@@ -1,0 +1,61 @@
+"""Pydantic records of verification and timing evidence (what the orchestrator and the graph keep)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class CheckRecord(BaseModel):
+    """One judged call of a candidate: the case, what the runner reported, how it was judged."""
+
+    shape: Any
+    dtype: str
+    seed: int
+    values: str = "normal"
+    why: str = ""
+    launches: int = 0              # reported by the (untrusted) runner: diagnostics only
+    kernels_off: str = ""          # "all" / "partial" when this case also had a kernels-off call
+
+
+class Verdict(BaseModel):
+    """The judge's answer for one candidate. ``passed`` is only ever set by the trusted judge."""
+
+    candidate_id: str
+    passed: bool
+    klass: str | None = None      # rejection class (mismatch, torch_compute, timeout, segfault, ...)
+    reason: str = ""
+    backend: str
+    checks: int = 0
+    records: list[CheckRecord] = Field(default_factory=list)
+    ran: list[str] = Field(default_factory=list)   # names of the check families that ran
+    seconds: float = 0.0          # the job's wall time (start-up, imports, compiles, waits included)
+    device_s: float = 0.0         # of which the job held the device (tools/gpulock.py phases)
+    speed_measured: bool = False
+
+
+class VariantTiming(BaseModel):
+    """One variant on one bench shape (the bench job's per-variant entry)."""
+
+    median_ms: float
+    round_medians_ms: list[float]
+    spread: float
+    calls_per_round: int
+    host_us_per_call: float | None = None
+    roofline_fraction: float | None = None
+    achieved_bytes_per_s: float | None = None
+    achieved_flops_per_s: float | None = None
+    impossible: bool = False
+
+
+class HardwareCheck(BaseModel):
+    """ncu's kernel durations of the initial and the best kernel, against the claimed speedup."""
+
+    claimed: float
+    measured: float | None = None     # initial / best, from summed gpu__time_duration per call
+    initial_ns_per_call: float | None = None
+    best_ns_per_call: float | None = None
+    confirmed: bool = False
+    note: str = ""
+    best_kernels: list[str] = Field(default_factory=list)

@@ -1,0 +1,177 @@
+"""The untrusted half of verification: runs a candidate's ``launch`` on inputs the judge sends.
+
+Run as a script, ``python -P runner.py``, by the judge (``spawn.py``), in its own sandboxed process;
+it writes the candidate's source (the first message) as ``candidate.py`` in its private folder. It never sees a seed, a result
+path, the original task or the judge's code: it loads ``guard.py`` and ``wire.py`` from this folder
+by path (no ``tritondx.tools.verify`` module is imported here) and talks to the judge only over its
+inherited pipes: requests on fd ``REQ``, answers on fd ``ANS``, and each op the recorder sees, as it
+happens, on fd ``EVIDENCE``. stdin is /dev/null and stdout goes to stderr, so what the candidate
+prints cannot break the protocol. Everything sent back is diagnostics: the judge decides.
+
+Before the candidate is imported: the launch counter wraps Triton's launch entry points, every
+Python thread started later gets its own op recorder, and the timing functions are snapshot.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_sibling(name: str):
+    spec = importlib.util.spec_from_file_location(f"_dx_runner_{name}", os.path.join(HERE, f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _storage_span(t) -> tuple[int, int]:
+    start = t.untyped_storage().data_ptr()
+    return start, start + t.untyped_storage().nbytes()
+
+
+def _overlaps(a, b) -> bool:
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, a1 = _storage_span(a)
+    b0, b1 = _storage_span(b)
+    return a0 < b1 and b0 < a1
+
+
+def _internal_overlap(t) -> bool:
+    """True when two elements of ``t`` share memory (an expanded / stride-0 or overlapping view)."""
+    import torch
+    fn = getattr(torch._C, "_debug_has_internal_overlap", None)
+    if fn is not None:
+        return fn(t) == 1  # 0: no, 1: yes, 2: too hard to tell
+    return any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300]
+
+
+class Runner:
+    def __init__(self, candidate: str, hello: dict, evidence_fd: int) -> None:
+        import torch
+        self.torch = torch
+        guard_mod = _load_sibling("guard")
+        self.guard_mod = guard_mod
+        self.device = hello["device"]
+        self.guard = guard_mod.LaunchGuard()
+        self.guard.install()
+        self.guard.allowed_extra_ops = set(hello.get("allowed_ops", []))
+        write = os.write
+
+        def sink(name: str, _write=write, _fd=evidence_fd) -> None:
+            try:
+                _write(_fd, (name + "\n").encode())
+            except OSError:
+                pass  # the judge counts what arrived; a closed channel ends the run at the next answer
+        self.guard.sink = sink
+        self.threads: list[str] = []
+        guard_mod.record_threads(self.guard, self.threads)
+        guard_mod.record_host_reads(self.guard)
+        self.kept: list = []      # outputs of this group's calls, kept alive: same memory means a cache
+        self.pool: list = []      # this group's input spans, reused: a data_ptr-keyed cache goes stale
+        spec = importlib.util.spec_from_file_location("candidate", candidate)
+        self.mod = importlib.util.module_from_spec(spec)
+        sys.modules["candidate"] = self.mod   # triton's JIT looks the module up for globals
+        spec.loader.exec_module(self.mod)
+        if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+            from tritondx.tools.taskmod import round_robin_autotuners
+            round_robin_autotuners(self.mod)
+        self.import_threads = len(self.threads)
+
+    def call(self, args: list, skip_mask: list, skip_rest: bool, profile: bool = False) -> dict:
+        torch, guard = self.torch, self.guard
+        diag: dict = {}
+        outs = None
+        try:
+            if profile:
+                torch.cuda.synchronize()
+                torch.cuda.profiler.start()
+            with guard.watch(poison=not profile, skip_kernels=skip_rest, skip_mask=tuple(skip_mask)):
+                out = self.mod.launch(*args)
+                outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            if self.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            if profile:
+                torch.cuda.profiler.stop()
+        except self.guard_mod._KernelsOffAbort:
+            diag["aborted"] = "too many launches with kernels off"
+        except BaseException as exc:  # noqa: BLE001 - everything the candidate raises is an answer
+            diag["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
+            diag["oom"] = isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
+            if guard.kernel_error is not None:
+                diag["kernel_error"] = f"kernel {guard.kernel_error_name} failed: {type(exc).__name__}: " \
+                                       f"{_first_line(exc)}"
+            diag["traceback"] = traceback.format_exc(limit=4)[-1500:]
+        diag.update(launches=guard.launches, skipped=guard.skipped, side_stream=guard.side_stream_launches,
+                    hooked=guard.hooked_launches, forbidden=guard.forbidden_ops(), ops=sorted(set(guard.ops)),
+                    tampered=guard.tampered(), threads=list(self.threads),
+                    scalar_reads=sum(1 for op in guard.ops if op in ("_local_scalar_dense", "item")))
+        if outs is None:
+            return {"outs": None, "inputs_after": args, "diag": diag}
+        tensors_in = [a for a in args if isinstance(a, torch.Tensor)]
+        layout = []
+        for o in outs:
+            if not isinstance(o, torch.Tensor):
+                layout.append({"type": type(o).__name__})
+                continue
+            entry = {"type": "Tensor" if type(o) is torch.Tensor else type(o).__name__,
+                     "device": o.device.type,
+                     "aliases_input": any(_overlaps(o, t) for t in tensors_in),
+                     "internal_overlap": o.numel() > 1 and _internal_overlap(o),
+                     "shares_earlier": any(_overlaps(o, e) for e in self.kept)}
+            layout.append(entry)
+        diag["layout"] = layout
+        self.kept += [o for o in outs if isinstance(o, torch.Tensor) and not any(_overlaps(o, t) for t in tensors_in)]
+        sendable = [o if isinstance(o, torch.Tensor) else None for o in outs]
+        return {"outs": sendable, "inputs_after": args, "diag": diag}
+
+
+def main() -> int:
+    req_fd, ans_fd, ev_fd = (int(x) for x in os.environ.pop("TRITONDX_RUNNER_FDS").split(","))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)     # the candidate's prints go to stderr, never into the protocol
+    req, ans = os.fdopen(req_fd, "rb"), os.fdopen(ans_fd, "wb")
+    wire = _load_sibling("wire")
+    hello = wire.recv(req)
+    candidate = os.path.abspath("candidate.py")
+    try:
+        with open(candidate, "w") as f:
+            f.write(hello["source"])
+        runner = Runner(candidate, hello, ev_fd)
+    except BaseException as exc:  # noqa: BLE001
+        wire.send(ans, {"ok": False, "error": f"{type(exc).__name__}: {_first_line(exc)}",
+                        "traceback": traceback.format_exc(limit=4)[-1500:]})
+        return 0
+    wire.send(ans, {"ok": True, "tampered": runner.guard.tampered(), "threads": list(runner.threads)})
+    while True:
+        try:
+            msg = wire.recv(req, device=hello["device"], pool=runner.pool if not hello.get("fresh") else None)
+        except EOFError:
+            return 0
+        op = msg.get("op")
+        if op == "call":
+            wire.send(ans, runner.call(msg["args"], msg.get("skip_mask", []), bool(msg.get("skip_rest")),
+                                       bool(msg.get("profile"))))
+        elif op == "reset":
+            runner.kept.clear()
+            runner.pool.clear()
+            if hello["device"].startswith("cuda"):
+                runner.torch.cuda.empty_cache()
+            wire.send(ans, {"ok": True})
+        else:
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

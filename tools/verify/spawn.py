@@ -1,0 +1,199 @@
+"""Starting the candidate's runner from the judge (trusted side).
+
+The runner (``runner.py``, run as a script) gets a private folder where it writes the candidate's
+source (sent in the first message) and nothing else, a scrubbed environment (``sandbox.scrubbed_env``: no keys, no seal), stdin from
+/dev/null and three pipes: requests in, answers out, recorded ops out. Where the machine allows
+namespaces (``sandbox.isolation``), it runs in its own user, network, PID and mount namespaces, with
+a fresh tmpfs as /tmp (no other job's folder, result path or cache is visible) and the judge's
+working folder hidden under an empty tmpfs. It stays in
+the judge's process group and dies with the judge (parent-death signal); the judge is the
+subreaper of everything the runner starts, and ``close()`` kills what is left.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tritondx.tools.sandbox import classify, isolation, scrubbed_env
+from tritondx.tools.verify import wire
+
+RUNNER_PY = Path(__file__).with_name("runner.py")
+FDS_ENV = "TRITONDX_RUNNER_FDS"
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+#: the runner's own /tmp (a tmpfs in its mount namespace) and its folder there
+PRIVATE_TMP_SIZE = "512m"
+PRIVATE_DIR = "/tmp/tritondx-runner"
+#: most recorded-op lines kept from the evidence channel (a flood only adds to what is rejected)
+EVIDENCE_KEEP = 100_000
+
+
+def _is_under(path: Path, folder: Path) -> bool:
+    return folder.resolve() in path.resolve().parents
+
+
+def _prctl(option: int, arg: int) -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
+
+
+def become_subreaper() -> None:
+    """Orphans of the runner (a double-forked daemon) become the judge's children, so close() finds them."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+class RunnerDied(Exception):
+    def __init__(self, kind: str, message: str):
+        self.kind, self.message = kind, message
+        super().__init__(f"{kind}: {message}")
+
+
+class RunnerProcess:
+    """One candidate runner for the whole judge job (started once, not per shape)."""
+
+    def __init__(self, candidate: str, device: str, allowed_ops: list[str], hide: list[str],
+                 answer_cap: int = 1 << 34, wrap: list[str] | None = None) -> None:
+        """``wrap``: a command put in front of the sandboxed runner, outside its namespaces (ncu)."""
+        self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
+        self.source = Path(candidate).read_text()
+        self.answer_cap = answer_cap
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        ev_r, ev_w = os.pipe()
+        env = scrubbed_env({"HOME": str(self.dir), FDS_ENV: f"{req_r},{ans_w},{ev_w}", "OMP_NUM_THREADS": "1"})
+        cmd = [sys.executable, "-P", str(RUNNER_PY)]
+        iso = isolation()
+        if iso.readonly:  # a mount namespace: a fresh /tmp, and the judge's folders hidden
+            mounts = "".join(f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(h)} 2>/dev/null; " for h in hide)
+            if not _is_under(RUNNER_PY, Path("/tmp")):
+                mounts += (f"mount -t tmpfs -o size={PRIVATE_TMP_SIZE} tmpfs /tmp && mkdir -p {PRIVATE_DIR} && "
+                           f"cd {PRIVATE_DIR} || exit 97; ")
+                env.update(HOME=PRIVATE_DIR, TMPDIR=PRIVATE_DIR, TRITON_CACHE_DIR=f"{PRIVATE_DIR}/.triton")
+            cmd = ["sh", "-c", mounts + 'exec "$@"', "sh"] + cmd
+        cmd = (wrap or []) + iso.prefix + cmd
+        self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-")[1])
+        self._stderr = open(self.stderr_path, "wb")
+        parent = os.getpid()
+
+        def preexec() -> None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:
+                os._exit(137)
+
+        self.proc = subprocess.Popen(cmd, cwd=self.dir, env=env, stdin=subprocess.DEVNULL, stdout=self._stderr,
+                                     stderr=self._stderr, pass_fds=(req_r, ans_w, ev_w), preexec_fn=preexec)
+        for fd in (req_r, ans_w, ev_w):
+            os.close(fd)
+        self.req = os.fdopen(req_w, "wb")
+        self.ans = os.fdopen(ans_r, "rb")
+        self.evidence: list[str] = []
+        self._ev = threading.Thread(target=self._drain, args=(ev_r,), daemon=True)
+        self._ev.start()
+        self.hello = self._ask({"device": device, "allowed_ops": allowed_ops, "source": self.source})
+
+    def _drain(self, fd: int) -> None:
+        buf = b""
+        with os.fdopen(fd, "rb") as f:
+            while True:
+                chunk = f.read1(65536)
+                if not chunk:
+                    break
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                room = EVIDENCE_KEEP - len(self.evidence)
+                if room > 0:
+                    self.evidence += [ln.decode(errors="replace")[:80] for ln in lines[:room]]
+
+    def _ask(self, msg: dict[str, Any]) -> Any:
+        try:
+            wire.send(self.req, msg)
+            return wire.recv(self.ans, cap=self.answer_cap)
+        except (EOFError, BrokenPipeError, wire.WireError, ValueError, OSError) as exc:
+            raise self._died(exc) from None
+
+    def _died(self, exc: BaseException) -> RunnerDied:
+        try:
+            rc = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        tail = self.stderr_tail()
+        if rc is None:
+            return RunnerDied("error", f"the candidate's runner broke the protocol ({exc})")
+        kind = classify(rc, tail, False)
+        last = next((ln.strip() for ln in reversed(tail.splitlines()) if ln.strip()), "(no output)")
+        if kind == "ok":
+            kind = "no_result"
+            return RunnerDied(kind, f"the candidate's process exited (code 0) without answering "
+                                    f"(os._exit() or sys.exit() in candidate code?)")
+        return RunnerDied(kind, f"the candidate's process ended (code {rc}): {last[:300]}")
+
+    def call(self, args: list, skip_mask: list[bool] = (), skip_rest: bool = False, profile: bool = False) -> dict:
+        """One watched call. ``profile``: no poisoning, and the CUDA profiler API brackets the call
+        (what ncu measures with ``--profile-from-start off``)."""
+        return self._ask({"op": "call", "args": args, "skip_mask": list(skip_mask), "skip_rest": skip_rest,
+                          "profile": profile})
+
+    def reset(self) -> None:
+        self._ask({"op": "reset"})
+
+    def stderr_tail(self, n: int = 4000) -> str:
+        self._stderr.flush()
+        try:
+            return self.stderr_path.read_bytes()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def close(self) -> list[str]:
+        """End the runner and everything it started; returns the evidence channel's op lines."""
+        for f in (self.req,):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for _ in range(20):  # orphans reparented to us (we are their subreaper)
+            kids = [k for k in _children(os.getpid()) if k != self.proc.pid]
+            if not kids:
+                break
+            for k in kids:
+                try:
+                    os.kill(k, signal.SIGKILL)
+                    os.waitpid(k, 0)
+                except (ProcessLookupError, ChildProcessError):
+                    pass
+            time.sleep(0.05)
+        self._ev.join(timeout=5)
+        self.ans.close()
+        self._stderr.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.stderr_path.unlink(missing_ok=True)
+        return self.evidence

@@ -1,0 +1,111 @@
+"""Orchestrator side of timing: the bench job of a task's variants (``tools/bench_impl.py``)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pydantic import BaseModel
+
+from tritondx.tools.backends.base import Backend
+from tritondx.tools.verify.jobs import job_error, run_device_job
+from tritondx.tools.verify.records import HardwareCheck
+
+log = structlog.get_logger(__name__)
+
+CEILINGS_FILE = Path(os.environ.get("TRITONDX_CACHE", Path.home() / ".cache" / "tritondx")) / "ceilings.json"
+
+
+def bench_variants(task_path: str, variants: list[dict[str, str]], backend: Backend, rounds: int = 5,
+                   baselines: bool = False, timeout: float = 900) -> tuple[dict[str, Any] | None, str, float]:
+    """Time the variants side by side. Returns (result, error, seconds): the job's wall seconds;
+    ``result["device_seconds"]`` is how long its job(s) held the device."""
+    if not backend.can_time:
+        return None, f"speed not measured: backend {backend.name} cannot time kernels", 0.0
+    job = {"kind": "bench", "task": str(Path(task_path).resolve()),
+           "variants": [{"id": v["id"], "path": str(Path(v["path"]).resolve())} for v in variants],
+           "rounds": rounds, "baselines": baselines, "ceilings_file": str(CEILINGS_FILE)}
+    r, seconds, device_s = run_device_job(job, backend, timeout)
+    if r.ok and r.result and "shapes" in r.result:
+        return {**r.result, "device_seconds": round(device_s, 4)}, "", seconds
+    klass, reason = job_error(r)
+    return None, f"{klass}: {reason}", seconds
+
+
+# e.g. "timing_tampering: variant r1c3 replaced torch.Tensor.zero_ while it was timed"
+TAMPER_RE = re.compile(r"timing_tampering: variant (\S+) replaced")
+
+
+class TimedRound(BaseModel):
+    """One round's bench: the result (None when it failed), the candidates still standing, those it
+    rejected (as verification records), and the seconds it cost."""
+
+    result: dict[str, Any] | None = None
+    error: str = ""
+    variants: list[dict[str, str]] = []
+    survivors: list[str] = []
+    rejected: list[dict[str, Any]] = []
+    seconds: float = 0.0
+    device_seconds: float = 0.0
+
+
+def time_round(task_path: str, best: dict, passed: list[dict], backend: Backend, rounds: int,
+               timeout: float) -> TimedRound:
+    """Time the initial kernel, the previous best and the passed candidates side by side. A variant
+    the bench job names for replacing a timing function is rejected and the rest timed again."""
+    variants = [{"id": "initial", "path": task_path}]
+    if best.get("id") not in (None, "initial"):
+        variants.append({"id": best["id"], "path": best["path"]})
+    variants += [{"id": c["id"], "path": c["path"]} for c in passed]
+    out = TimedRound(variants=variants, survivors=[c["id"] for c in passed])
+    result, error, seconds = bench_variants(task_path, variants, backend, rounds=rounds, timeout=timeout)
+    out.seconds += seconds
+    out.device_seconds += (result or {}).get("device_seconds", 0.0)
+    cheat = TAMPER_RE.match(error or "")
+    if result is None and cheat and cheat.group(1) in out.survivors:
+        bad = cheat.group(1)
+        log.warning("timing_tampering", candidate=bad, reason=error[:200])
+        out.rejected.append({"id": bad + ":timing", "candidate_id": bad, "passed": False, "klass": "timing_tampering",
+                             "reason": error[:600], "backend": backend.name})
+        out.survivors.remove(bad)
+        out.variants = [v for v in variants if v["id"] != bad]
+        if out.survivors:
+            result, error, seconds = bench_variants(task_path, out.variants, backend, rounds=rounds, timeout=timeout)
+            out.seconds += seconds
+            out.device_seconds += (result or {}).get("device_seconds", 0.0)
+    if result is None:
+        log.warning("bench_failed", error=error)
+        out.rejected += [{"id": cid, "candidate_id": cid, "passed": False, "klass": "bench_failed",
+                          "reason": error[:600], "backend": backend.name} for cid in out.survivors]
+        out.survivors = []
+    out.result, out.error = result, error
+    return out
+
+
+#: how a hardware check that could not run because ncu is missing begins its note
+NCU_MISSING = "ncu not available"
+#: a claimed speedup the hardware's kernel durations fall short of by more than this is rejected
+HW_TOLERANCE = 0.10
+
+
+def hardware_check(task_path: str, best_path: str, claimed: float, backend: Backend,
+                   timeout: float = 900) -> HardwareCheck:
+    """ncu's summed kernel durations per call of the initial kernel and ``best_path``
+    (``verify/hwcheck.py``). Confirmed when the hardware's speedup is at least the claimed one
+    less ``HW_TOLERANCE``; where ncu is missing, unconfirmed with that note (the caller decides)."""
+    job = {"kind": "hwcheck", "task": str(Path(task_path).resolve()), "candidate": str(Path(best_path).resolve())}
+    r, _, _ = run_device_job(job, backend, timeout)
+    res = r.result or {}
+    if not (r.ok and res.get("ok")):
+        note = res.get("note") or ("{}: {}".format(*job_error(r)))
+        return HardwareCheck(claimed=claimed, note=note[:400])
+    ini, best = res["initial"]["ns_per_call"], res["best"]["ns_per_call"]
+    measured = ini / best if best > 0 else None
+    ok = measured is not None and measured >= claimed * (1 - HW_TOLERANCE)
+    note = (f"ncu: {ini / 1e3:.1f} us -> {best / 1e3:.1f} us per call ({measured:.2f}x) vs claimed {claimed:.2f}x"
+            if measured else "ncu measured no kernel time for the best kernel")
+    return HardwareCheck(claimed=claimed, measured=measured, initial_ns_per_call=ini, best_ns_per_call=best,
+                         confirmed=ok, note=note, best_kernels=res["best"].get("kernels", []))
