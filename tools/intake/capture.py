@@ -148,7 +148,7 @@ def print_table(ranked: list[KernelSummary], timing: str, chosen: list[KernelSum
     table = Table(title=f"Triton kernels, ranked by share of {timing_label(timing)}")
     for col, just in (("#", "right"), ("kernel", "left"), ("defined at", "left"), ("launches", "right"),
                       ("signatures", "right"), ("time (ms)", "right"), ("share", "right"), ("task", "left")):
-        table.add_column(col, justify=just)
+        table.add_column(col, justify=just, no_wrap=col in ("kernel", "defined at"))
     picked = {id(s) for s in chosen}
     for i, s in enumerate(ranked, 1):
         k = s.kernel

@@ -215,12 +215,13 @@ def _stats(t) -> dict:
         if t.dtype == torch.bool:
             return {"min": float(t.min()), "max": float(t.max())}
         if t.is_floating_point():
-            f = t.detach().float()
+            f = t.detach().double()
             fin = f[torch.isfinite(f)]
             if not fin.numel():
                 return {}
-            return {"min": float(fin.min()), "max": float(fin.max()), "mean": float(fin.mean()),
-                    "std": float(fin.std()) if fin.numel() > 1 else 0.0}
+            out = {"min": float(fin.min()), "max": float(fin.max()), "mean": float(fin.mean()),
+                   "std": float(fin.std()) if fin.numel() > 1 else 0.0}
+            return out if all(abs(v) < float("inf") for v in out.values()) else {}
         if t.is_complex():
             return {}
         lo, hi = int(t.min()), int(t.max())

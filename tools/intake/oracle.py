@@ -1,9 +1,11 @@
 """Oracle mode: a captured task's reference is the original kernel itself.
 
-Imported by captured task files (they run only in sandboxed workers): ``original_kernel`` (the kernel the
+``RUNTIME`` lists the functions every captured task file carries a copy of (task files import nothing from
+tritondx: a candidate that did would be refused as verifier tampering): ``original_kernel`` (the kernel the
 program launched, imported from its module when that module is importable, else the task's own unchanged
-copy), ``make_group_inputs`` (random inputs shaped like one captured launch signature) and, at task-writing
-time, ``derive_tolerance`` (from the dtype and, for reductions, the reduction length).
+copy), ``make_group_inputs`` (random inputs shaped like one captured launch signature) and ``fresh_like``
+(a launcher's output buffer). ``derive_tolerance`` runs at task-writing time (from the dtype and, for
+reductions, the reduction length).
 """
 
 from __future__ import annotations
@@ -63,10 +65,6 @@ def original_kernel(module: str, name: str, fallback: Any) -> Any:
     return fallback
 
 
-def _dtype(name: str) -> torch.dtype:
-    return getattr(torch, name)
-
-
 def _random_values(spec: dict[str, Any], dtype: torch.dtype, n: int, g: torch.Generator) -> torch.Tensor:
     lo, hi = spec.get("min"), spec.get("max")
     if dtype == torch.bool:
@@ -113,7 +111,7 @@ def make_group_inputs(group: dict[str, Any], dtype: torch.dtype, seed: int, devi
         if "value" in spec:
             out.append(spec["value"])
             continue
-        d = dtype if spec["dtype"] == group.get("primary") else _dtype(spec["dtype"])
+        d = dtype if spec["dtype"] == group.get("primary") else getattr(torch, spec["dtype"])
         out.append(make_tensor(spec, d, g, device))
     return tuple(out)
 
@@ -121,3 +119,7 @@ def make_group_inputs(group: dict[str, Any], dtype: torch.dtype, seed: int, devi
 def fresh_like(t: torch.Tensor) -> torch.Tensor:
     """A new tensor with ``t``'s values, shape and strides (a launcher's output buffer, never an input's memory)."""
     return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device).copy_(t)
+
+
+#: copied into every captured task file, in this order (tools/intake/taskgen.py)
+RUNTIME = (original_kernel, _random_values, make_tensor, make_group_inputs, fresh_like)

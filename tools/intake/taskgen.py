@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import torch
 
 from tritondx.tools.intake.capture import CaptureError
-from tritondx.tools.intake.oracle import derive_tolerance, is_reduction
+from tritondx.tools.intake.oracle import RUNTIME, derive_tolerance, is_reduction
 from tritondx.tools.intake.records import ArgRecord, FunctionInfo, GroupRecord, KernelRecord, KernelSummary
 
 MAX_CHECK_SHAPES = 3
@@ -165,9 +166,10 @@ class _Slots:
         constant = len(set(values)) == 1
         if constant and values[0] in (0, 1):
             return repr(values[0])
-        pool = self.locals + self.base
-        if "stride" in name.lower():   # a stride argument: the tensors' strides first
-            pool = [c for c in self.base if ".stride(" in c[0]] + pool
+        # a stride argument takes the tensors' strides first; any other value takes shapes before strides
+        strided = [c for c in self.locals + self.base if "stride" in c[0].lower()]
+        plain = [c for c in self.locals + self.base if "stride" not in c[0].lower()]
+        pool = strided + plain if "stride" in name.lower() else plain + strided
         for expr, vals in pool:
             if vals == values:
                 return expr
@@ -176,7 +178,7 @@ class _Slots:
                 if [_next_pow2(v) for v in vals] == values:
                     return f"triton.next_power_of_2({expr})"
             for cname, cvals in self.locals:
-                for expr, vals in self.locals + self.base:
+                for expr, vals in pool:
                     if expr != cname and all(c > 0 for c in cvals) and \
                             [-(-v // c) for v, c in zip(vals, cvals)] == values:
                         return f"triton.cdiv({expr}, {cname})"
@@ -198,8 +200,12 @@ def _safe_name(kernel: KernelRecord, used: set[str]) -> str:
     return name
 
 
-def _tensor_spec(a: ArgRecord) -> dict:
+def _tensor_spec(a: ArgRecord, written: bool) -> dict:
+    """Shape, strides and dtype; for a tensor the kernel only reads, its captured value range too (a tensor
+    it writes starts from plain random values: what it held before the launch may be uninitialized memory)."""
     spec = {"shape": a.shape, "stride": a.stride, "offset": a.offset, "dtype": a.dtype}
+    if written:
+        return spec
     for k in ("min", "max", "mean", "std", "values", "sentinels", "nonneg_min"):
         v = getattr(a, k)
         if v is not None:
@@ -297,7 +303,7 @@ def build_task(s: KernelSummary, task_name: str, timing: str) -> str:
     # shapes: one per kept signature; make_inputs reads the captured specs
     group_table = {}
     for g in groups:
-        specs = [_tensor_spec(g.args[n]) for n in tensor_params]
+        specs = [_tensor_spec(g.args[n], n in written) for n in tensor_params]
         idx = groups.index(g)
         specs += [{"value": vals[idx]} for _, vals in extra_specs]
         group_table[shape_key(g)] = {"primary": _primary(g), "inputs": specs}
@@ -331,10 +337,17 @@ def build_task(s: KernelSummary, task_name: str, timing: str) -> str:
         "",
         *imports,
         "",
-        "from tritondx.tools.intake.oracle import fresh_like, make_group_inputs, original_kernel",
+        "import importlib",
+        "from typing import Any",
         "",
         f"NAME = {task_name!r}",
         f"ORACLE = {oracle!r}",
+        "",
+        "",
+        "# ---- oracle-mode helpers (a copy of tools/intake/oracle.py RUNTIME) ----",
+        "",
+        *[inspect.getsource(f) + "\n" for f in RUNTIME],
+        "# ---- the captured kernel (the optimizer rewrites this copy and launch) ----",
         "",
         *[b + "\n" for b in blocks],
         kernel_src,
