@@ -82,7 +82,7 @@ class Recorder:
             key, info = self.kernel_info(jitfn)
             bound, options, grid_spec = _bind(jitfn, info, args, kwargs)
             site = _call_site()
-            gkey = (key, _signature_key(bound, info), repr(_grid_key(grid_spec, bound)), repr(sorted(options.items())))
+            gkey = (key, _signature_key(bound, info), repr(_eval_grid(grid_spec, bound)), repr(sorted(options.items())))
             group = self.groups.get(gkey)
             first = group is None
             if first:
@@ -274,18 +274,10 @@ def _bind(jitfn, info: dict, args, kwargs) -> tuple[dict, dict, object]:
     defaults = info.get("defaults") or {}
     for name in params:
         if name not in bound and name in defaults:
-            bound[name] = _DEFAULT_SENTINEL if defaults[name] is None else defaults[name]
-    bound = {n: (None if v is _DEFAULT_SENTINEL else v) for n, v in bound.items()}
+            bound[name] = defaults[name]
     options = {k: v for k, v in kw.items() if k not in params and k not in _SKIP_KWARGS
                and isinstance(v, (bool, int, float, str, type(None)))}
     return bound, options, kwargs.get("grid")
-
-
-_DEFAULT_SENTINEL = object()
-
-
-def _grid_key(grid, bound):
-    return _eval_grid(grid, bound)
 
 
 def _eval_grid(grid, bound) -> list | None:

@@ -25,6 +25,7 @@ import torch
 from tritondx.tools.intake.capture import CaptureError
 from tritondx.tools.intake.oracle import RUNTIME, derive_tolerance, is_reduction
 from tritondx.tools.intake.records import ArgRecord, FunctionInfo, GroupRecord, KernelRecord, KernelSummary
+from tritondx.tools.task import _decorator_name
 
 MAX_CHECK_SHAPES = 3
 MAX_BENCH_SHAPES = 3
@@ -51,20 +52,8 @@ def _jit_only(info: FunctionInfo, keep_other_decorators: bool = False) -> str:
     if keep_other_decorators:
         return info.source
     jit = [ast.get_source_segment(info.source, d) for d in fdef.decorator_list
-           if _dotted(d).endswith("jit")]
+           if _decorator_name(d).endswith("jit")]
     return "".join(f"@{d}\n" for d in jit) + body if jit else "@triton.jit\n" + body
-
-
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def copied_source(kernel: KernelRecord) -> tuple[list[str], list[str], list[dict]]:
