@@ -136,6 +136,8 @@ class Recorder:
         if cur is None:
             return
         import torch
+        if torch.cuda.is_current_stream_capturing():   # no timed events inside a CUDA graph capture
+            return
         cur["start"] = torch.cuda.Event(enable_timing=True)
         cur["start"].record()
 

@@ -78,7 +78,7 @@ def _random_values(spec: dict[str, Any], dtype: torch.dtype, n: int, g: torch.Ge
         if not std or lo == hi:
             # a constant input: keep it, unless it is zero (then any data tests the kernel better)
             return torch.full((n,), float(lo)) if lo else torch.randn(n, generator=g)
-        return (torch.randn(n, generator=g, dtype=torch.float64) * std + mean).clamp(lo, hi).float()
+        return (torch.randn(n, generator=g) * std + mean).clamp(lo, hi)
     # integers: the captured set of values when it was small, else the captured range (sentinels kept rare)
     values = spec.get("values")
     if values:
