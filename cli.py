@@ -298,6 +298,40 @@ def verify(
         typer.echo(f"speed: not measured on {v.backend}")
     sys.exit(0 if v.passed else 1)
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def capture(
+    ctx: typer.Context,
+    out: str = typer.Option("captured", help="folder for the task files (new or empty)"),
+    top: Optional[int] = typer.Option(None, help="write tasks for the N kernels with the largest time share"),
+    min_share: Optional[str] = typer.Option(None, help="write tasks for kernels with at least this share, e.g. 2%"),
+) -> None:
+    """Run a program (`-- python my_script.py ...` or `-- pytest ...`), record its Triton launches, rank the
+    kernels by time share and write one oracle-mode task per selected kernel."""
+    from pathlib import Path
+
+    from tritondx.tools.intake.capture import capture as _capture, parse_share
+    summary = _capture(list(ctx.args), Path(out), top=top, min_share=parse_share(min_share))
+    for t in summary["tasks"]:
+        typer.echo(f"task: {t['task']} ({t['kernel']}, {t['share']:.1%} of {summary['timing_label']})")
+    for t in summary["skipped"]:
+        typer.echo(f"skipped: {t['kernel']}: {t['reason']}")
+    if summary["exit_code"]:
+        typer.echo(f"note: the program exited with code {summary['exit_code']}")
+    typer.echo(f"next: tritondx batch {out}")
+
+
+@app.command()
+def apply(
+    run: str = typer.Argument(..., help="run folder (or a batch folder: every run in it) of a captured task"),
+    commit: bool = typer.Option(False, "--commit", help="also commit the patch in the source file's git repository"),
+) -> None:
+    """Write the optimized kernel of a captured task back into its source file as a reviewable patch."""
+    from pathlib import Path
+
+    from tritondx.tools.intake.apply import apply_run
+    for res in apply_run(Path(run), commit=commit):
+        typer.echo(res.summary())
+
 
 def main() -> None:
     try:

@@ -132,7 +132,8 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
 
         fns[v["id"]] = fn
     extra = {}
-    if job.get("baselines"):
+    if job.get("baselines") and not getattr(orig, "ORACLE", None):
+        # (a captured task's reference is the original kernel itself, not a PyTorch baseline)
         ref = orig.reference
         extra["torch_eager"] = lambda: ref(*sets[0])
         try:
