@@ -298,6 +298,7 @@ def verify(
         typer.echo(f"speed: not measured on {v.backend}")
     sys.exit(0 if v.passed else 1)
 
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def capture(
     ctx: typer.Context,
