@@ -362,8 +362,11 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     if not iso.pids:  # without a PID namespace: at least whatever stayed in the job's process group
         _kill_group(proc.pid)
     seconds = time.monotonic() - start
+    returncode = proc.returncode
+    if iso.readonly and iso.mechanism == "bwrap" and returncode is not None and 128 < returncode <= 128 + 64:
+        returncode = 128 - returncode  # bwrap exits 128+N for a job killed by signal N: say it as Popen does
     stderr = (err or "") + (out or "")[-1000:]
-    kind = classify(proc.returncode, stderr, timed_out)
+    kind = classify(returncode, stderr, timed_out)
     result = None
     if result_file.is_file() and not result_file.is_symlink():
         try:
@@ -376,7 +379,7 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     if kind != "ok":
         message = _one_line(kind, stderr, timeout)
         if kind == "no_result":
-            message = (f"no_result: the job exited (code {proc.returncode}) without writing a result "
+            message = (f"no_result: the job exited (code {returncode}) without writing a result "
                        "(os._exit() or sys.exit() in task code?)")
     if sandbox_fs.SETUP_FAILED in stderr:
         log.warning("sandbox_setup_failed", line=next(ln for ln in stderr.splitlines() if sandbox_fs.SETUP_FAILED in ln))
@@ -384,7 +387,7 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
         sandbox_fs.copy_back(st)
     shutil.rmtree(scratch, ignore_errors=True)
     log.debug("job_done", job=job.get("kind"), outcome=kind, seconds=round(seconds, 2))
-    return JobResult(kind=kind, returncode=proc.returncode, seconds=seconds, result=result, message=message,
+    return JobResult(kind=kind, returncode=returncode, seconds=seconds, result=result, message=message,
                      stderr_tail=stderr[-STDERR_KEEP:])
 
 
