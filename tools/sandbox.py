@@ -1,9 +1,12 @@
 """Run untrusted work (task and candidate code) in a separate process.
 
-Each job runs ``python -m tritondx.tools.worker JOB.json RESULT.json`` in a private temporary
-directory with a timeout, a scrubbed environment (no API keys, tokens or proxy credentials),
-resource limits and, where the kernel allows it, no network. The worker writes its result as
-JSON; a crash, hang or CUDA fault only ends that process, and is classified here.
+Each job runs ``python -m tritondx.tools.worker JOB.json RESULT.json`` with a timeout, a scrubbed
+environment (no API keys, tokens or proxy credentials), resource limits and, where the machine allows
+it, in a sandbox that leaves it nothing to keep (``tools/sandbox_fs.py``): the whole file system
+read-only but a private scratch folder (its cwd, HOME and TMPDIR, deleted after the job), no network,
+its own PID namespace (the orchestrator is invisible; every process it starts ends with it), no
+capabilities. The worker writes its result as JSON; a crash, hang or CUDA fault only ends that
+process, and is classified here.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel
+
+from tritondx.tools import sandbox_fs
 
 log = structlog.get_logger(__name__)
 
@@ -159,7 +164,8 @@ class Isolation(BaseModel):
     prefix: list[str] = []
     network: bool = False     # own network namespace: no links, not even loopback to the host
     pids: bool = False        # own PID namespace and /proc: the parent (its environ, argv, cwd) is invisible
-    readonly: bool = False    # own mount namespace: the run folder is bind-mounted read-only
+    readonly: bool = False    # the whole file system read-only but the job's scratch folder (tools/sandbox_fs.py)
+    mechanism: Literal["bwrap", "unshare", "net", "none"] = "none"
     note: str = ""            # why something is missing
 
     @property
@@ -170,55 +176,67 @@ class Isolation(BaseModel):
 
 _ISOLATION: dict[str, Isolation] = {}
 _ISOLATION_LOCK = threading.Lock()
-_FULL = ["unshare", "-rn", "--pid", "--fork", "--kill-child", "--mount-proc"]
+_MECHANISMS = ("bwrap", "unshare", "net", "none")
 
 
 def _try(cmd: list[str]) -> bool:
     try:
-        return subprocess.run(cmd, capture_output=True, timeout=10, preexec_fn=_die_with_parent).returncode == 0
+        return subprocess.run(cmd, capture_output=True, timeout=20, preexec_fn=_die_with_parent).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
 
 def isolation() -> Isolation:
-    """The strongest isolation this machine allows: network + PID + mount namespaces (``unshare``),
-    else a network namespace only, else none. ``TRITONDX_SANDBOX=net`` asks for the network namespace
-    only; ``TRITONDX_NO_NETNS=1`` turns namespaces off. Probed once per setting; the first candidate
-    job run with less than all of it logs a warning saying what is missing."""
-    key = os.environ.get("TRITONDX_NO_NETNS", "")
-    if key != "1" and os.environ.get("TRITONDX_SANDBOX", "").strip().lower() == "net":
-        key = "net"  # network namespace only (no PID / mount namespaces)
+    """The strongest isolation this machine allows: bubblewrap, else ``unshare`` with a mount script
+    (both: read-only file system but a private scratch folder, own PID, network, IPC and UTS
+    namespaces, no capabilities), else a network namespace only, else none.
+    ``TRITONDX_SANDBOX=bwrap|unshare|net|none`` asks for one of them (or less, where it does not
+    work); ``TRITONDX_NO_NETNS=1`` is ``none``. Probed once per setting; the first candidate job run
+    with less than all of it logs a warning saying what is missing."""
+    key = os.environ.get("TRITONDX_SANDBOX", "").strip().lower()
+    if os.environ.get("TRITONDX_NO_NETNS", "") == "1":
+        key = "none"
+    key = key if key in _MECHANISMS else ""
     with _ISOLATION_LOCK:
         if key not in _ISOLATION:
             _ISOLATION[key] = _probe_isolation(key)
         return _ISOLATION[key]
 
 
+def _works(mechanism: str) -> bool:
+    """Whether a job under ``mechanism`` writes its scratch folder and nothing else."""
+    if mechanism in ("bwrap", "unshare") and not shutil.which(mechanism):
+        return False
+    if mechanism == "unshare" and not shutil.which("setpriv"):
+        return False
+    scratch = Path(tempfile.mkdtemp(prefix="tritondx-job-probe-")).resolve()
+    try:
+        view = sandbox_fs.view_for(scratch, [], [], network=False)
+        check = ['sh', '-c', 'touch "$1/ok" && ! touch -c / 2>/dev/null && ! touch -c /proc/sys/kernel/hostname '
+                 '2>/dev/null', 'probe', str(scratch)]
+        return _try(sandbox_fs.command(mechanism, view) + check) and (scratch / "ok").exists()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _probe_isolation(key: str) -> Isolation:
     iso = Isolation()
-    exe = shutil.which("unshare")
-    if exe and key != "1":
-        ro_ok = False
-        if key != "net":
-            probe_dir = Path(tempfile.mkdtemp(prefix="tritondx-ro-probe-"))
-            try:
-                d = str(probe_dir)
-                ro_ok = _try(_FULL + ["sh", "-c", _mount_script([d], []) + f"! touch {d}/x 2>/dev/null"])
-            finally:
-                shutil.rmtree(probe_dir, ignore_errors=True)
-        if ro_ok:
-            iso = Isolation(prefix=list(_FULL), network=True, pids=True, readonly=True)
-        elif _try([exe, "-rn", "true"]):
-            iso = Isolation(prefix=["unshare", "-rn"], network=True)
-    iso.note = ("TRITONDX_NO_NETNS=1 turned namespaces off" if key == "1" else
+    order = [m for m in _MECHANISMS[:2] if key in ("", m) or (key == "bwrap" and m == "unshare")]
+    mech = next((m for m in order if _works(m)), None) if key != "none" else None
+    if mech is not None:
+        iso = Isolation(prefix=[mech], network=True, pids=True, readonly=True, mechanism=mech)
+    elif key != "none" and shutil.which("unshare") and _try(["unshare", "-rn", "true"]):
+        iso = Isolation(prefix=["unshare", "-rn"], network=True, mechanism="net")
+    iso.note = ("TRITONDX_NO_NETNS=1 or TRITONDX_SANDBOX=none turned namespaces off" if key == "none" else
                 "TRITONDX_SANDBOX=net: network namespace only" if key == "net" and iso.network else
-                "unshare (user namespaces) is unavailable or restricted here" if iso.missing else "")
+                "neither bwrap (bubblewrap) nor unshare (user namespaces) works here" if iso.missing else
+                "bwrap did not work here: unshare took its place" if key == "bwrap" and mech != "bwrap" else "")
     if not iso.pids and _prctl is not None:
         # Jobs can see this process in /proc: make it non-dumpable, so that code running as the
         # same (non-root) user cannot read its environment (API keys) or memory.
         _prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
         iso.note += "; this process is marked non-dumpable (its /proc environ is closed to jobs)"
-    log.debug("sandbox_isolation", network=iso.network, pids=iso.pids, readonly=iso.readonly, note=iso.note)
+    log.debug("sandbox_isolation", mechanism=iso.mechanism, missing=iso.missing, note=iso.note)
     return iso
 
 
@@ -231,8 +249,10 @@ def _warn_weak(iso: Isolation, kind: str) -> None:
     if not iso.missing or kind not in ("verify", "bench") or iso.note in _WARNED:
         return
     _WARNED.add(iso.note)
-    log.warning("sandbox_weak_isolation", missing=iso.missing, why=iso.note,
-                kept="scrubbed environment, private working directory, timeout, memory limit")
+    kept = "scrubbed environment, private working directory, timeout, memory limit"
+    if not iso.readonly:
+        kept += "; NOT kept: the job can write wherever this user can (venv, package source, $HOME, /tmp)"
+    log.warning("sandbox_weak_isolation", missing=iso.missing, why=iso.note, kept=kept)
 
 
 def _net_isolation_prefix() -> list[str]:
@@ -240,53 +260,27 @@ def _net_isolation_prefix() -> list[str]:
     return isolation().prefix
 
 
-_RO_FAILED = "tritondx-sandbox: could not make read-only:"
+# Job keys naming what a job writes outside its scratch folder: a folder (all its files come back)
+# or a file (only that file comes back).
+WRITE_BACK = {"out_dir": "folder", "ceilings_file": "file"}
 
 
-def _mount_script(readonly: list[str], writable: list[str]) -> str:
-    """Shell lines run inside the job's mount namespace before the worker starts: bind each
-    ``readonly`` folder onto itself read-only, then each ``writable`` one (inside them) read-write."""
-    import shlex
-    lines = []
-    for d in readonly:
-        q = shlex.quote(d)
-        lines.append(f"{{ mount --bind {q} {q} && mount -o remount,bind,ro {q}; }} "
-                     f"|| echo {shlex.quote(_RO_FAILED + ' ' + d)} >&2")
-    for d in writable:  # a bind inside a read-only bind starts read-only too: remount it read-write
-        q = shlex.quote(d)
-        lines.append(f"{{ mount --bind {q} {q} && mount -o remount,bind,rw {q}; }} "
-                     f"|| echo {shlex.quote(_RO_FAILED.replace('read-only', 'writable') + ' ' + d)} >&2")
-    return "".join(line + "; " for line in lines)
-
-
-def _is_within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def _job_paths(job: dict[str, Any], must_write: list[Path]) -> tuple[list[str], list[str]]:
-    """Folders a job reads its task and candidates from (made read-only for it) and folders inside
-    them it must write to (``out_dir``). A folder is never made read-only when a path the job must
-    write (its working directory, the Triton cache, the temp dir) lies inside it."""
+def _job_reads(job: dict[str, Any]) -> list[str]:
+    """Folders a job reads its task and candidates from."""
     reads = [job.get("task"), job.get("candidate")] + [v.get("path") for v in job.get("variants") or []
                                                        if isinstance(v, dict)]
-    folders: list[Path] = []
-    for r in reads:
-        if isinstance(r, str) and r:
-            try:
-                folder = Path(r).resolve().parent
-            except (OSError, RuntimeError):
-                continue
-            if folder.is_dir() and folder not in folders and folder != Path("/") \
-                    and not any(_is_within(w, folder) for w in must_write):
-                folders.append(folder)
-    writable: list[str] = []
-    out_dir = job.get("out_dir")
-    if isinstance(out_dir, str) and out_dir:
-        od = Path(out_dir).resolve()
-        if any(_is_within(od, f) for f in folders):
-            od.mkdir(parents=True, exist_ok=True)
-            writable.append(str(od))
-    return [str(f) for f in folders], writable
+    return [str(Path(r).parent) for r in reads if isinstance(r, str) and r]
+
+
+def _stages(job: dict[str, Any], scratch: Path) -> list[sandbox_fs.Stage]:
+    stages = []
+    for key, what in WRITE_BACK.items():
+        value = job.get(key)
+        if isinstance(value, str) and value:
+            p = Path(value).resolve()
+            dest, names = (p, None) if what == "folder" else (p.parent, [p.name])
+            stages.append(sandbox_fs.make_stage(scratch, len(stages), dest, names))
+    return stages
 
 
 def classify(returncode: int | None, stderr: str, timed_out: bool) -> FailureKind:
@@ -318,62 +312,66 @@ def run_job(
     memory_bytes: int | None = None,
     network: bool = False,
     gpu_lock: bool = False,
+    cache_dir: str | Path | None = None,
 ) -> JobResult:
     """Run one worker job; never raises for anything the job does. ``gpu_lock``: hand the job
     descriptors of the batch's device lock (``tools/gpulock.py``), which it takes around its device
-    work; without a lock directory this changes nothing."""
+    work; without a lock directory this changes nothing. ``network``: keep the host's network
+    (everything else stays isolated). ``cache_dir``: a folder the job may write and that is kept
+    (its Triton cache, ``TRITON_CACHE_DIR``); without it the job's caches live in its scratch folder
+    and go with it. Only jobs that trust each other may share one: any of them can write it."""
     if gpu_lock:
         from tritondx.tools.gpulock import job_lock_fds
         with job_lock_fds() as (fds, lock_env):
-            return _run_job(job, timeout, python, {**(env or {}), **lock_env}, memory_bytes, network, fds)
-    return _run_job(job, timeout, python, env, memory_bytes, network, ())
+            return _run_job(job, timeout, python, {**(env or {}), **lock_env}, memory_bytes, network, fds,
+                            cache_dir)
+    return _run_job(job, timeout, python, env, memory_bytes, network, (), cache_dir)
 
 
 def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[str, str] | None,
-             memory_bytes: int | None, network: bool, lock_fds: tuple[int, ...]) -> JobResult:
-    workdir = Path(tempfile.mkdtemp(prefix="tritondx-job-"))
-    job_file, result_file = workdir / "job.json", workdir / "result.json"
+             memory_bytes: int | None, network: bool, lock_fds: tuple[int, ...],
+             cache_dir: str | Path | None = None) -> JobResult:
+    scratch = Path(tempfile.mkdtemp(prefix="tritondx-job-")).resolve()
+    job_file, result_file = scratch / "job.json", scratch / "result.json"
     job_file.write_text(json.dumps(job))
-    cmd = [python or sys.executable, "-m", "tritondx.tools.worker", str(job_file), str(result_file)]
+    python = python or sys.executable
+    cmd = [python, "-m", "tritondx.tools.worker", str(job_file), str(result_file)]
     job_env = scrubbed_env(env)
-    job_env["HOME"] = str(workdir)
-    job_env.setdefault("TRITON_CACHE_DIR", str(Path(tempfile.gettempdir()) / "tritondx-triton-cache"))
-    if not network:
-        iso = isolation()
-        _warn_weak(iso, str(job.get("kind")))
-        if iso.readonly:
-            must_write = [workdir.resolve(), Path(tempfile.gettempdir()).resolve(),
-                          Path(job_env["TRITON_CACHE_DIR"]).resolve()]
-            if isinstance(job.get("ceilings_file"), str):
-                must_write.append(Path(job["ceilings_file"]).resolve().parent)
-            ro, rw = _job_paths(job, must_write)
-            if ro:
-                cmd = ["sh", "-c", _mount_script(ro, rw) + 'exec "$@"', "sh"] + cmd
+    job_env["HOME"] = job_env["TMPDIR"] = str(scratch)  # ~/.triton, ~/.nv, ~/.cache, tempfile: all in scratch
+    cache = Path(cache_dir).resolve() if cache_dir else scratch / ".triton-cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    job_env["TRITON_CACHE_DIR"] = str(cache)
+    iso = isolation()
+    _warn_weak(iso, str(job.get("kind")))
+    stages: list[sandbox_fs.Stage] = []
+    if iso.readonly:
+        stages = _stages(job, scratch)
+        writes = [s.bind() for s in stages] + ([sandbox_fs.Bind(src=str(cache), dest=str(cache), writable=True)]
+                                               if cache_dir else [])
+        reads = sandbox_fs.read_paths(python, job_env, _job_reads(job))
+        cmd = sandbox_fs.command(iso.mechanism, sandbox_fs.view_for(scratch, reads, writes, network)) + cmd
+    elif not network:
         cmd = iso.prefix + cmd
     start = time.monotonic()
-    timed_out = False
     lifeline = _lifeline_fd()
     job_env[LIFELINE_ENV] = str(lifeline)
-    proc = subprocess.Popen(cmd, cwd=workdir, env=job_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=scratch, env=job_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, pass_fds=(lifeline, *lock_fds), preexec_fn=_limits(memory_bytes),
                             text=True, errors="replace")
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = proc.communicate()
+    out, err, timed_out = _communicate(proc, timeout)
+    if not iso.pids:  # without a PID namespace: at least whatever stayed in the job's process group
+        _kill_group(proc.pid)
     seconds = time.monotonic() - start
+    returncode = proc.returncode
+    if iso.readonly and iso.mechanism == "bwrap" and returncode is not None and 128 < returncode <= 128 + 64:
+        returncode = 128 - returncode  # bwrap exits 128+N for a job killed by signal N: say it as Popen does
     stderr = (err or "") + (out or "")[-1000:]
-    kind = classify(proc.returncode, stderr, timed_out)
+    kind = classify(returncode, stderr, timed_out)
     result = None
-    if result_file.exists():
+    if result_file.is_file() and not result_file.is_symlink():
         try:
             result = json.loads(result_file.read_text())
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError):
             result = None
     if kind == "ok" and result is None:
         kind = "no_result"
@@ -381,15 +379,61 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     if kind != "ok":
         message = _one_line(kind, stderr, timeout)
         if kind == "no_result":
-            message = (f"no_result: the job exited (code {proc.returncode}) without writing a result "
+            message = (f"no_result: the job exited (code {returncode}) without writing a result "
                        "(os._exit() or sys.exit() in task code?)")
-    if "tritondx-sandbox: could not make" in stderr:
-        log.warning("sandbox_mount_failed", line=next(ln for ln in stderr.splitlines()
-                                                      if "tritondx-sandbox: could not make" in ln))
-    shutil.rmtree(workdir, ignore_errors=True)
+    if sandbox_fs.SETUP_FAILED in stderr:
+        log.warning("sandbox_setup_failed", line=next(ln for ln in stderr.splitlines() if sandbox_fs.SETUP_FAILED in ln))
+    for st in stages:
+        sandbox_fs.copy_back(st)
+    shutil.rmtree(scratch, ignore_errors=True)
     log.debug("job_done", job=job.get("kind"), outcome=kind, seconds=round(seconds, 2))
-    return JobResult(kind=kind, returncode=proc.returncode, seconds=seconds, result=result, message=message,
+    return JobResult(kind=kind, returncode=returncode, seconds=seconds, result=result, message=message,
                      stderr_tail=stderr[-STDERR_KEEP:])
+
+
+# How long the job's output pipes are read after its process has ended: a process it started (and
+# that escaped its process group) may hold them; only without a PID namespace can one outlive the job.
+PIPE_GRACE_S = 2.0
+
+
+def _text(data: bytes | str | None) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
+def _communicate(proc: subprocess.Popen, timeout: float) -> tuple[str, str, bool]:
+    """(stdout, stderr, timed_out): the job's output until its pipes close, the job killed (its process
+    group) at ``timeout``; once it has ended, at most ``PIPE_GRACE_S`` more of reading."""
+    deadline = time.monotonic() + timeout
+    ended_at: float | None = None
+    timed_out = False
+    while True:
+        now = time.monotonic()
+        wait = max(0.05, min(1.0, deadline - now)) if ended_at is None else PIPE_GRACE_S
+        try:
+            out, err = proc.communicate(timeout=wait)
+            return out or "", err or "", timed_out
+        except subprocess.TimeoutExpired as exc:
+            now = time.monotonic()
+            if ended_at is not None:
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
+                proc.wait()
+                return _text(exc.output), _text(exc.stderr), timed_out
+            if proc.poll() is not None:
+                ended_at = now
+            elif now >= deadline:
+                timed_out = True
+                _kill_group(proc.pid)
+                proc.wait()
+                ended_at = now
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _one_line(kind: FailureKind, stderr: str, timeout: float) -> str:

@@ -41,6 +41,9 @@ REQUIRED_CONSTANTS = {
     "TOLERANCE": "no TOLERANCE: give {dtype: {'atol': ..., 'rtol': ...}}",
 }
 MAX_TASK_BYTES = 1_000_000
+# The deepest syntax tree a task may have: real kernels reach about 20; ast.unparse and compile()
+# fail with RecursionError somewhere past 500, libcst (the rewrites) slows down long before.
+MAX_NESTING = 100
 
 
 class KernelInfo(BaseModel):
@@ -130,6 +133,57 @@ def _assigned_value(tree: ast.Module, name: str) -> ast.expr | None:
     return value
 
 
+def zero_size_shape(shape: object) -> bool:
+    """A plain shape (an int or a tuple of ints) with a zero or negative dimension."""
+    if isinstance(shape, bool):
+        return False
+    if isinstance(shape, int):
+        return shape <= 0
+    return isinstance(shape, (tuple, list)) and any(isinstance(s, int) and not isinstance(s, bool) and s <= 0
+                                                    for s in shape)
+
+
+def nesting_depth(tree: ast.AST) -> int:
+    """The depth of a syntax tree (iteratively: the tree may be deeper than the recursion limit)."""
+    best, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        best = max(best, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return best
+
+
+def _parse(source: str, path: str) -> ast.Module:
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise TaskFormatError(path, f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+    except (RecursionError, MemoryError) as exc:
+        raise TaskFormatError(path, f"an expression is nested too deeply to parse ({type(exc).__name__}); "
+                                    f"split it into smaller statements") from None
+    depth = nesting_depth(tree)
+    if depth > MAX_NESTING:
+        raise TaskFormatError(path, f"the code is nested {depth} levels deep (at most {MAX_NESTING}): "
+                                    "split the deepest expression into smaller statements")
+    return tree
+
+
+def _check_literal_shapes(tree: ast.Module, path: str) -> None:
+    """Shapes written as literals: none may have a zero-size dimension."""
+    for cname in ("CHECK_SHAPES", "BENCH_SHAPES"):
+        value = _assigned_value(tree, cname)
+        if not isinstance(value, (ast.List, ast.Tuple)):
+            continue
+        for i, elt in enumerate(value.elts):
+            try:
+                shape = ast.literal_eval(elt)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if zero_size_shape(shape):
+                raise TaskFormatError(path, f"{cname}[{i}] = {shape!r} has a zero-size dimension: every listed "
+                                            "shape must hold elements")
+
+
 def parse_task_source(source: str, path: str) -> TaskSpec:
     """Check the task format statically; raise ``TaskFormatError`` with one clear line."""
     if len(source.encode()) > MAX_TASK_BYTES:
@@ -138,10 +192,7 @@ def parse_task_source(source: str, path: str) -> TaskSpec:
         raise TaskFormatError(path, "the file is empty: see README (task format) for what a task defines")
     if "\x00" in source:
         raise TaskFormatError(path, "the file holds NUL bytes: not a Python source file")
-    try:
-        tree = ast.parse(source, filename=path)
-    except SyntaxError as exc:
-        raise TaskFormatError(path, f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+    tree = _parse(source, path)
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     assigned: set[str] = set()
     for node in tree.body:
@@ -168,6 +219,7 @@ def parse_task_source(source: str, path: str) -> TaskSpec:
         if isinstance(value, _NOT_A_LIST):
             raise TaskFormatError(path, f"{cname} must be a list, got {_literal_kind(value)} "
                                         f"`{ast.unparse(value)[:60]}`")
+    _check_literal_shapes(tree, path)
     tol = _assigned_value(tree, "TOLERANCE")
     if isinstance(tol, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.JoinedStr)):
         raise TaskFormatError(path, f"TOLERANCE must be a dict {{dtype: {{'atol': ..., 'rtol': ...}}}}, got "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 from pathlib import Path
@@ -114,12 +115,17 @@ def tolerance(mod: ModuleType, dtype: torch.dtype) -> tuple[float, float]:
         raise TaskFormatError(path, f"TOLERANCE has no entry for {dtype_name(dtype)}")
     try:
         if isinstance(entry, dict):
-            return float(entry.get("atol", 0.0)), float(entry.get("rtol", 0.0))
-        atol, rtol = entry
-        return float(atol), float(rtol)
+            atol, rtol = float(entry.get("atol", 0.0)), float(entry.get("rtol", 0.0))
+        else:
+            atol, rtol = (float(v) for v in entry)
     except (TypeError, ValueError) as exc:
         raise TaskFormatError(path, f"TOLERANCE[{dtype_name(dtype)}] must be {{'atol': float, 'rtol': float}} "
                                     f"or (atol, rtol), got {entry!r:.60}") from exc
+    for name, value in (("atol", atol), ("rtol", rtol)):
+        if not math.isfinite(value) or value < 0:  # NaN passes every comparison; a negative one none
+            raise TaskFormatError(path, f"TOLERANCE[{dtype_name(dtype)}] {name} is {value}: it must be a "
+                                        "finite number >= 0")
+    return atol, rtol
 
 
 def as_tuple(out: Any) -> tuple:

@@ -14,6 +14,7 @@ import torch
 from tritondx.tools.gpulock import phase
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.guard import LaunchGuard
+from tritondx.tools.probe_checks import check_shapes, leftover_threads
 from tritondx.tools.taskmod import as_tuple, dtype_name, load_module, norm_shape, tolerance, to_dtype
 
 
@@ -124,6 +125,8 @@ def _probe(path: str, device: str) -> dict[str, Any]:
     if not refs or not all(isinstance(r, torch.Tensor) for r in refs):
         kinds = sorted({type(r).__name__ for r in refs})
         return {"ok": False, "problem": f"reference must return tensors, got {kinds}"}
+    if problem := check_shapes(mod, dtypes, device, _user_call):  # every listed shape: tools/probe_checks.py
+        return {"ok": False, "problem": problem}
     guard = LaunchGuard()
     guard.install()
     try:
@@ -154,6 +157,8 @@ def _probe(path: str, device: str) -> dict[str, Any]:
         if bad:
             return {"ok": False, "problem": f"the initial launch does not match the reference on {call}: "
                                             f"output {i}: {bad['reason']}"}
+    if problem := leftover_threads():  # tools/probe_checks.py
+        return {"ok": False, "problem": problem}
     return {"ok": True, "ops": sorted(set(guard.ops)), "launches": guard.launches,
             "dtypes": [dtype_name(d) for d in dtypes],
             "tolerances": {dtype_name(d): list(tolerance(mod, d)) for d in dtypes},

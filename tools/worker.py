@@ -9,6 +9,7 @@ A task problem is written as ``{"error": ..., "class": ...}``; anything else tha
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 
@@ -69,4 +70,9 @@ def main(job_path: str, result_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    code = main(sys.argv[1], sys.argv[2])
+    # The result is written: end now. A normal exit would wait for every non-daemon thread task code
+    # left running (the job then ended only at its timeout, 300 s for a probe).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

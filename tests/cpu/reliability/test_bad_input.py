@@ -58,19 +58,33 @@ EXPECT: dict[str, str] = {
     "os_exit_in_launch.py": "ended the process (exit code 0) before the probe finished",
     "tolerance_missing_dtype.py": "TOLERANCE has no entry for float16",
     "unknown_dtype.py": "DTYPES: unknown dtype 'float33'",
+    # task settings (issue 15): static where the file shows them, else in the probe
+    "zero_size_shape.py": "CHECK_SHAPES[1] = (0,) has a zero-size dimension",
+    "deeply_nested.py": "an expression is nested too deeply to parse (RecursionError)",
+    "nested_too_deep.py": "levels deep (at most 100): split the deepest expression",
+    "tolerance_nan.py": "TOLERANCE[float32] atol is nan: it must be a finite number >= 0",
+    "tolerance_negative.py": "TOLERANCE[float32] rtol is -0.001: it must be a finite number >= 0",
+    "reference_returns_nan.py": "CHECK_SHAPES[1] = (40097,): the reference returned NaN/Inf",
+    "zero_size_computed_shape.py": "CHECK_SHAPES[2] = (0,) has a zero-size dimension",
+    "later_shape_unbuildable.py": "CHECK_SHAPES[2] = (8193,): make_inputs((8193,), float32, seed=1234, device='cpu') "
+                                  "raised ValueError: cannot build (8193,)",
+    "launch_leaves_thread.py": "task code left 1 non-daemon thread(s) running (forever)",
 }
+# answered within this probe timeout (the default is 300 s): a job that waited for the thread at exit
+# would be answered "did not finish within ..." instead
+PROBE_TIMEOUT_FOR = {"infinite_loop_at_import.py": PROBE_TIMEOUT_S, "launch_leaves_thread.py": "90"}
 # also run with --debug: the traceback is shown, and the last line is still the one-line answer
 DEBUG = ["no_reference.py", "reference_raises.py", "kernel_compile_error.py", "directory_task.py"]
 # static problems: answered before any heavy import or sandbox job, without a run folder
 STATIC = ["syntax_error.py", "no_kernel.py", "no_launcher.py", "no_reference.py", "no_make_inputs.py",
           "no_tolerance.py", "no_bench_shapes.py", "empty_shapes.py", "check_shapes_not_list.py",
           "check_shapes_computed_not_list.py", "tolerance_not_dict.py", "empty_file.py", "not_utf8.py",
-          "not_python.txt", "directory_task.py"]
+          "not_python.txt", "directory_task.py", "zero_size_shape.py", "deeply_nested.py", "nested_too_deep.py"]
 
 
 def _optimize(path: Path, debug: bool = False):
     def fn(tmp: Path):
-        extra = {"TRITONDX_PROBE_TIMEOUT": PROBE_TIMEOUT_S} if path.name == "infinite_loop_at_import.py" else {}
+        extra = {"TRITONDX_PROBE_TIMEOUT": PROBE_TIMEOUT_FOR[path.name]} if path.name in PROBE_TIMEOUT_FOR else {}
         args = (["--debug"] if debug else []) + ["optimize", str(path), "--backend", "interpreter",
                                                   "--out", str(tmp / "run")]
         return run_cli(*args, tmp=tmp, env=base_env(tmp, **extra), timeout=400), tmp / "run"

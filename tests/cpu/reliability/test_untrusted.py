@@ -115,7 +115,8 @@ def test_candidate_sandbox_with_namespaces(rcase, rel_outcomes):
         pytest.skip(f"this machine gives no {', '.join(iso.missing)} isolation ({iso.note}); "
                     "test_candidate_sandbox_without_namespaces covers what holds then")
     out, obs, accepted, run_dir = rel_outcomes[rcase.id].result()
-    assert out["isolation"] == {"prefix": iso.prefix, "network": True, "pids": True, "readonly": True, "note": ""}
+    assert out["isolation"] == {"prefix": iso.prefix, "network": True, "pids": True, "readonly": True,
+                                "mechanism": iso.mechanism, "note": ""}
     _common(obs, run_dir)
     assert obs["net"] != "connected" and accepted == 0, obs["net"]          # no network, not even loopback
     assert obs["ppid"] == 0 and obs["penv"] == "absent" and obs["pcmd"] == "absent"  # the parent is invisible

@@ -2,8 +2,9 @@
 
 The CPU suite (tests/cpu/reliability/test_untrusted.py) checks what a candidate can reach from its
 sandboxed verify job under the interpreter. Here the same jobs run on the GPU: the worker opens the
-CUDA driver inside ``unshare -rn --pid --fork --kill-child --mount-proc`` with its task and candidate
-folders bind-mounted read-only.
+CUDA driver inside the sandbox (``tools/sandbox_fs.py``: the file system read-only but a private scratch
+folder; own PID, network, IPC namespaces; no capabilities), once per mechanism this host has
+(bubblewrap with the /dev/nvidia* nodes bound in; ``unshare`` with the mount script).
 
 - An honest candidate passes with full isolation (network + PID + mount namespaces), with no
   ``sandbox_weak_isolation`` / ``sandbox_mount_failed`` warning: CUDA and Triton's JIT work inside.
@@ -87,7 +88,10 @@ class _Listener:
         self.sock.close()
 
 
-def _verify_in_run_folder(tmp: Path, candidate: Path) -> tuple[dict, int, Path]:
+MECHANISMS = ["bwrap", "unshare"]
+
+
+def _verify_in_run_folder(tmp: Path, candidate: Path, mech: str) -> tuple[dict, int, Path]:
     """verify_one.py (the verifier's own path) on the cuda backend, in a process whose environment holds
     the planted secrets, with task and candidate laid out like a real run folder."""
     run_dir = tmp / "runs" / "20260101-000000-rel_axpy-abcdef"
@@ -100,7 +104,7 @@ def _verify_in_run_folder(tmp: Path, candidate: Path) -> tuple[dict, int, Path]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENAI_", "TRITONDX_")) and k not in ("HTTPS_PROXY", "http_proxy")}
     env.update(PLANTED, TRITONDX_JOB_PROBE_PORT=str(server.port), TRITONDX_RUNS=str(tmp / "runs"),
-               TRITONDX_CACHE=str(tmp / "cache"))
+               TRITONDX_CACHE=str(tmp / "cache"), TRITONDX_SANDBOX=mech)
     try:
         p = subprocess.run([sys.executable, str(VERIFY_ONE), str(task), str(cand), "cuda"], cwd=tmp, env=env,
                            capture_output=True, text=True, timeout=600)
@@ -109,21 +113,25 @@ def _verify_in_run_folder(tmp: Path, candidate: Path) -> tuple[dict, int, Path]:
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     iso = out["isolation"]
+    if iso["mechanism"] != mech:
+        pytest.skip(f"no {mech} sandbox on this host: {iso}")
     assert iso["network"] and iso["pids"] and iso["readonly"], iso
     assert not [e for e in out["logs"] if e.get("log_level") == "warning"], out["logs"]
     return out, server.accepted, run_dir
 
 
-def test_honest_candidate_passes_with_full_isolation(tmp_path):
-    out, accepted, run_dir = _verify_in_run_folder(tmp_path, HONEST)
+@pytest.mark.parametrize("mech", MECHANISMS)
+def test_honest_candidate_passes_with_full_isolation(tmp_path, mech):
+    out, accepted, run_dir = _verify_in_run_folder(tmp_path, HONEST, mech)
     v = out["verification"]
     assert v["passed"] is True and v["backend"] == "cuda" and v["checks"] > 0, v
     assert accepted == 0
     assert sorted(p.name for p in run_dir.rglob("*")) == ["candidates", "r1c1_g0_honest.py", "task_initial.py"]
 
 
-def test_snooping_candidate_on_cuda_is_contained(tmp_path):
-    out, accepted, run_dir = _verify_in_run_folder(tmp_path, SNOOP)
+@pytest.mark.parametrize("mech", MECHANISMS)
+def test_snooping_candidate_on_cuda_is_contained(tmp_path, mech):
+    out, accepted, run_dir = _verify_in_run_folder(tmp_path, SNOOP, mech)
     reason = out["verification"]["reason"]
     assert not out["verification"]["passed"] and "SNOOP " in reason, reason
     obs = json.loads(reason.split("SNOOP ", 1)[1])
