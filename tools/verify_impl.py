@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import random
 import re
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,6 +27,9 @@ import torch
 from tritondx.tools.gpulock import phase
 from tritondx.tools.guard import LaunchGuard, _KernelsOffAbort
 from tritondx.tools.taskmod import as_tuple, dtype_name, load_module, norm_shape, tolerance, to_dtype
+from tritondx.tools.verify.buffers import degenerate_inputs
+from tritondx.tools.verify.cases import make_case_inputs, plan_checks
+from tritondx.tools.verify.coverage import LineTracer, trace_verdict
 
 SEEDS_PER_SHAPE = 2
 
@@ -58,11 +62,10 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _check_inputs(inputs: tuple, where: str) -> None:
-    for i, t in enumerate(inputs):
-        if isinstance(t, torch.Tensor) and t.numel() > 0 and t.dtype != torch.bool:
-            if not bool(torch.any(t != 0)):
-                raise Rejected("bad_inputs", f"{where}: input {i} is all zeros; make_inputs must give random data")
+def _check_inputs(inputs: tuple, where: str, reference) -> None:
+    degenerate = degenerate_inputs(reference, inputs)
+    if degenerate:
+        raise Rejected("bad_inputs", f"{where}: {degenerate[0]}")
 
 
 def compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> dict[str, Any] | None:
@@ -181,105 +184,118 @@ def verify(job: dict[str, Any]) -> dict[str, Any]:
     tampered = guard.tampered()
     if tampered:
         raise Rejected("timing_tampering", f"importing the candidate replaced {', '.join(tampered)}")
-    shapes = [norm_shape(s) for s in orig.CHECK_SHAPES]
-    if job.get("include_bench"):
-        shapes += [norm_shape(s) for s in orig.BENCH_SHAPES if norm_shape(s) not in shapes]
-    rng = random.Random(job.get("seed", 0))
+    # The cases (listed shapes, derived sizes, branch sides, value stress; fresh seeds): tools/verify/cases.py
+    plan = plan_checks(orig, Path(job["task"]).read_text(), Path(job["candidate"]).read_text(), device,
+                       include_bench=bool(job.get("include_bench")))
+    unchecked = plan.rejection()
+    if unchecked:
+        raise Rejected(*unchecked)
+    groups: dict[tuple[str, str], list] = {}
+    for case in plan.cases:   # one group per dtype and shape: the cache checks compare within a group
+        groups.setdefault((case.dtype, repr(case.shape)), []).append(case)
     # Which of the two runs (kernels on / off) goes first: its own random stream, so the input
     # seeds stay what they were for a given job seed.
     order_rng = random.Random(f"kernels-off order {job.get('seed', 0)}")
+    tracer = LineTracer(str(Path(job["candidate"]).resolve()))
     checks = []
     ops_seen: set[str] = set()
-    for dtype in [to_dtype(d) for d in orig.DTYPES]:
-        atol, rtol = tolerance(orig, dtype)
-        for shape in shapes:
-            with device_phase(device):  # a timer in another job waits for this shape's checks only
-                earlier_outs: list[torch.Tensor] = []   # kept alive: shared storage then means "same memory"
-                earlier_refs: list[tuple[int, tuple]] = []
-                for rep in range(SEEDS_PER_SHAPE):
-                    seed = rng.randrange(1 << 30)
-                    where = f"shape {shape} dtype {str(dtype).replace('torch.', '')} seed {seed}"
-                    inputs = as_tuple(orig.make_inputs(shape, dtype, seed, device))
-                    _check_inputs(inputs, where)
-                    snapshot = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
-                    _sync(device)
-                    off_first = order_rng.random() < 0.5
-                    if off_first:
-                        outs_off = _call_candidate(cand, inputs, guard, device, where, skip_kernels=True)
-                        if guard.tampered():
-                            raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
-                    outs = _call_candidate(cand, inputs, guard, device, where, skip_kernels=False)
-                    ops_seen.update(guard.ops)
-                    launches = guard.launches
-                    if guard.launches == 0:
-                        raise Rejected("no_triton_kernel", f"{where}: launch() ran no Triton kernel")
-                    if guard.side_stream_launches:
-                        raise Rejected("side_stream", f"{where}: {guard.side_stream_launches} kernel launch(es) on a "
-                                                      "non-default stream the timer does not see")
-                    forbidden = guard.forbidden_ops()
-                    if forbidden:
-                        raise Rejected("torch_compute", f"{where}: launch() called torch compute ops {forbidden[:6]} "
-                                                        "(outputs must come from Triton kernels)")
+    for group in groups.values():
+        dtype = to_dtype(group[0].dtype)
+        shape = group[0].shape
+        with device_phase(device):  # a timer in another job waits for this shape's checks only
+            earlier_outs: list[torch.Tensor] = []   # kept alive: shared storage then means "same memory"
+            earlier_refs: list[tuple[int, tuple]] = []
+            for case in group:
+                seed = case.seed
+                where = f"{case.label()} seed {seed}"
+                inputs = make_case_inputs(orig, case, device)
+                if case.values == "normal":
+                    _check_inputs(inputs, where, orig.reference)
+                snapshot = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+                _sync(device)
+                off_first = order_rng.random() < 0.5
+                if off_first:
+                    outs_off = _call_candidate(cand, inputs, guard, device, where, skip_kernels=True)
                     if guard.tampered():
                         raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
-                    if guard.hooked_launches:
-                        raise Rejected("verifier_tampering", f"{where}: {guard.hooked_launches} Triton launch(es) ran "
-                                                             "Python hooks (pre-run / launch hooks run unobserved)")
-                    if not off_first:
-                        outs_off = _call_candidate(cand, inputs, guard, device, where, skip_kernels=True)
-                        if guard.tampered():
-                            raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
-                    for i, (t, s) in enumerate(zip(inputs, snapshot)):
-                        if isinstance(t, torch.Tensor) and not _unchanged(t, s):
-                            raise Rejected("mutates_inputs", f"{where}: input {i} was modified by launch()")
-                    refs = as_tuple(orig.reference(*[s.clone() if isinstance(s, torch.Tensor) else s for s in snapshot]))
-                    _sync(device)
-                    if len(outs) != len(refs):
-                        raise Rejected("wrong_output", f"{where}: launch() returned {len(outs)} outputs, "
-                                                       f"reference {len(refs)}")
-                    for i, (o, r) in enumerate(zip(outs, refs)):
-                        if type(o) is not torch.Tensor:
-                            raise Rejected("lazy_output", f"{where}: output {i} is {type(o).__name__}, "
-                                                          "not a plain torch.Tensor")
-                        aliased = _aliases(o, inputs)
-                        if aliased and not _aliases(r, snapshot):
-                            raise Rejected("aliased_output", f"{where}: output {i} aliases an input's memory")
-                        if o.numel() > 1 and _internal_overlap(o) and not _internal_overlap(r):
-                            raise Rejected("aliased_output", f"{where}: output {i} is an expanded/overlapping view "
-                                                             f"(strides {tuple(o.stride())}): elements share memory, "
-                                                             "so it was not computed element by element")
-                        if o.numel() > 0 and not aliased:
-                            o_span = _storage_span(o)
-                            for e in earlier_outs + [t for t in (outs_off or ()) if type(t) is torch.Tensor]:
-                                if e.numel() > 0 and _storage_span(e)[0] < o_span[1] and o_span[0] < _storage_span(e)[1]:
-                                    raise Rejected("caches_outputs", f"{where}: output {i} shares memory with an output "
-                                                                     "of an earlier call (a cached or reused output; "
-                                                                     "launch() must return fresh tensors)")
-                        if o.device.type != torch.device(device).type:
-                            raise Rejected("wrong_output", f"{where}: output {i} is on {o.device}, want {device}")
-                        bad = compare(o, r, atol, rtol)
-                        if bad:
-                            for old_seed, old_refs in earlier_refs:
-                                if i < len(old_refs) and compare(o, old_refs[i], atol, rtol) is None:
-                                    raise Rejected("caches_outputs", f"{where}: output {i} equals the reference of an "
-                                                                     f"earlier call (seed {old_seed}), not of this one: "
-                                                                     "a stale or cached output")
-                            raise Rejected("mismatch", f"{where}: output {i}: {bad['reason']}")
-                        # Kernels off: the same call with every Triton launch given an empty grid.
-                        if (outs_off is not None and i < len(outs_off) and type(outs_off[i]) is torch.Tensor
-                                and not aliased and not _is_constant(r)
-                                and compare(outs_off[i], r, atol, rtol) is None):
-                            raise Rejected("not_from_triton", f"{where}: output {i} is still correct when no Triton "
-                                                              "kernel body runs: it was computed outside Triton "
-                                                              "kernels (numpy, Python or unrecorded torch)")
-                    earlier_outs += [t for t in outs + (outs_off or ()) if type(t) is torch.Tensor]
-                    earlier_refs.append((seed, refs))
-                    checks.append({"shape": list(shape) if isinstance(shape, tuple) else shape,
-                                   "dtype": str(dtype), "seed": seed, "launches": launches})
-                earlier_outs.clear()  # drop this shape's tensors before the device memory is handed back
-                earlier_refs.clear()
-                inputs = snapshot = outs = outs_off = refs = None  # noqa: F841
-    return {"passed": True, "checks": checks, "ops": sorted(ops_seen)}
+                with tracer:
+                    outs = _call_candidate(cand, inputs, guard, device, where, skip_kernels=False)
+                ops_seen.update(guard.ops)
+                launches = guard.launches
+                if guard.launches == 0:
+                    raise Rejected("no_triton_kernel", f"{where}: launch() ran no Triton kernel")
+                if guard.side_stream_launches:
+                    raise Rejected("side_stream", f"{where}: {guard.side_stream_launches} kernel launch(es) on a "
+                                                  "non-default stream the timer does not see")
+                forbidden = guard.forbidden_ops()
+                if forbidden:
+                    raise Rejected("torch_compute", f"{where}: launch() called torch compute ops {forbidden[:6]} "
+                                                    "(outputs must come from Triton kernels)")
+                if guard.tampered():
+                    raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
+                if guard.hooked_launches:
+                    raise Rejected("verifier_tampering", f"{where}: {guard.hooked_launches} Triton launch(es) ran "
+                                                         "Python hooks (pre-run / launch hooks run unobserved)")
+                if not off_first:
+                    outs_off = _call_candidate(cand, inputs, guard, device, where, skip_kernels=True)
+                    if guard.tampered():
+                        raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(guard.tampered())}")
+                for i, (t, s) in enumerate(zip(inputs, snapshot)):
+                    if isinstance(t, torch.Tensor) and not _unchanged(t, s):
+                        raise Rejected("mutates_inputs", f"{where}: input {i} was modified by launch()")
+                refs = as_tuple(orig.reference(*[s.clone() if isinstance(s, torch.Tensor) else s for s in snapshot]))
+                _sync(device)
+                if len(outs) != len(refs):
+                    raise Rejected("wrong_output", f"{where}: launch() returned {len(outs)} outputs, "
+                                                   f"reference {len(refs)}")
+                for i, (o, r) in enumerate(zip(outs, refs)):
+                    if type(o) is not torch.Tensor:
+                        raise Rejected("lazy_output", f"{where}: output {i} is {type(o).__name__}, "
+                                                      "not a plain torch.Tensor")
+                    aliased = _aliases(o, inputs)
+                    if aliased and not _aliases(r, snapshot):
+                        raise Rejected("aliased_output", f"{where}: output {i} aliases an input's memory")
+                    if o.numel() > 1 and _internal_overlap(o) and not _internal_overlap(r):
+                        raise Rejected("aliased_output", f"{where}: output {i} is an expanded/overlapping view "
+                                                         f"(strides {tuple(o.stride())}): elements share memory, "
+                                                         "so it was not computed element by element")
+                    if o.numel() > 0 and not aliased:
+                        o_span = _storage_span(o)
+                        for e in earlier_outs + [t for t in (outs_off or ()) if type(t) is torch.Tensor]:
+                            if e.numel() > 0 and _storage_span(e)[0] < o_span[1] and o_span[0] < _storage_span(e)[1]:
+                                raise Rejected("caches_outputs", f"{where}: output {i} shares memory with an output "
+                                                                 "of an earlier call (a cached or reused output; "
+                                                                 "launch() must return fresh tensors)")
+                    if o.device.type != torch.device(device).type:
+                        raise Rejected("wrong_output", f"{where}: output {i} is on {o.device}, want {device}")
+                    atol, rtol = tolerance(orig, dtype, output=i)
+                    bad = compare(o, r, atol, rtol)
+                    if bad:
+                        for old_seed, old_refs in earlier_refs:
+                            if i < len(old_refs) and compare(o, old_refs[i], atol, rtol) is None:
+                                raise Rejected("caches_outputs", f"{where}: output {i} equals the reference of an "
+                                                                 f"earlier call (seed {old_seed}), not of this one: "
+                                                                 "a stale or cached output")
+                        raise Rejected("mismatch", f"{where}: output {i}: {bad['reason']}")
+                    # Kernels off: the same call with every Triton launch given an empty grid.
+                    if (outs_off is not None and i < len(outs_off) and type(outs_off[i]) is torch.Tensor
+                            and not aliased and not _is_constant(r)
+                            and compare(outs_off[i], r, atol, rtol) is None):
+                        raise Rejected("not_from_triton", f"{where}: output {i} is still correct when no Triton "
+                                                          "kernel body runs: it was computed outside Triton "
+                                                          "kernels (numpy, Python or unrecorded torch)")
+                earlier_outs += [t for t in outs + (outs_off or ()) if type(t) is torch.Tensor]
+                earlier_refs.append((seed, refs))
+                checks.append({"shape": list(shape) if isinstance(shape, tuple) else shape,
+                               "dtype": str(dtype), "seed": seed, "launches": launches, "values": case.values,
+                               "why": case.why})
+            earlier_outs.clear()  # drop this shape's tensors before the device memory is handed back
+            earlier_refs.clear()
+            inputs = snapshot = outs = outs_off = refs = None  # noqa: F841
+    traced = trace_verdict(plan.branches, tracer.lines, kernel_lines_traced=not device.startswith("cuda"))
+    if traced:
+        raise Rejected("unchecked_branch", "; ".join(traced[:3])[:600])
+    return {"passed": True, "checks": checks, "ops": sorted(ops_seen), "coverage": plan.summary()}
 
 
 def _user_call(what: str, fn, *args) -> tuple[Any, str | None]:
@@ -339,10 +355,9 @@ def _probe(path: str, device: str) -> dict[str, Any]:
         return {"ok": False, "problem": f"make_inputs must return tensors (and plain scalars), got {kinds}"}
     if not any(isinstance(t, torch.Tensor) for t in inputs):
         return {"ok": False, "problem": "make_inputs returned no tensor"}
-    try:
-        _check_inputs(inputs, call)
-    except Rejected as exc:
-        return {"ok": False, "problem": exc.reason}
+    degenerate = degenerate_inputs(mod.reference, inputs)
+    if degenerate:
+        return {"ok": False, "problem": f"{call}: {degenerate[0]}"}
     raw, problem = _user_call("reference", mod.reference, *[t.clone() if isinstance(t, torch.Tensor) else t
                                                             for t in inputs])
     if problem:
@@ -369,8 +384,11 @@ def _probe(path: str, device: str) -> dict[str, Any]:
         return {"ok": False, "problem": "launch ran no Triton kernel"}
     if len(outs) != len(refs):
         return {"ok": False, "problem": f"launch returned {len(outs)} outputs, reference {len(refs)}"}
-    atol, rtol = tolerance(mod, dtypes[0])
     for i, (o, r) in enumerate(zip(outs, refs)):
+        try:
+            atol, rtol = tolerance(mod, dtypes[0], output=i)
+        except Exception as exc:
+            return {"ok": False, "problem": getattr(exc, "problem", None) or str(exc)}
         if not isinstance(o, torch.Tensor):
             return {"ok": False, "problem": f"launch output {i} is {type(o).__name__}, not a tensor"}
         if o.shape != r.shape or o.dtype != r.dtype:
