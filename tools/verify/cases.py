@@ -103,26 +103,27 @@ def make_case_inputs(task_mod: Any, case: CheckCase, device: str) -> tuple:
     return apply_values(inputs, case.values)
 
 
-def _meta_inputs(task_mod: Any, shape: Any, dtype: torch.dtype, device: str, cap: int) -> tuple | None:
-    """Inputs for evaluating the launcher's arithmetic: on the meta device when make_inputs allows
-    (no memory, any size), else real ones on the CPU for shapes within ``cap`` elements."""
+def _meta_inputs(task_mod: Any, shape: Any, dtype: torch.dtype, cap: int) -> tuple | None:
+    """Inputs for evaluating the launcher's arithmetic: real ones on the CPU for shapes within ``cap``
+    elements (and sentinels), else on the meta device when make_inputs allows (no memory, any size;
+    its first use imports torch's compiler stack, ~3 s, so only for sizes that need it)."""
+    if not sh.is_int_shape(shape) or sh.numel(shape) <= cap:
+        try:
+            return as_tuple(task_mod.make_inputs(shape, dtype, 0, "cpu"))
+        except Exception:  # noqa: BLE001 - task code
+            return None
     try:
         with torch.device("meta"):
             return as_tuple(task_mod.make_inputs(shape, dtype, 0, "meta"))
     except Exception:  # noqa: BLE001 - e.g. make_inputs reads a value back (.item())
-        pass
-    if sh.is_int_shape(shape) and sh.numel(shape) > cap:
-        return None
-    try:
-        return as_tuple(task_mod.make_inputs(shape, dtype, 0, "cpu"))
-    except Exception:  # noqa: BLE001
         return None
 
 
 class _Planner:
     def __init__(self, task_mod: Any, original_source: str, candidate_source: str, device: str,
-                 include_bench: bool):
+                 include_bench: bool, size_class: str | None):
         self.mod, self.device = task_mod, device
+        self.size_class = size_class or sh.device_kind(device)   # "cpu" / "cuda": the size budget
         self.orig_src, self.cand_src = original_source, candidate_source
         self.orig_tree, self.cand_tree = ast.parse(original_source), ast.parse(candidate_source)
         self.listed = [norm_shape(s) for s in task_mod.CHECK_SHAPES]
@@ -131,7 +132,7 @@ class _Planner:
             self.listed += [s for s in self.bench if s not in self.listed]
         self.dtypes = [dtype_name(to_dtype(d)) for d in task_mod.DTYPES]
         self.int_listed = [s for s in self.listed if sh.is_int_shape(s)]
-        self.cap = sh.budget(device, self.int_listed) if self.int_listed else 0
+        self.cap = sh.budget(self.size_class, self.int_listed) if self.int_listed else 0
         self.plan = CasePlan(cases=[])
         self.branches = [BranchCoverage(branch=b) for b in added_branches(original_source, candidate_source)]
         self._walks: dict[tuple[str, str], tuple[Walk, Walk] | None] = {}
@@ -150,7 +151,7 @@ class _Planner:
     def walk(self, shape: Any, dtype: str) -> tuple[Walk, Walk] | None:
         key = (repr(shape), dtype)
         if key not in self._walks:
-            inputs = _meta_inputs(self.mod, shape, to_dtype(dtype), self.device, self.cap or sh.ELEMENT_BUDGET["cpu"])
+            inputs = _meta_inputs(self.mod, shape, to_dtype(dtype), sh.ELEMENT_BUDGET["cpu"])
             if inputs is None:
                 self._walks[key] = None
             else:
@@ -227,7 +228,7 @@ class _Planner:
                 if odd and odd not in self.listed:
                     self.add(odd, dtype, "derived: odd, no multiple of any block constant "
                                          f"{sorted(b for b in self.blocks if b <= 1 << 16)[:6]}")
-                big = sh.larger_variant(self.int_listed, self.blocks, self.device)
+                big = sh.larger_variant(self.int_listed, self.blocks, self.size_class)
                 if big and big not in self.listed:
                     self.add(big, dtype, "derived: larger than every listed shape")
                 elif big is None:
@@ -246,7 +247,7 @@ class _Planner:
             if w is not None:
                 constants |= w[0].constants
         chosen = 0
-        for shape in sh.branch_pool(self.int_listed, constants, self.device):
+        for shape in sh.branch_pool(self.int_listed, constants, self.size_class):
             if chosen >= MAX_BRANCH_SHAPES or not any(self.missing(bc) for bc in self.branches):
                 break
             if self.reaches_missing(shape, dtype):
@@ -254,7 +255,7 @@ class _Planner:
                          for t in self.walk(shape, dtype)[0].outcomes.get(bc.branch.key, ()) if t in self.missing(bc)]
                 if self.add(shape, dtype, f"derived: reaches {', '.join(sorted(set(map(str, sides))))[:160]}"):
                     chosen += 1
-        if sh.device_kind(self.device) == "cuda":   # a side reachable only at a benchmark size: check it there
+        if self.size_class == "cuda":   # a side reachable only at a benchmark size: check it there
             for shape in self.bench:
                 if shape not in self.listed and any(self.missing(bc) for bc in self.branches) \
                         and self.reaches_missing(shape, dtype):
@@ -291,16 +292,17 @@ class _Planner:
                     bc.status = "dynamic"
                 else:
                     sides = " and ".join("true" if s else "false" for s in miss)
-                    where = ("within the CPU size budget" if sh.device_kind(self.device) == "cpu"
+                    where = ("within the CPU size budget" if self.size_class == "cpu"
                              else "at any derived or benchmark size")
                     bc.note = f"unreached: no size tried makes it {sides} {where}"
         self.plan.branches = self.branches
 
 
 def plan_checks(task_mod: Any, original_source: str, candidate_source: str, device: str,
-                include_bench: bool = False) -> CasePlan:
-    """The full plan: cases, dropped cases, branch coverage (see the module docstring)."""
-    return _Planner(task_mod, original_source, candidate_source, device, include_bench).build()
+                include_bench: bool = False, size_class: str | None = None) -> CasePlan:
+    """The full plan: cases, dropped cases, branch coverage (see the module docstring). ``size_class``
+    ("cpu"/"cuda") picks the size budget; None: the device's own."""
+    return _Planner(task_mod, original_source, candidate_source, device, include_bench, size_class).build()
 
 
 def plan_cases(task_mod: Any, original_source: str, candidate_source: str, device: str) -> list[CheckCase]:

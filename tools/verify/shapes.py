@@ -28,6 +28,7 @@ def numel(shape: tuple[int, ...]) -> int:
 
 
 def device_kind(device: str) -> str:
+    """"cuda" or "cpu" (the size class) for a torch device string or a size class."""
     return "cuda" if str(device).startswith("cuda") else "cpu"
 
 
