@@ -178,7 +178,14 @@ class _Walker:
         self.walk = Walk()
         self.statements = 0
         self.in_kernel_depth = 0
-        self._branch_nodes = {id(n): fn.name for fn, n in all_branches(tree)}
+        cached = getattr(tree, "_tdx_index", None)   # one walk per size tried: index the tree once
+        if cached is None:
+            walked = {n for n in self.kernels if any(   # kernels with something to see: branches, jit calls
+                isinstance(x, (ast.If, ast.IfExp)) or (isinstance(x, ast.Call) and dotted(x.func) in self.kernels)
+                for x in ast.walk(self.functions[n]))}
+            cached = ({id(n): fn.name for fn, n in all_branches(tree)}, walked)
+            tree._tdx_index = cached  # type: ignore[attr-defined]
+        self._branch_nodes, self.walked_kernels = cached
 
     # --- recording --------------------------------------------------------------------------------------
     def note(self, fn_name: str, node: ast.AST, truth: bool | None, ev: Evaluator) -> None:
@@ -240,6 +247,8 @@ class _Walker:
                         lam_env = {v.args.args[0].arg: {kk: vv for kk, vv in env.items()
                                                         if isinstance(kk, str) and vv is not UNKNOWN}}
                         env[k.value] = Evaluator({**self.globals, **lam_env}).eval(v.body)
+        if name not in self.walked_kernels:   # nothing to see in a kernel without branches or jit calls
+            return
         self.in_kernel_depth += 1
         try:
             self.block(fn.body, env, name, ev.depth + 1)

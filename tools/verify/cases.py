@@ -32,6 +32,11 @@ from tritondx.tools.verify.stress import all_finite, apply_values, stress_kinds
 SEEDS_PER_LISTED = 2
 #: at most this many extra shapes are chosen to reach the sides of added branches
 MAX_BRANCH_SHAPES = 6
+#: sizes up to this many elements get real CPU inputs for the launcher's evaluation; larger ones meta
+#: tensors (free at any size, but the first costs ~3 s of imports)
+REAL_INPUTS_CAP = 1 << 16
+#: the same for the many sizes of the branch search (evaluated only, on the inputs' model: shapes.InputModel)
+POOL_REAL_INPUTS_CAP = 0
 
 
 class CheckCase(BaseModel):
@@ -56,7 +61,7 @@ class DroppedCase(BaseModel):
 class BranchCoverage(BaseModel):
     branch: Branch
     reached: dict[str, str] = Field(default_factory=dict)   # "true"/"false" -> label of the first case
-    status: Literal["covered", "unreached", "dynamic"] = "unreached"
+    status: Literal["covered", "unreached", "dynamic", "dead"] = "unreached"
     note: str = ""
 
     def line(self) -> str:
@@ -135,8 +140,13 @@ class _Planner:
         self.cap = sh.budget(self.size_class, self.int_listed) if self.int_listed else 0
         self.plan = CasePlan(cases=[])
         self.branches = [BranchCoverage(branch=b) for b in added_branches(original_source, candidate_source)]
-        self._walks: dict[tuple[str, str], tuple[Walk, Walk] | None] = {}
+        self._walks: dict[tuple[str, str], Walk | None] = {}      # the candidate's launcher per size
+        self._inputs: dict[tuple[str, str], tuple | None] = {}
         self.blocks = self._block_constants()
+        self.constants = set(self.blocks)   # sizes branch tests compare against (grown by the walks)
+        self.beyond: dict[tuple[str, bool], tuple[int, ...]] = {}   # side -> first size past the budget
+        self.exhausted: dict[str, bool] = {}                          # dtype -> the size search ran to its end
+        self._models: dict[tuple[int, str], sh.InputModel | None] = {}
 
     def _block_constants(self) -> set[int]:
         """Integer constants >= 8 in the candidate's functions (block sizes, specialization limits)."""
@@ -148,23 +158,48 @@ class _Planner:
         return out
 
     # --- evaluation -----------------------------------------------------------------------------------
-    def walk(self, shape: Any, dtype: str) -> tuple[Walk, Walk] | None:
+    def model(self, rank: int, dtype: str) -> sh.InputModel | None:
+        """How this task's inputs follow a shape of ``rank`` (two small make_inputs calls), or None."""
+        key = (rank, dtype)
+        if key not in self._models:
+            same = [s for s in self.int_listed if len(s) == rank]
+            self._models[key] = None
+            if same:
+                base = min(same, key=sh.numel)
+                moved = sh.moved_shape(base)
+                try:
+                    m = sh.InputModel(base, as_tuple(self.mod.make_inputs(base, to_dtype(dtype), 0, "cpu")),
+                                      moved, as_tuple(self.mod.make_inputs(moved, to_dtype(dtype), 0, "cpu")))
+                    self._models[key] = m if m.ok else None
+                except Exception:  # noqa: BLE001 - task code
+                    pass
+        return self._models[key]
+
+    def walk(self, shape: Any, dtype: str, real_cap: int = REAL_INPUTS_CAP) -> Walk | None:
         key = (repr(shape), dtype)
         if key not in self._walks:
-            inputs = _meta_inputs(self.mod, shape, to_dtype(dtype), sh.ELEMENT_BUDGET["cpu"])
+            inputs = None
+            if sh.is_int_shape(shape) and sh.numel(shape) > real_cap:
+                model = self.model(len(shape), dtype)
+                inputs = model.inputs(shape) if model else None
             if inputs is None:
-                self._walks[key] = None
-            else:
-                self._walks[key] = (walk_launch(self.cand_src, inputs, self.cand_tree),
-                                    walk_launch(self.orig_src, inputs, self.orig_tree))
+                inputs = _meta_inputs(self.mod, shape, to_dtype(dtype), real_cap)
+            self._walks[key] = None if inputs is None else walk_launch(self.cand_src, inputs, self.cand_tree)
+            self._inputs[key] = inputs
         return self._walks[key]
+
+    def original_walk(self, shape: Any, dtype: str) -> Walk | None:
+        """The original launcher evaluated on the same inputs (its asserts and raises)."""
+        self.walk(shape, dtype)
+        inputs = self._inputs.get((repr(shape), dtype))
+        return None if inputs is None else walk_launch(self.orig_src, inputs, self.orig_tree)
 
     def credit(self, case_label: str, shape: Any, dtype: str) -> None:
         w = self.walk(shape, dtype)
         if w is None:
             return
         for bc in self.branches:
-            for truth in w[0].outcomes.get(bc.branch.key, ()):
+            for truth in w.outcomes.get(bc.branch.key, ()):
                 if truth is None:
                     bc.reached.setdefault("dynamic", case_label)
                 else:
@@ -177,16 +212,16 @@ class _Planner:
         w = self.walk(shape, dtype)
         if w is None:
             return False
-        return any(t in self.missing(bc) for bc in self.branches for t in w[0].outcomes.get(bc.branch.key, ())
+        return any(t in self.missing(bc) for bc in self.branches for t in w.outcomes.get(bc.branch.key, ())
                    if t is not None)
 
     # --- validation ---------------------------------------------------------------------------------
     def accepts(self, shape: Any, dtype: str, values: str = "normal") -> str | None:
         """None when the task builds ``shape``, the original's asserts hold and the reference is finite;
         else why not."""
-        w = self.walk(shape, dtype)
-        if w is not None and (w[1].failed_asserts or w[1].raises):
-            return f"the original launcher rejects it ({(w[1].failed_asserts + w[1].raises)[0]})"
+        w = self.original_walk(shape, dtype)
+        if w is not None and (w.failed_asserts or w.raises):
+            return f"the original launcher rejects it ({(w.failed_asserts + w.raises)[0]})"
         case = CheckCase(shape=shape, dtype=dtype, seed=fresh_seed(), values=values, why="")
         try:
             inputs = make_case_inputs(self.mod, case, self.device)
@@ -238,23 +273,40 @@ class _Planner:
         self._finish_branches()
         return self.plan
 
+    def _open_sides(self) -> set[tuple[str, bool]]:
+        return {(bc.branch.key, t) for bc in self.branches for t in self.missing(bc)} - set(self.beyond)
+
     def _reach_branches(self, dtype: str) -> None:
-        if not any(self.missing(bc) for bc in self.branches) or not self.int_listed:
+        """One search, smallest size first, over sizes around every constant the tests compare against
+        (evaluated only; inputs on the meta device when large): a size within the budget that reaches
+        a missing side becomes a case; one beyond it is recorded; a side no size reaches is dead."""
+        if not self.int_listed or not self._open_sides():
+            self.exhausted[dtype] = True
             return
-        constants = set(self.blocks)
         for shape in self.int_listed:
             w = self.walk(shape, dtype)
             if w is not None:
-                constants |= w[0].constants
+                self.constants |= w.constants
         chosen = 0
-        for shape in sh.branch_pool(self.int_listed, constants, self.size_class):
-            if chosen >= MAX_BRANCH_SHAPES or not any(self.missing(bc) for bc in self.branches):
+        self.exhausted[dtype] = True
+        for shape in sh.branch_pool(self.int_listed, self.constants, "any", one_per_rank=True):
+            open_sides = self._open_sides()
+            if not open_sides or chosen >= MAX_BRANCH_SHAPES:
+                self.exhausted[dtype] = not open_sides
                 break
-            if self.reaches_missing(shape, dtype):
-                sides = [f"{bc.branch.func}:{bc.branch.line} {t}" for bc in self.branches
-                         for t in self.walk(shape, dtype)[0].outcomes.get(bc.branch.key, ()) if t in self.missing(bc)]
-                if self.add(shape, dtype, f"derived: reaches {', '.join(sorted(set(map(str, sides))))[:160]}"):
+            w = self.walk(shape, dtype, real_cap=POOL_REAL_INPUTS_CAP)
+            if w is None:
+                continue
+            hits = {(k, t) for k, ts in w.outcomes.items() for t in ts if (k, t) in open_sides}
+            if not hits:
+                continue
+            if sh.numel(shape) <= self.cap:
+                sides = sorted(f"{k.rsplit(':', 1)[0]} {t}" for k, t in hits)
+                if self.add(shape, dtype, f"derived: reaches {', '.join(sides)[:160]}"):
                     chosen += 1
+            else:
+                for h in hits:
+                    self.beyond[h] = shape
         if self.size_class == "cuda":   # a side reachable only at a benchmark size: check it there
             for shape in self.bench:
                 if shape not in self.listed and any(self.missing(bc) for bc in self.branches) \
@@ -275,6 +327,17 @@ class _Planner:
             self.add(base, dtype, f"destination buffers prefilled with random values ({'; '.join(written.values())})",
                      values="prefilled")
 
+    def _reachable_beyond(self, bc: BranchCoverage) -> tuple[int, ...] | str | None:
+        """The first size beyond the budget that reaches a missing side of ``bc`` (the search of
+        :meth:`_reach_branches`); None when the whole search found none (dead code for this task's
+        sizes); a line saying why when the search stopped early."""
+        for t in self.missing(bc):
+            if (bc.branch.key, t) in self.beyond:
+                return self.beyond[(bc.branch.key, t)]
+        if all(self.exhausted.get(d) for d in self.dtypes):
+            return None
+        return "the search stopped at its case limit"
+
     def _finish_branches(self) -> None:
         for bc in self.branches:
             miss = self.missing(bc)
@@ -285,16 +348,24 @@ class _Planner:
                 bc.note = "its test depends on a program id or loaded data: sides checked by a line trace"
             else:
                 bc.status = "unreached"
-                visited = any(w is not None and bc.branch.key in w[0].outcomes for w in self._walks.values())
+                visited = any(w is not None and bc.branch.key in w.outcomes for w in self._walks.values())
                 if not visited:
                     bc.note = ("unreached: no checked case evaluates it (its code is off every evaluated path); "
                                "a line trace may still show it")
                     bc.status = "dynamic"
                 else:
                     sides = " and ".join("true" if s else "false" for s in miss)
-                    where = ("within the CPU size budget" if self.size_class == "cpu"
-                             else "at any derived or benchmark size")
-                    bc.note = f"unreached: no size tried makes it {sides} {where}"
+                    where = ("the CPU size budget" if self.size_class == "cpu"
+                             else "every derived and benchmark size")
+                    beyond = self._reachable_beyond(bc)
+                    if beyond is None:
+                        bc.status = "dead"
+                        bc.note = (f"no size up to {sh.ELEMENT_BUDGET['any']:.0e} elements makes it {sides}: not "
+                                   "reachable through this task's input sizes (dead code here)")
+                    elif isinstance(beyond, str):
+                        bc.note = f"unreached: no size within {where} makes it {sides} ({beyond})"
+                    else:
+                        bc.note = f"unreached: {sides} first at shape {beyond}, beyond {where}"
         self.plan.branches = self.branches
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 #: Elements a derived shape may hold, per device kind: the CPU interpreter runs every program in
 #: Python, so its budget is small (the CPU suite must stay fast); a GPU takes far more.
-ELEMENT_BUDGET = {"cpu": 1 << 18, "cuda": 1 << 26}
+ELEMENT_BUDGET = {"cpu": 1 << 18, "cuda": 1 << 26, "any": 1 << 40}   # "any": evaluated only, never run
 #: A larger shape holds about this many times the elements of the largest listed one (capped by the budget).
-GROWTH = {"cpu": 2.5, "cuda": 8.0}
+GROWTH = {"cpu": 2.5, "cuda": 8.0, "any": 8.0}
 
 
 def is_int_shape(shape: Any) -> bool:
@@ -28,7 +28,9 @@ def numel(shape: tuple[int, ...]) -> int:
 
 
 def device_kind(device: str) -> str:
-    """"cuda" or "cpu" (the size class) for a torch device string or a size class."""
+    """The size class of a torch device string ("cuda", "cpu") or of a size class ("any")."""
+    if device == "any":
+        return "any"
     return "cuda" if str(device).startswith("cuda") else "cpu"
 
 
@@ -89,14 +91,17 @@ def around(values: set[int]) -> list[int]:
     return sorted(v for v in out if v >= 1)
 
 
-def branch_pool(listed: list[tuple[int, ...]], constants: set[int], device: str) -> list[tuple[int, ...]]:
+def branch_pool(listed: list[tuple[int, ...]], constants: set[int], device: str,
+                one_per_rank: bool = False) -> list[tuple[int, ...]]:
     """Shapes to try for branches no case reaches yet: each listed shape with one dim set to a size
     around a constant, the other dims at their smallest listed value (so the shape stays small); and
     the same for the product of all dims (``x.numel()`` tests), splitting the size over the last dim.
-    Sorted smallest first and bounded by the device's element budget."""
+    Sorted smallest first and bounded by the device's element budget. ``one_per_rank``: one base
+    shape per rank (the other dims are at their minimum anyway), for wide searches."""
     cap = budget(device, listed)
     pool: set[tuple[int, ...]] = set()
-    for s in listed:
+    bases = list({len(s): s for s in listed}.values()) if one_per_rank else listed
+    for s in bases:
         mins = min_dims(listed, len(s))
         for i in range(len(s)):
             for v in around(constants):
@@ -112,3 +117,61 @@ def branch_pool(listed: list[tuple[int, ...]], constants: set[int], device: str)
                         pool.add(shape)
     pool -= set(listed)
     return sorted(pool, key=lambda sh: (numel(sh), sh))
+
+
+class InputModel:
+    """How a task's input tensors follow its shape, learnt from two small ``make_inputs`` calls, so the
+    launcher can be evaluated at any size on empty meta tensors (no data, no memory, no task code).
+
+    Each input dim (and each int scalar input) is matched to the shape dim it equals in both calls,
+    or found constant; a dim that follows the shape some other way (a product, a multiple) leaves
+    the model unusable (:meth:`inputs` returns None) and the caller falls back to ``make_inputs``."""
+
+    def __init__(self, base: tuple[int, ...], base_inputs: tuple, moved: tuple[int, ...], moved_inputs: tuple):
+        import torch
+        self.ok = len(base_inputs) == len(moved_inputs)
+        self.plan: list[Any] = []
+        for a, b in zip(base_inputs, moved_inputs) if self.ok else ():
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim():
+                dims = [self._match(x, y, base, moved) for x, y in zip(a.shape, b.shape)]
+                self.ok &= all(d is not None for d in dims) and a.dtype == b.dtype
+                self.plan.append(("tensor", dims, a.dtype))
+            elif isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool):
+                m = self._match(a, b, base, moved)
+                self.ok &= m is not None
+                self.plan.append(("int", m))
+            elif not isinstance(a, torch.Tensor) and type(a) is type(b) and a == b:
+                self.plan.append(("const", a))
+            else:
+                self.ok = False
+
+    @staticmethod
+    def _match(x: int, y: int, base: tuple[int, ...], moved: tuple[int, ...]) -> tuple[str, int] | None:
+        if x == y:
+            return ("const", x)
+        for i, (p, q) in enumerate(zip(base, moved)):
+            if p == x and q == y:
+                return ("dim", i)
+        return None
+
+    def inputs(self, shape: tuple[int, ...]) -> tuple | None:
+        import torch
+        if not self.ok:
+            return None
+        out: list[Any] = []
+        for entry in self.plan:
+            if entry[0] == "tensor":
+                dims = [v if kind == "const" else shape[v] for kind, v in entry[1]]
+                out.append(torch.empty(dims, dtype=entry[2], device="meta"))
+            elif entry[0] == "int":
+                kind, v = entry[1]
+                out.append(v if kind == "const" else shape[v])
+            else:
+                out.append(entry[1])
+        return tuple(out)
+
+
+def moved_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` with every dim changed by a different amount (so each dim is told apart)."""
+    primes = (3, 5, 7, 11, 13, 17, 19, 23)
+    return tuple(d + primes[i % len(primes)] for i, d in enumerate(shape))

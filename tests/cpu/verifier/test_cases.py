@@ -134,3 +134,16 @@ def test_per_output_tolerance(tmp_path):
     with pytest.raises(Exception, match="no entry for output 2"):
         tolerance(keyed, f32, output=2)
     assert tolerance(load_module(str(AXPY), "a"), f32, output=3) == (1e-5, 1e-5)   # one entry for all
+
+
+def test_a_side_no_size_can_reach_is_dead_not_unchecked():
+    """A template's `4 if elems <= 1024 else 8` with elems = min(n, 1024): no input size makes it false,
+    so its else arm is dead code for the task, not code the checks missed."""
+    cand = (CHECKS / "k_even_right.py").read_text().replace(
+        "    EVEN = n % BLOCK == 0\n",
+        "    EVEN = n % BLOCK == 0\n    elems = min(n, 1024)\n    warps = 4 if elems <= 1024 else 8\n").replace(
+        "num_warps=4)", "num_warps=warps)")
+    p = plan(AXPY, cand)
+    dead = [b for b in p.branches if b.branch.test == "elems <= 1024"]
+    assert dead and dead[0].status == "dead" and "not reachable" in dead[0].note
+    assert p.rejection() is None
