@@ -52,6 +52,8 @@ CASES = [
     Case(SOFTMAX, K / "k_softmax_no_max.py", "mismatch", ("values large", "NaN")),
     # a branch no checkable size reaches
     Case(AXPY, K / "k_unreachable_branch.py", "unchecked_branch", ("n > 1 << 30", "unreached")),
+    # a kernel branch on the program id: the line trace shows its body never ran
+    Case(AXPY, K / "k_dynamic_branch_unrun.py", "unchecked_branch", ("pid >= 1048576", "line trace never ran")),
     # scales 0.1% off: inside the loosest tolerance, outside the scales' own
     Case(ROWQUANT, K / "k_rowquant_scale_off.py", "mismatch", ("output 1", "rtol=1e-06")),
     Case(AXPY, K / "k_even_right.py", None),
