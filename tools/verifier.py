@@ -30,6 +30,7 @@ class Verification(BaseModel):
     seconds: float = 0.0          # the job's wall time (start-up, imports, compiles, waits included)
     device_s: float = 0.0         # of which the job held the device (tools/gpulock.py phases)
     speed_measured: bool = False
+    coverage: list[str] = []      # what was checked: cases, dropped cases, added branches (tools/verify/cases.py)
 
 
 def _job_error(r: JobResult) -> tuple[str, str]:
@@ -178,7 +179,7 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
     if r.ok and r.result and r.result.get("passed"):
         return Verification(candidate_id=candidate_id, passed=True, backend=backend.name,
                             checks=len(r.result.get("checks", [])), seconds=seconds, device_s=device_s,
-                            speed_measured=False)
+                            speed_measured=False, coverage=list(r.result.get("coverage", [])))
     klass, reason = _job_error(r)
     return Verification(candidate_id=candidate_id, passed=False, klass=klass, reason=reason[:600],
                         backend=backend.name, seconds=seconds, device_s=device_s)

@@ -136,7 +136,8 @@ class _Planner:
         if include_bench:
             self.listed += [s for s in self.bench if s not in self.listed]
         self.dtypes = [dtype_name(to_dtype(d)) for d in task_mod.DTYPES]
-        self.int_listed = [s for s in self.listed if sh.is_int_shape(s)]
+        # sizes are derived from CHECK_SHAPES only (benchmark shapes, when listed, are checked as they are)
+        self.int_listed = [norm_shape(s) for s in task_mod.CHECK_SHAPES if sh.is_int_shape(norm_shape(s))]
         self.cap = sh.budget(self.size_class, self.int_listed) if self.int_listed else 0
         self.plan = CasePlan(cases=[])
         self.branches = [BranchCoverage(branch=b) for b in added_branches(original_source, candidate_source)]
@@ -147,6 +148,7 @@ class _Planner:
         self.beyond: dict[tuple[str, bool], tuple[int, ...]] = {}   # side -> first size past the budget
         self.exhausted: dict[str, bool] = {}                          # dtype -> the size search ran to its end
         self._models: dict[tuple[int, str], sh.InputModel | None] = {}
+        self.unevaluated: set[str] = set()                            # dtypes with a size the search could not evaluate
 
     def _block_constants(self) -> set[int]:
         """Integer constants >= 8 in the candidate's functions (block sizes, specialization limits)."""
@@ -277,12 +279,19 @@ class _Planner:
         return {(bc.branch.key, t) for bc in self.branches for t in self.missing(bc)} - set(self.beyond)
 
     def _reach_branches(self, dtype: str) -> None:
+        if self.int_listed and self._open_sides():
+            self._search_sizes(dtype)
+        if self.size_class == "cuda":   # a side reachable only at a benchmark size: check it there
+            for shape in self.bench:
+                if shape not in self.listed and any(self.missing(bc) for bc in self.branches) \
+                        and self.reaches_missing(shape, dtype):
+                    self.add(shape, dtype, "BENCH_SHAPES: reaches a side of an added branch no smaller size reaches")
+
+    def _search_sizes(self, dtype: str) -> None:
         """One search, smallest size first, over sizes around every constant the tests compare against
-        (evaluated only; inputs on the meta device when large): a size within the budget that reaches
-        a missing side becomes a case; one beyond it is recorded; a side no size reaches is dead."""
-        if not self.int_listed or not self._open_sides():
-            self.exhausted[dtype] = True
-            return
+        (evaluated only; inputs modelled on meta tensors when large): a size within the budget that
+        reaches a missing side becomes a case; one beyond it is recorded; a side that no size reaches,
+        every size evaluated, is dead code."""
         for shape in self.int_listed:
             w = self.walk(shape, dtype)
             if w is not None:
@@ -296,6 +305,7 @@ class _Planner:
                 break
             w = self.walk(shape, dtype, real_cap=POOL_REAL_INPUTS_CAP)
             if w is None:
+                self.unevaluated.add(dtype)   # a size whose inputs could not be made: no proof of deadness
                 continue
             hits = {(k, t) for k, ts in w.outcomes.items() for t in ts if (k, t) in open_sides}
             if not hits:
@@ -307,11 +317,6 @@ class _Planner:
             else:
                 for h in hits:
                     self.beyond[h] = shape
-        if self.size_class == "cuda":   # a side reachable only at a benchmark size: check it there
-            for shape in self.bench:
-                if shape not in self.listed and any(self.missing(bc) for bc in self.branches) \
-                        and self.reaches_missing(shape, dtype):
-                    self.add(shape, dtype, "BENCH_SHAPES: reaches a side of an added branch no smaller size reaches")
 
     def _stress(self, dtype: str) -> None:
         base = min(self.int_listed, key=sh.numel) if self.int_listed else self.listed[0]
@@ -334,6 +339,10 @@ class _Planner:
         for t in self.missing(bc):
             if (bc.branch.key, t) in self.beyond:
                 return self.beyond[(bc.branch.key, t)]
+        if not self.int_listed:
+            return "the task's shapes are sentinels: no size can be derived"
+        if self.unevaluated:
+            return "some sizes tried could not be evaluated (make_inputs failed for them)"
         if all(self.exhausted.get(d) for d in self.dtypes):
             return None
         return "the search stopped at its case limit"

@@ -89,6 +89,10 @@ def test_sentinel_shapes_are_said_and_not_perturbed(tmp_path):
     p = plan(task, task)
     assert {c.shape for c in p.cases} == {("small",)}
     assert any("sentinels" in n for n in p.notes)
+    # an added branch the sentinel's own size does not flip cannot be searched for: unreached, not dead
+    p = plan(task, CHECKS / "k_even_right.py")
+    klass, reason = p.rejection()
+    assert klass == "unchecked_branch" and "sentinels" in reason
 
 
 def test_written_buffer_told_from_degenerate_input():

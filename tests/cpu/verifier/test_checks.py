@@ -68,6 +68,7 @@ def test_checks_that_generalize(case: Case, outcomes):
     if case.expect is None:
         assert v.passed, f"honest {case.candidate.name} rejected as {v.klass}: {v.reason}"
         assert v.checks > 4, f"{case.candidate.name}: only {v.checks} checks: no derived case ran"
+        assert any("derived" in line for line in v.coverage), v.coverage
         return
     assert not v.passed, f"{case.candidate.name} PASSED the verifier"
     assert v.klass == case.expect, f"{case.candidate.name}: rejected as {v.klass} ({v.reason}), want {case.expect}"
