@@ -103,7 +103,26 @@ def to_dtype(value: Any) -> torch.dtype:
     return d
 
 
-def tolerance(mod: ModuleType, dtype: torch.dtype) -> tuple[float, float]:
+def tolerance(mod: ModuleType, dtype: torch.dtype, output: int | None = None) -> tuple[float, float]:
+    """(atol, rtol) of ``dtype``; of one output when ``output`` is given.
+
+    ``TOLERANCE[dtype]`` is ``{"atol": a, "rtol": r}`` or ``(a, r)`` for every output, or one such
+    entry per output: a list/tuple of entries (``[{"atol": 1, "rtol": 0}, {"atol": 0, "rtol": 1e-3}]``,
+    an int8 tensor and its fp16 scales) or a dict keyed by output index (``{0: ..., 1: ...}``). Without
+    ``output`` a per-output table gives the loosest entry (the largest atol and rtol)."""
+    entries = tolerance_entries(mod, dtype)
+    if output is None:
+        return max(a for a, _ in entries.values()), max(r for _, r in entries.values())
+    if output in entries:
+        return entries[output]
+    if -1 in entries:
+        return entries[-1]
+    path = getattr(mod, "__file__", "?")
+    raise TaskFormatError(path, f"TOLERANCE[{dtype_name(dtype)}] has no entry for output {output}")
+
+
+def tolerance_entries(mod: ModuleType, dtype: torch.dtype) -> dict[int, tuple[float, float]]:
+    """{output index: (atol, rtol)}; key -1 when one entry covers every output."""
     path = getattr(mod, "__file__", "?")
     tol = getattr(mod, "TOLERANCE", None)
     if not isinstance(tol, dict):
@@ -113,19 +132,28 @@ def tolerance(mod: ModuleType, dtype: torch.dtype) -> tuple[float, float]:
     entry = table.get(dtype_name(dtype))
     if entry is None:
         raise TaskFormatError(path, f"TOLERANCE has no entry for {dtype_name(dtype)}")
+    where = f"TOLERANCE[{dtype_name(dtype)}]"
+    if isinstance(entry, dict) and entry and all(isinstance(k, int) and not isinstance(k, bool) for k in entry):
+        return {int(k): _tol_pair(path, f"{where}[{k}]", v) for k, v in entry.items()}
+    if isinstance(entry, (list, tuple)) and entry and all(isinstance(e, (dict, list, tuple)) for e in entry):
+        return {i: _tol_pair(path, f"{where}[{i}]", e) for i, e in enumerate(entry)}
+    return {-1: _tol_pair(path, where, entry)}
+
+
+def _tol_pair(path: str, where: str, entry: Any) -> tuple[float, float]:
     try:
         if isinstance(entry, dict):
-            atol, rtol = float(entry.get("atol", 0.0)), float(entry.get("rtol", 0.0))
+            pair = float(entry.get("atol", 0.0)), float(entry.get("rtol", 0.0))
         else:
-            atol, rtol = (float(v) for v in entry)
+            atol, rtol = entry
+            pair = float(atol), float(rtol)
     except (TypeError, ValueError) as exc:
-        raise TaskFormatError(path, f"TOLERANCE[{dtype_name(dtype)}] must be {{'atol': float, 'rtol': float}} "
+        raise TaskFormatError(path, f"{where} must be {{'atol': float, 'rtol': float}} "
                                     f"or (atol, rtol), got {entry!r:.60}") from exc
-    for name, value in (("atol", atol), ("rtol", rtol)):
+    for name, value in zip(("atol", "rtol"), pair):
         if not math.isfinite(value) or value < 0:  # NaN passes every comparison; a negative one none
-            raise TaskFormatError(path, f"TOLERANCE[{dtype_name(dtype)}] {name} is {value}: it must be a "
-                                        "finite number >= 0")
-    return atol, rtol
+            raise TaskFormatError(path, f"{where} {name} is {value}: it must be a finite number >= 0")
+    return pair
 
 
 def as_tuple(out: Any) -> tuple:

@@ -37,6 +37,53 @@ def kernel_launches(launch_fn: ast.FunctionDef, kernel_names: set[str]) -> list[
     return sorted(out, key=lambda launch: launch.lineno)
 
 
+def _loop_bound(lp: ast.For) -> str:
+    return ast.unparse(lp.iter.args[1]) if len(lp.iter.args) > 1 else ast.unparse(lp.iter.args[0])
+
+
+def _arm_paths(fn: ast.AST) -> dict[int, set[tuple[int, str]]]:
+    """id(loop) -> the (if node, arm) pairs enclosing it: ``{(id(if), "body"), ...}``."""
+    paths: dict[int, set[tuple[int, str]]] = {}
+
+    def visit(node: ast.AST, path: frozenset) -> None:
+        if isinstance(node, ast.For):
+            paths[id(node)] = set(path)
+        if isinstance(node, ast.If):
+            visit(node.test, path)
+            for s in node.body:
+                visit(s, path | {(id(node), "body")})
+            for s in node.orelse:
+                visit(s, path | {(id(node), "orelse")})
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, path)
+
+    visit(fn, frozenset())
+    return paths
+
+
+def _same_range_passes(fn: ast.FunctionDef, ranged: list[ast.For]) -> list[ast.For]:
+    """The most loops over one range that can all run in one call: loops in the two arms of one ``if``
+    (an EVEN fast path and its masked twin) exclude each other, so they are not two passes."""
+    paths = _arm_paths(fn)
+
+    def exclusive(a: ast.For, b: ast.For) -> bool:
+        pa, pb = paths.get(id(a), set()), paths.get(id(b), set())
+        return any((node, "orelse" if arm == "body" else "body") in pb for node, arm in pa)
+
+    best: list[ast.For] = []
+    for bound in {_loop_bound(lp) for lp in ranged}:
+        same = [lp for lp in ranged if _loop_bound(lp) == bound]
+        for first in same:   # greedy from each start: a large compatible group (groups are tiny)
+            group = [first]
+            for lp in same:
+                if lp is not first and not any(exclusive(lp, g) for g in group):
+                    group.append(lp)
+            if len(group) > len(best):
+                best = sorted(group, key=lambda n: n.lineno)
+    return best
+
+
 def _calls(fn: ast.AST) -> list[str]:
     return [_call_name(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)]
 
@@ -200,13 +247,12 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
         loops = [n for n in ast.walk(fn) if isinstance(n, ast.For)]
         ranged = [lp for lp in loops if isinstance(lp.iter, ast.Call) and _call_name(lp.iter.func) in
                   ("range", "tl.range", "tl.static_range")]
-        if len(ranged) >= 2:
-            bounds = [ast.unparse(lp.iter.args[1]) if len(lp.iter.args) > 1 else ast.unparse(lp.iter.args[0])
-                      for lp in ranged]
-            if len(set(bounds)) < len(bounds):
-                add("multi_pass_loops", f"{fn.name} walks the same range ({bounds[0]}) in {len(bounds)} separate "
-                                        "loops: the data is read from memory once per pass",
-                    ranged[1].lineno, ["fuse_passes"], severity="high", kernel=fn.name, passes=len(bounds))
+        passes = _same_range_passes(fn, ranged)
+        if len(passes) >= 2:
+            bound = _loop_bound(passes[0])
+            add("multi_pass_loops", f"{fn.name} walks the same range ({bound}) in {len(passes)} separate "
+                                    "loops: the data is read from memory once per pass",
+                passes[1].lineno, ["fuse_passes"], severity="high", kernel=fn.name, passes=len(passes))
         for lp in ranged:
             body_src = ast.unparse(lp)
             if "tl.arange" not in body_src and "tl.load" in body_src:

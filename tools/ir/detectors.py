@@ -865,6 +865,27 @@ def _redundant(det: Detector, k: KernelIR) -> list[Finding]:
     return out
 
 
+def _exclusive(f: Func, a: int, b: int) -> bool:
+    """Ops ``a`` and ``b`` sit in the two arms of one scf.if (only one of them runs per call)."""
+    oa, ob = f.ops[a], f.ops[b]
+    shared = set(oa.regions) & set(ob.regions)
+    return any(f.ops[i].name == "scf.if" and ((i in oa.else_arms) != (i in ob.else_arms)) for i in shared)
+
+
+def _one_arm(f: Func, loops: list[int]) -> list[int]:
+    """The largest group of ``loops`` that can all run in one call: loops in the then and else regions
+    of one scf.if (an EVEN fast path and its masked twin) are one pass each way, not two passes."""
+    best: list[int] = []
+    for first in loops:
+        group = [first]
+        for lp in loops:
+            if lp != first and not any(_exclusive(f, lp, g) for g in group):
+                group.append(lp)
+        if len(group) > len(best):
+            best = group
+    return sorted(best)
+
+
 @detector("multi_pass_reduction", "ir", ("ttgir",), ("fuse_passes",),
           "several loops in one kernel stream the same base pointer argument: the data is read once per pass")
 def _multi_pass(det: Detector, k: KernelIR) -> list[Finding]:
@@ -887,6 +908,7 @@ def _multi_pass(det: Detector, k: KernelIR) -> list[Finding]:
     for a, loops in by_arg.items():
         # sibling loops only: a loop nested in another is the same pass
         tops = [lp for lp in loops if not any(lp != other and other in f.ops[lp].loops for other in loops)]
+        tops = _one_arm(f, tops)
         if len(tops) < 2:
             continue
         ops = [loops[lp] for lp in sorted(tops)]

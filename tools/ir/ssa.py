@@ -208,6 +208,7 @@ class Op:
     operands: list[str]
     loops: tuple[int, ...] = ()   # Func.ops indices of the enclosing scf.for / scf.while (outer first)
     regions: tuple[int, ...] = () # Func.ops indices of every enclosing region op (outer first)
+    else_arms: tuple[int, ...] = () # of those, the scf.if ops whose else region holds this op
     defines: list[str] = field(default_factory=list)  # values the op's header binds (induction var, iter args)
 
     @property
@@ -649,7 +650,8 @@ def build_funcs(text: str, module: IRModule | None = None) -> list[Func]:
             m2 = NORESULT_OP_RE.match(t) if not t.startswith("}") else None
             if not m2:
                 if t.startswith("}") and t.endswith("{"):  # } else {
-                    stack.append(popped)
+                    # the else region of an scf.if: marked, so ops of its two arms tell each other apart
+                    stack.append((f"{popped[0]}:else", popped[1]) if popped[0] == "scf.if" else popped)
                     scopes.append({})
                 continue
             result_names = []
@@ -658,7 +660,8 @@ def build_funcs(text: str, module: IRModule | None = None) -> list[Func]:
         body = TRAILING_LOC_RE.sub("", rest)
         region_ops = tuple(i for k, i in stack if i is not None)
         loops = tuple(i for k, i in stack if k in LOOP_OPS and i is not None)
-        op = Op(len(cur.ops), line, opname, [], [], loops, region_ops)
+        op = Op(len(cur.ops), line, opname, [], [], loops, region_ops,
+                tuple(i for k, i in stack if i is not None and k == "scf.if:else"))
         inner_defs: list[str] = []   # names the op binds inside its own region
         if opname == "scf.for":
             hm = SCF_FOR_HEAD_RE.search(TRAILING_LOC_RE.sub("", t))

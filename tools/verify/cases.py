@@ -1,38 +1,390 @@
-"""Which calls the judge makes (the seam of the check planner): one function gives the list of
-check cases; another makes a case's inputs. Seeds are drawn here, on the trusted side, with the
-``secrets`` module: nothing the candidate can read holds them."""
+"""Which checks a candidate gets: the one seam the trusted judge reads its case list from.
+
+``plan_checks`` looks at the task (its listed shapes, dtypes, ``make_inputs`` and ``reference``),
+the original's source and the candidate's source (read, never imported) and returns a
+:class:`CasePlan`: the cases to run (fresh seeds from :mod:`secrets`), the derived cases it dropped
+and why, and per branch the candidate adds, which case reaches each side (or why none does).
+
+Cases beyond ``CHECK_SHAPES``: an odd size that is no multiple of any block constant, a size larger
+than every listed one (within the device's budget), sizes on both sides of every constant an added
+branch compares against (solved by evaluating the candidate's launcher over its AST on each size
+tried), value stress for reduction-like originals, and a prefilled destination buffer. Every
+derived shape is built with ``make_inputs``, run through the reference and the original launcher's
+asserts (evaluated, not run); one that any of them rejects is dropped with the reason.
+"""
 
 from __future__ import annotations
 
+import ast
 import secrets
-from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+import torch
+from pydantic import BaseModel, Field
 
 from tritondx.tools.taskmod import as_tuple, dtype_name, norm_shape, to_dtype
+from tritondx.tools.verify import shapes as sh
+from tritondx.tools.verify.branches import Branch, Walk, added_branches, walk_launch
+from tritondx.tools.verify.buffers import random_fill, written_buffers
+from tritondx.tools.verify.stress import all_finite, apply_values, stress_kinds
 
-SEEDS_PER_SHAPE = 2
+#: seeds per listed shape and dtype (derived cases get one)
+SEEDS_PER_LISTED = 2
+#: at most this many extra shapes are chosen to reach the sides of added branches
+MAX_BRANCH_SHAPES = 6
+#: sizes up to this many elements get real CPU inputs for the launcher's evaluation; larger ones meta
+#: tensors (free at any size, but the first costs ~3 s of imports)
+REAL_INPUTS_CAP = 1 << 16
+#: the same for the many sizes of the branch search (evaluated only, on the inputs' model: shapes.InputModel)
+POOL_REAL_INPUTS_CAP = 0
 
 
 class CheckCase(BaseModel):
+    shape: Any                       # a tuple of ints, or the task's sentinel (("small",))
+    dtype: str                       # "float32"
+    seed: int
+    values: str = "normal"           # normal | large | tiny | huge | prefilled
+    why: str
+
+    def label(self) -> str:
+        v = "" if self.values == "normal" else f" values {self.values}"
+        return f"shape {self.shape} dtype {self.dtype}{v}"
+
+
+class DroppedCase(BaseModel):
     shape: Any
     dtype: str
-    seed: int
     values: str = "normal"
-    why: str = ""
+    why: str
 
 
-def plan_cases(task_mod: ModuleType, original_source: str, candidate_source: str, device: str,
-               include_bench: bool = False) -> list[CheckCase]:
-    """CHECK_SHAPES (and BENCH_SHAPES when ``include_bench``) x DTYPES x fresh seeds."""
-    shapes = [norm_shape(s) for s in task_mod.CHECK_SHAPES]
-    if include_bench:
-        shapes += [norm_shape(s) for s in task_mod.BENCH_SHAPES if norm_shape(s) not in shapes]
-    return [CheckCase(shape=shape, dtype=dtype_name(to_dtype(d)), seed=secrets.randbelow(1 << 30),
-                      why="BENCH_SHAPES" if i >= len(task_mod.CHECK_SHAPES) else "CHECK_SHAPES")
-            for d in task_mod.DTYPES for i, shape in enumerate(shapes) for _ in range(SEEDS_PER_SHAPE)]
+class BranchCoverage(BaseModel):
+    branch: Branch
+    reached: dict[str, str] = Field(default_factory=dict)   # "true"/"false" -> label of the first case
+    status: Literal["covered", "unreached", "dynamic", "dead"] = "unreached"
+    note: str = ""
+
+    def line(self) -> str:
+        b = self.branch
+        sides = ", ".join(f"{k} by {v}" for k, v in sorted(self.reached.items())) or "no side"
+        return f"{b.func} line {b.line} `if {b.test}` ({b.why}): {self.status}: {sides}" + \
+               (f"; {self.note}" if self.note else "")
 
 
-def make_case_inputs(task_mod: ModuleType, case: CheckCase, device: str) -> tuple:
-    return as_tuple(task_mod.make_inputs(case.shape, to_dtype(case.dtype), case.seed, device))
+class CasePlan(BaseModel):
+    cases: list[CheckCase]
+    dropped: list[DroppedCase] = Field(default_factory=list)
+    branches: list[BranchCoverage] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    def unchecked(self) -> list[BranchCoverage]:
+        return [b for b in self.branches if b.status == "unreached"]
+
+    def rejection(self) -> tuple[str, str] | None:
+        """(class, reason) when a branch the candidate adds is reached by no checked case."""
+        bad = self.unchecked()
+        if not bad:
+            return None
+        return "unchecked_branch", "; ".join(b.line() for b in bad[:3])[:600]
+
+    def summary(self) -> list[str]:
+        return ([f"{c.label()} seed {c.seed}: {c.why}" for c in self.cases]
+                + [f"dropped {d.shape} {d.dtype} {d.values}: {d.why}" for d in self.dropped]
+                + [b.line() for b in self.branches] + self.notes)
+
+
+def fresh_seed() -> int:
+    return secrets.randbelow(1 << 30)
+
+
+def make_case_inputs(task_mod: Any, case: CheckCase, device: str) -> tuple:
+    """The inputs of one case: the task's ``make_inputs``, then the case's value stress (trusted side)."""
+    inputs = as_tuple(task_mod.make_inputs(case.shape, to_dtype(case.dtype), case.seed, device))
+    if case.values == "prefilled":
+        for i in written_buffers(task_mod.reference, inputs):
+            t = inputs[i]
+            t.copy_(random_fill(t, case.seed + i))
+        return inputs
+    return apply_values(inputs, case.values)
+
+
+def _meta_inputs(task_mod: Any, shape: Any, dtype: torch.dtype, cap: int) -> tuple | None:
+    """Inputs for evaluating the launcher's arithmetic: real ones on the CPU for shapes within ``cap``
+    elements (and sentinels), else on the meta device when make_inputs allows (no memory, any size;
+    its first use imports torch's compiler stack, ~3 s, so only for sizes that need it)."""
+    if not sh.is_int_shape(shape) or sh.numel(shape) <= cap:
+        try:
+            return as_tuple(task_mod.make_inputs(shape, dtype, 0, "cpu"))
+        except Exception:  # noqa: BLE001 - task code
+            return None
+    try:
+        with torch.device("meta"):
+            return as_tuple(task_mod.make_inputs(shape, dtype, 0, "meta"))
+    except Exception:  # noqa: BLE001 - e.g. make_inputs reads a value back (.item())
+        return None
+
+
+class _Planner:
+    def __init__(self, task_mod: Any, original_source: str, candidate_source: str, device: str,
+                 include_bench: bool, size_class: str | None):
+        self.mod, self.device = task_mod, device
+        self.size_class = size_class or sh.device_kind(device)   # "cpu" / "cuda": the size budget
+        self.orig_src, self.cand_src = original_source, candidate_source
+        self.orig_tree, self.cand_tree = ast.parse(original_source), ast.parse(candidate_source)
+        self.listed = [norm_shape(s) for s in task_mod.CHECK_SHAPES]
+        self.bench = [norm_shape(s) for s in getattr(task_mod, "BENCH_SHAPES", [])]
+        if include_bench:
+            self.listed += [s for s in self.bench if s not in self.listed]
+        self.dtypes = [dtype_name(to_dtype(d)) for d in task_mod.DTYPES]
+        # sizes are derived from CHECK_SHAPES only (benchmark shapes, when listed, are checked as they are)
+        self.int_listed = [norm_shape(s) for s in task_mod.CHECK_SHAPES if sh.is_int_shape(norm_shape(s))]
+        self.cap = sh.budget(self.size_class, self.int_listed) if self.int_listed else 0
+        self.plan = CasePlan(cases=[])
+        self.branches = [BranchCoverage(branch=b) for b in added_branches(original_source, candidate_source)]
+        self._walks: dict[tuple[str, str], Walk | None] = {}      # the candidate's launcher per size
+        self._inputs: dict[tuple[str, str], tuple | None] = {}
+        self.blocks = self._block_constants()
+        self.constants = set(self.blocks)   # sizes branch tests compare against (grown by the walks)
+        self.beyond: dict[tuple[str, bool], tuple[int, ...]] = {}   # side -> first size past the budget
+        self.exhausted: dict[str, bool] = {}                          # dtype -> the size search ran to its end
+        self._models: dict[tuple[int, str], sh.InputModel | None] = {}
+        self.unevaluated: set[str] = set()                            # dtypes with a size the search could not evaluate
+
+    def _block_constants(self) -> set[int]:
+        """Integer constants >= 8 in the candidate's functions (block sizes, specialization limits)."""
+        out = set()
+        for n in ast.walk(self.cand_tree):
+            if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool) \
+                    and 8 <= n.value <= (1 << 24):
+                out.add(n.value)
+        return out
+
+    # --- evaluation -----------------------------------------------------------------------------------
+    def model(self, rank: int, dtype: str) -> sh.InputModel | None:
+        """How this task's inputs follow a shape of ``rank`` (two small make_inputs calls), or None."""
+        key = (rank, dtype)
+        if key not in self._models:
+            same = [s for s in self.int_listed if len(s) == rank]
+            self._models[key] = None
+            if same:
+                base = min(same, key=sh.numel)
+                moved = sh.moved_shape(base)
+                try:
+                    m = sh.InputModel(base, as_tuple(self.mod.make_inputs(base, to_dtype(dtype), 0, "cpu")),
+                                      moved, as_tuple(self.mod.make_inputs(moved, to_dtype(dtype), 0, "cpu")))
+                    self._models[key] = m if m.ok else None
+                except Exception:  # noqa: BLE001 - task code
+                    pass
+        return self._models[key]
+
+    def walk(self, shape: Any, dtype: str, real_cap: int = REAL_INPUTS_CAP) -> Walk | None:
+        key = (repr(shape), dtype)
+        if key not in self._walks:
+            inputs = None
+            if sh.is_int_shape(shape) and sh.numel(shape) > real_cap:
+                model = self.model(len(shape), dtype)
+                inputs = model.inputs(shape) if model else None
+            if inputs is None:
+                inputs = _meta_inputs(self.mod, shape, to_dtype(dtype), real_cap)
+            self._walks[key] = None if inputs is None else walk_launch(self.cand_src, inputs, self.cand_tree)
+            self._inputs[key] = inputs
+        return self._walks[key]
+
+    def original_walk(self, shape: Any, dtype: str) -> Walk | None:
+        """The original launcher evaluated on the same inputs (its asserts and raises)."""
+        self.walk(shape, dtype)
+        inputs = self._inputs.get((repr(shape), dtype))
+        return None if inputs is None else walk_launch(self.orig_src, inputs, self.orig_tree)
+
+    def credit(self, case_label: str, shape: Any, dtype: str) -> None:
+        w = self.walk(shape, dtype)
+        if w is None:
+            return
+        for bc in self.branches:
+            for truth in w.outcomes.get(bc.branch.key, ()):
+                if truth is None:
+                    bc.reached.setdefault("dynamic", case_label)
+                else:
+                    bc.reached.setdefault(str(truth).lower(), case_label)
+
+    def missing(self, bc: BranchCoverage) -> list[bool]:
+        return [s for s in bc.branch.needs if str(s).lower() not in bc.reached]
+
+    def reaches_missing(self, shape: Any, dtype: str) -> bool:
+        w = self.walk(shape, dtype)
+        if w is None:
+            return False
+        return any(t in self.missing(bc) for bc in self.branches for t in w.outcomes.get(bc.branch.key, ())
+                   if t is not None)
+
+    # --- validation ---------------------------------------------------------------------------------
+    def accepts(self, shape: Any, dtype: str, values: str = "normal") -> str | None:
+        """None when the task builds ``shape``, the original's asserts hold and the reference is finite;
+        else why not."""
+        w = self.original_walk(shape, dtype)
+        if w is not None and (w.failed_asserts or w.raises):
+            return f"the original launcher rejects it ({(w.failed_asserts + w.raises)[0]})"
+        case = CheckCase(shape=shape, dtype=dtype, seed=fresh_seed(), values=values, why="")
+        try:
+            inputs = make_case_inputs(self.mod, case, self.device)
+        except Exception as exc:  # noqa: BLE001 - task code: any failure means "not buildable"
+            return f"make_inputs cannot build it ({type(exc).__name__}: {str(exc)[:120]})"
+        if not all_finite(inputs):
+            return "the stressed inputs are not finite in this dtype"
+        try:
+            refs = as_tuple(self.mod.reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]))
+        except Exception as exc:  # noqa: BLE001
+            return f"the reference rejects it ({type(exc).__name__}: {str(exc)[:120]})"
+        if not all_finite(refs):
+            return "the reference is not finite on it"
+        return None
+
+    def add(self, shape: Any, dtype: str, why: str, values: str = "normal", check: bool = True) -> bool:
+        if check:
+            problem = self.accepts(shape, dtype, values)
+            if problem:
+                self.plan.dropped.append(DroppedCase(shape=shape, dtype=dtype, values=values, why=f"{why}: {problem}"))
+                return False
+        case = CheckCase(shape=shape, dtype=dtype, seed=fresh_seed(), values=values, why=why)
+        self.plan.cases.append(case)
+        self.credit(case.label(), shape, dtype)
+        return True
+
+    # --- the plan -------------------------------------------------------------------------------------
+    def build(self) -> CasePlan:
+        for dtype in self.dtypes:
+            for shape in self.listed:
+                for _ in range(SEEDS_PER_LISTED):
+                    self.add(shape, dtype, "listed in CHECK_SHAPES", check=False)
+        if not self.int_listed:
+            self.plan.notes.append(f"shapes {self.listed} are sentinels (the task picks its own sizes): no derived "
+                                   "sizes; listed shapes and value stress only")
+        for dtype in self.dtypes:
+            if self.int_listed:
+                odd = sh.odd_variant(self.int_listed, self.blocks)
+                if odd and odd not in self.listed:
+                    self.add(odd, dtype, "derived: odd, no multiple of any block constant "
+                                         f"{sorted(b for b in self.blocks if b <= 1 << 16)[:6]}")
+                big = sh.larger_variant(self.int_listed, self.blocks, self.size_class)
+                if big and big not in self.listed:
+                    self.add(big, dtype, "derived: larger than every listed shape")
+                elif big is None:
+                    self.plan.notes.append("no larger shape: the largest listed one fills the device's budget")
+            self._reach_branches(dtype)
+            self._stress(dtype)
+        self._finish_branches()
+        return self.plan
+
+    def _open_sides(self) -> set[tuple[str, bool]]:
+        return {(bc.branch.key, t) for bc in self.branches for t in self.missing(bc)} - set(self.beyond)
+
+    def _reach_branches(self, dtype: str) -> None:
+        if self.int_listed and self._open_sides():
+            self._search_sizes(dtype)
+        if self.size_class == "cuda":   # a side reachable only at a benchmark size: check it there
+            for shape in self.bench:
+                if shape not in self.listed and any(self.missing(bc) for bc in self.branches) \
+                        and self.reaches_missing(shape, dtype):
+                    self.add(shape, dtype, "BENCH_SHAPES: reaches a side of an added branch no smaller size reaches")
+
+    def _search_sizes(self, dtype: str) -> None:
+        """One search, smallest size first, over sizes around every constant the tests compare against
+        (evaluated only; inputs modelled on meta tensors when large): a size within the budget that
+        reaches a missing side becomes a case; one beyond it is recorded; a side that no size reaches,
+        every size evaluated, is dead code."""
+        for shape in self.int_listed:
+            w = self.walk(shape, dtype)
+            if w is not None:
+                self.constants |= w.constants
+        chosen = 0
+        self.exhausted[dtype] = True
+        for shape in sh.branch_pool(self.int_listed, self.constants, "any", one_per_rank=True):
+            open_sides = self._open_sides()
+            if not open_sides or chosen >= MAX_BRANCH_SHAPES:
+                self.exhausted[dtype] = not open_sides
+                break
+            w = self.walk(shape, dtype, real_cap=POOL_REAL_INPUTS_CAP)
+            if w is None:
+                self.unevaluated.add(dtype)   # a size whose inputs could not be made: no proof of deadness
+                continue
+            hits = {(k, t) for k, ts in w.outcomes.items() for t in ts if (k, t) in open_sides}
+            if not hits:
+                continue
+            if sh.numel(shape) <= self.cap:
+                sides = sorted(f"{k.rsplit(':', 1)[0]} {t}" for k, t in hits)
+                if self.add(shape, dtype, f"derived: reaches {', '.join(sides)[:160]}"):
+                    chosen += 1
+            else:
+                for h in hits:
+                    self.beyond[h] = shape
+
+    def _stress(self, dtype: str) -> None:
+        base = min(self.int_listed, key=sh.numel) if self.int_listed else self.listed[0]
+        for values, why in stress_kinds(self.orig_src):
+            self.add(base, dtype, f"value stress: {why}", values=values)
+        try:
+            probe_inputs = make_case_inputs(self.mod, CheckCase(shape=base, dtype=dtype, seed=fresh_seed(), why=""),
+                                            self.device)
+            written = written_buffers(self.mod.reference, probe_inputs)
+        except Exception:  # noqa: BLE001 - the listed cases report a task that cannot build its inputs
+            written = {}
+        if written:
+            self.add(base, dtype, f"destination buffers prefilled with random values ({'; '.join(written.values())})",
+                     values="prefilled")
+
+    def _reachable_beyond(self, bc: BranchCoverage) -> tuple[int, ...] | str | None:
+        """The first size beyond the budget that reaches a missing side of ``bc`` (the search of
+        :meth:`_reach_branches`); None when the whole search found none (dead code for this task's
+        sizes); a line saying why when the search stopped early."""
+        for t in self.missing(bc):
+            if (bc.branch.key, t) in self.beyond:
+                return self.beyond[(bc.branch.key, t)]
+        if not self.int_listed:
+            return "the task's shapes are sentinels: no size can be derived"
+        if self.unevaluated:
+            return "some sizes tried could not be evaluated (make_inputs failed for them)"
+        if all(self.exhausted.get(d) for d in self.dtypes):
+            return None
+        return "the search stopped at its case limit"
+
+    def _finish_branches(self) -> None:
+        for bc in self.branches:
+            miss = self.missing(bc)
+            if not miss:
+                bc.status = "covered"
+            elif "dynamic" in bc.reached:
+                bc.status = "dynamic"
+                bc.note = "its test depends on a program id or loaded data: sides checked by a line trace"
+            else:
+                bc.status = "unreached"
+                visited = any(w is not None and bc.branch.key in w.outcomes for w in self._walks.values())
+                if not visited:
+                    bc.note = ("unreached: no checked case evaluates it (its code is off every evaluated path); "
+                               "a line trace may still show it")
+                    bc.status = "dynamic"
+                else:
+                    sides = " and ".join("true" if s else "false" for s in miss)
+                    where = ("the CPU size budget" if self.size_class == "cpu"
+                             else "every derived and benchmark size")
+                    beyond = self._reachable_beyond(bc)
+                    if beyond is None:
+                        bc.status = "dead"
+                        bc.note = (f"no size up to {sh.ELEMENT_BUDGET['any']:.0e} elements makes it {sides}: not "
+                                   "reachable through this task's input sizes (dead code here)")
+                    elif isinstance(beyond, str):
+                        bc.note = f"unreached: no size within {where} makes it {sides} ({beyond})"
+                    else:
+                        bc.note = f"unreached: {sides} first at shape {beyond}, beyond {where}"
+        self.plan.branches = self.branches
+
+
+def plan_checks(task_mod: Any, original_source: str, candidate_source: str, device: str,
+                include_bench: bool = False, size_class: str | None = None) -> CasePlan:
+    """The full plan: cases, dropped cases, branch coverage (see the module docstring). ``size_class``
+    ("cpu"/"cuda") picks the size budget; None: the device's own."""
+    return _Planner(task_mod, original_source, candidate_source, device, include_bench, size_class).build()
+
+
+def plan_cases(task_mod: Any, original_source: str, candidate_source: str, device: str) -> list[CheckCase]:
+    """The seam the judge reads: the cases of :func:`plan_checks`."""
+    return plan_checks(task_mod, original_source, candidate_source, device).cases

@@ -43,7 +43,8 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
                                   "written by candidate code?)", seconds=seconds, device_s=device_s, ran=ran)
         records = [CheckRecord(**c) for c in r.result.get("checks", [])]
         return Verdict(candidate_id=candidate_id, passed=True, backend=backend.name, checks=len(records),
-                       records=records, ran=ran, seconds=seconds, device_s=device_s, speed_measured=False)
+                       records=records, ran=ran, coverage=list(r.result.get("coverage") or []), seconds=seconds,
+                       device_s=device_s, speed_measured=False)
     klass, reason = job_error(r)
     return Verdict(candidate_id=candidate_id, passed=False, klass=klass, reason=reason[:600], backend=backend.name,
                    seconds=seconds, device_s=device_s, ran=ran)

@@ -466,6 +466,22 @@ def test_multi_pass_reduction():
     assert not fire("multi_pass_reduction", kir({"ttgir": vadd_ttgir()}))
 
 
+def test_multi_pass_reduction_not_for_the_two_arms_of_one_if():
+    """The loops of an EVEN fast path and its masked twin (the then/else regions of one scf.if) run one
+    or the other, never both: one pass each way (issue 18 point 11)."""
+    head = "    %acc = scf.for %s = %c0_i32 to %N step %c1024_i32"
+    second = "    %acc2 = scf.for %s = %c0_i32 to %N step %c1024_i32"
+    branched = (TWO_LOOPS_TTGIR
+                .replace(head, "    %even = arith.cmpi eq, %N, %c0_i32 : i32 loc(#loc1)\n    scf.if %even {\n" + head)
+                .replace("    } loc(#loc13)\n", "    } loc(#loc13)\n    } else {\n")
+                .replace("    } loc(#loc15)\n", "    } loc(#loc15)\n    } loc(#loc1)\n"))
+    assert "} else {" in branched and second in branched
+    assert not fire("multi_pass_reduction", kir({"ttgir": branched}))
+    # the same two loops both inside the then region: still two passes
+    both_then = branched.replace("    } loc(#loc13)\n    } else {\n", "    } loc(#loc13)\n")
+    assert len(fire("multi_pass_reduction", kir({"ttgir": both_then}))) == 1
+
+
 def test_shared_memory_bank_conflicts():
     (f,) = fire("shared_memory_bank_conflicts", kir({"ttgir": FMA_DOT_TTGIR}))
     assert f.metric == {"ways": 8, "lanes": 8, "row_bytes": 128} and f.source_line == 14

@@ -25,7 +25,7 @@ SOFTMAX = HERE / "tiny_softmax.py"
 EXAMPLES = HERE.parents[2] / "examples"
 #: What probe_task reports for the originals' launchers (the agent passes it as allowed_ops).
 ALLOWED_OPS = ["empty", "empty_like"]
-#: 2 CHECK_SHAPES x 2 seeds
+#: 2 CHECK_SHAPES x 2 seeds; derived cases (tools/verify/cases.py) come on top
 CHECKS = 4
 
 
@@ -160,7 +160,7 @@ def test_wrong_candidate_is_rejected(case: Case, outcomes):
 def test_honest_candidate_passes(case: Case, outcomes):
     v = outcomes[case.id].result()
     assert v.passed, f"honest {case.candidate.name} rejected as {v.klass}: {v.reason}"
-    assert v.checks == CHECKS
+    assert v.checks > CHECKS
 
 
 def test_every_cheat_file_has_a_case():

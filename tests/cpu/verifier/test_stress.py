@@ -1,0 +1,45 @@
+"""Value stress (tools/verify/stress.py): which originals get it, how it is applied, when it is dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from tritondx.tools.taskmod import load_module
+from tritondx.tools.verify.cases import plan_checks
+from tritondx.tools.verify.stress import apply_values, stress_kinds
+
+HERE = Path(__file__).parent
+EXAMPLES = HERE.parents[2] / "examples"
+BENCH = HERE.parents[2] / "bench" / "suite"
+
+
+def kinds(path: Path) -> list[str]:
+    return [v for v, _ in stress_kinds(path.read_text())]
+
+
+def test_kinds_follow_what_the_original_computes():
+    assert kinds(HERE / "tiny_softmax.py") == ["large"]                      # exp + max/sum
+    assert kinds(HERE / "tiny_axpy.py") == []                                # elementwise: nothing
+    assert kinds(BENCH / "l2_rmsnorm.py") == ["large", "tiny", "huge"]      # rsqrt of a sum
+
+
+def test_apply_scales_floating_inputs_only():
+    x, idx = torch.ones(4), torch.arange(4)
+    apply_values((x, idx), "large")
+    assert x.tolist() == [100.0] * 4 and idx.tolist() == [0, 1, 2, 3]
+    apply_values((x,), "normal")
+    assert x.tolist() == [100.0] * 4
+
+
+def test_stress_dropped_where_the_reference_overflows(tmp_path):
+    task = tmp_path / "sum_exp.py"
+    # a reduction whose reference has no max shift: exp(100 * x) overflows in float32
+    task.write_text((HERE / "tiny_softmax.py").read_text().replace(
+        "    return torch.softmax(x, dim=-1)", "    return torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)"))
+    p = plan_checks(load_module(str(task), "t"), task.read_text(), task.read_text(), "cpu")
+    assert not any(c.values == "large" for c in p.cases)
+    assert any(d.values == "large" and "not finite" in d.why for d in p.dropped)
+    softmax = HERE / "tiny_softmax.py"
+    p = plan_checks(load_module(str(softmax), "s"), softmax.read_text(), softmax.read_text(), "cpu")
+    assert any(c.values == "large" for c in p.cases)

@@ -1,0 +1,351 @@
+"""Branches a candidate adds or changes, and which side of each a given input reaches.
+
+Read from the source only (the candidate is never imported here): every ``if`` statement and
+conditional expression in the file's functions, launcher, helpers and ``@triton.jit`` kernels. A
+branch is *changed* when its test is new (or sits in a new function): then both sides must be
+reached; when only one arm's code differs from the original's branch with the same test, that arm
+must be reached.
+
+:func:`walk_launch` evaluates ``launch`` on concrete inputs with :mod:`.evaluator`: assignments,
+helper calls (followed through the file's functions), kernel launches (arguments bound to the
+kernel's parameters, ``triton.heuristics`` lambdas evaluated) and every ``if`` on the way, inside
+kernels too. A test that depends on a program id or loaded data is *dynamic* (``None``): it may go
+both ways within one launch; only a run-time trace can tell (:mod:`.coverage`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from pydantic import BaseModel
+
+from tritondx.tools.verify.evaluator import UNKNOWN, Evaluator, dotted, module_constants
+
+MAX_DEPTH = 8          # helper -> helper -> kernel call depth followed
+MAX_STATEMENTS = 20000 # statements evaluated per walk (loops are walked once)
+
+
+class Branch(BaseModel):
+    key: str                       # "func:line:col"
+    func: str                      # top-level function holding it
+    line: int
+    test: str                      # the condition, as written
+    in_kernel: bool
+    needs: list[bool]              # sides that must be reached: [True, False] for a new test
+    why: str                       # "new test" / "body changed" / "else changed" / "new function"
+    true_line: int | None = None   # first line of each arm (for a line trace); None: falls through
+    false_line: int | None = None
+
+
+def _is_kernel(fn: ast.FunctionDef) -> bool:
+    for d in fn.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        name = dotted(target) or ""
+        if name.endswith("jit") or name.endswith("autotune") or name.endswith("heuristics"):
+            return True
+    return False
+
+
+def _conditions(fn: ast.FunctionDef) -> list[ast.AST]:
+    return [n for n in ast.walk(fn) if isinstance(n, (ast.If, ast.IfExp))]
+
+
+def _arms(node: ast.AST) -> tuple[str, str]:
+    if isinstance(node, ast.If):
+        return "\n".join(ast.unparse(s) for s in node.body), "\n".join(ast.unparse(s) for s in node.orelse)
+    return ast.unparse(node.body), ast.unparse(node.orelse)  # type: ignore[attr-defined]
+
+
+def _first_line(node: ast.AST, arm: str) -> int | None:
+    if isinstance(node, ast.If):
+        stmts = node.body if arm == "body" else node.orelse
+        return stmts[0].lineno if stmts else None
+    return None
+
+
+def all_branches(tree: ast.Module) -> list[tuple[ast.FunctionDef, ast.AST]]:
+    out = []
+    for fn in tree.body:
+        if isinstance(fn, ast.FunctionDef):
+            out += [(fn, n) for n in _conditions(fn)]
+    return out
+
+
+def added_branches(original_source: str, candidate_source: str) -> list[Branch]:
+    """The candidate's branches that the original does not have (by function and test), or whose
+    arm's code differs from every original branch with the same test."""
+    orig = ast.parse(original_source)
+    cand = ast.parse(candidate_source)
+    orig_tests: Counter[tuple[str, str]] = Counter()
+    orig_arms: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    orig_funcs = {fn.name for fn in orig.body if isinstance(fn, ast.FunctionDef)}
+    for fn, node in all_branches(orig):
+        k = (fn.name, ast.unparse(node.test))
+        orig_tests[k] += 1
+        orig_arms.setdefault(k, []).append(_arms(node))
+    out: list[Branch] = []
+    for fn, node in all_branches(cand):
+        test = ast.unparse(node.test)
+        k = (fn.name, test)
+        body, orelse = _arms(node)
+        if fn.name not in orig_funcs:
+            needs, why = [True, False], "new function"
+        elif orig_tests[k] == 0:
+            needs, why = [True, False], "new test"
+        else:
+            arms = orig_arms[k]
+            needs = []
+            if body not in {a for a, _ in arms}:
+                needs.append(True)
+            if orelse not in {b for _, b in arms}:
+                needs.append(False)
+            if not needs:
+                continue
+            why = "body changed" if needs == [True] else "else changed" if needs == [False] else "both arms changed"
+        out.append(Branch(key=f"{fn.name}:{node.lineno}:{node.col_offset}", func=fn.name, line=node.lineno,
+                          test=test, in_kernel=_is_kernel(fn), needs=needs, why=why,
+                          true_line=_first_line(node, "body"), false_line=_first_line(node, "orelse")))
+    return out
+
+
+@dataclass
+class Walk:
+    """What one evaluated call of ``launch`` saw."""
+    outcomes: dict[str, set[bool | None]] = field(default_factory=dict)  # branch key -> sides seen (None: dynamic)
+    failed_asserts: list[str] = field(default_factory=list)              # asserts that evaluate False
+    raises: list[str] = field(default_factory=list)                      # `raise` reached on a known path
+    launches: list[str] = field(default_factory=list)                    # kernels launched
+    constants: set[int] = field(default_factory=set)                     # ints the branch tests compared against
+
+    def record(self, key: str, truth: bool | None) -> None:
+        self.outcomes.setdefault(key, set()).add(truth)
+
+
+class _StopWalk(Exception):
+    pass
+
+
+class _Eval(Evaluator):
+    """The evaluator with the file's functions and kernel launches wired in."""
+
+    def __init__(self, env: dict[str, Any], walker: "_Walker", fn_name: str, depth: int):
+        super().__init__(env)
+        self.walker, self.fn_name, self.depth = walker, fn_name, depth
+
+    def _eval(self, node: ast.AST) -> Any:
+        if isinstance(node, ast.IfExp):
+            t = self.truth(node.test)
+            self.walker.note(self.fn_name, node, t, self)
+            if t is None:
+                self.eval(node.body)
+                self.eval(node.orelse)
+                return UNKNOWN
+            return self.eval(node.body if t else node.orelse)
+        return super()._eval(node)
+
+    def _call(self, node: ast.Call) -> Any:
+        w = self.walker
+        if isinstance(node.func, ast.Subscript):           # kernel[grid](...)
+            name = dotted(node.func.value)
+            if name in w.kernels:
+                w.launch_kernel(name, node, self)
+                return None
+            return UNKNOWN
+        name = dotted(node.func)
+        if name in w.functions and name not in w.kernels:
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                return UNKNOWN
+            args = [self.eval(a) for a in node.args]
+            kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+            return w.run_function(w.functions[name], args, kwargs, self.depth + 1)
+        if name in w.kernels and w.in_kernel_depth:        # a @triton.jit helper called from a kernel
+            args = [self.eval(a) for a in node.args]
+            kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg}
+            return w.run_function(w.functions[name], args, kwargs, self.depth + 1, kernel=True)
+        return super()._call(node)
+
+
+class _Walker:
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.globals = module_constants(tree)
+        self.functions = {fn.name: fn for fn in tree.body if isinstance(fn, ast.FunctionDef)}
+        self.kernels = {n for n, fn in self.functions.items() if _is_kernel(fn)}
+        self.walk = Walk()
+        self.statements = 0
+        self.in_kernel_depth = 0
+        cached = getattr(tree, "_tdx_index", None)   # one walk per size tried: index the tree once
+        if cached is None:
+            walked = {n for n in self.kernels if any(   # kernels with something to see: branches, jit calls
+                isinstance(x, (ast.If, ast.IfExp)) or (isinstance(x, ast.Call) and dotted(x.func) in self.kernels)
+                for x in ast.walk(self.functions[n]))}
+            cached = ({id(n): fn.name for fn, n in all_branches(tree)}, walked)
+            tree._tdx_index = cached  # type: ignore[attr-defined]
+        self._branch_nodes, self.walked_kernels = cached
+
+    # --- recording --------------------------------------------------------------------------------------
+    def note(self, fn_name: str, node: ast.AST, truth: bool | None, ev: Evaluator) -> None:
+        if id(node) in self._branch_nodes:
+            self.walk.record(f"{self._branch_nodes[id(node)]}:{node.lineno}:{node.col_offset}", truth)
+            for sub in ast.walk(node.test):  # constants a condition compares against: sizes to try
+                v = ev.eval(sub) if isinstance(sub, (ast.Name, ast.Constant, ast.BinOp, ast.Attribute)) else UNKNOWN
+                if isinstance(v, int) and not isinstance(v, bool) and 1 < abs(v) < (1 << 40):
+                    self.walk.constants.add(abs(v))
+
+    # --- functions ----------------------------------------------------------------------------------------
+    def bind(self, fn: ast.FunctionDef, args: list, kwargs: dict) -> dict[str, Any]:
+        env = dict(self.globals)
+        params = fn.args.posonlyargs + fn.args.args
+        defaults = fn.args.defaults
+        ev = Evaluator(self.globals)
+        for p, d in zip(params[len(params) - len(defaults):], defaults):
+            env[p.arg] = ev.eval(d)
+        for p, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults):
+            env[p.arg] = ev.eval(d) if d is not None else UNKNOWN
+        for p, v in zip(params, args):
+            env[p.arg] = v
+        for p in params[len(args):] + fn.args.kwonlyargs:
+            if p.arg in kwargs:
+                env[p.arg] = kwargs[p.arg]
+            env.setdefault(p.arg, UNKNOWN)
+        if fn.args.vararg:
+            env[fn.args.vararg.arg] = tuple(args[len(params):]) if len(args) > len(params) else ()
+        return env
+
+    def run_function(self, fn: ast.FunctionDef, args: list, kwargs: dict, depth: int, kernel: bool = False) -> Any:
+        if depth > MAX_DEPTH:
+            return UNKNOWN
+        env = self.bind(fn, args, kwargs)
+        if kernel:
+            self.in_kernel_depth += 1
+        try:
+            res = self.block(fn.body, env, fn.name, depth)
+        finally:
+            if kernel:
+                self.in_kernel_depth -= 1
+        return res[1] if res else None
+
+    def launch_kernel(self, name: str, call: ast.Call, ev: _Eval) -> None:
+        fn = self.functions[name]
+        self.walk.launches.append(name)
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            args: list = []
+            kwargs: dict = {}
+        else:
+            args = [ev.eval(a) for a in call.args]
+            kwargs = {k.arg: ev.eval(k.value) for k in call.keywords if k.arg}
+        env = self.bind(fn, args, kwargs)
+        for d in fn.decorator_list:  # @triton.heuristics({"EVEN": lambda args: args["N"] % args["BLOCK"] == 0})
+            if isinstance(d, ast.Call) and (dotted(d.func) or "").endswith("heuristics") and d.args \
+                    and isinstance(d.args[0], ast.Dict):
+                for k, v in zip(d.args[0].keys, d.args[0].values):
+                    if isinstance(k, ast.Constant) and isinstance(v, ast.Lambda) and v.args.args:
+                        lam_env = {v.args.args[0].arg: {kk: vv for kk, vv in env.items()
+                                                        if isinstance(kk, str) and vv is not UNKNOWN}}
+                        env[k.value] = Evaluator({**self.globals, **lam_env}).eval(v.body)
+        if name not in self.walked_kernels:   # nothing to see in a kernel without branches or jit calls
+            return
+        self.in_kernel_depth += 1
+        try:
+            self.block(fn.body, env, name, ev.depth + 1)
+        finally:
+            self.in_kernel_depth -= 1
+
+    # --- statements ----------------------------------------------------------------------------------------
+    def assign(self, target: ast.AST, value: Any, env: dict[str, Any]) -> None:
+        if isinstance(target, ast.Name):
+            env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            vals = value if isinstance(value, (tuple, list)) and len(value) == len(target.elts) else None
+            for i, t in enumerate(target.elts):
+                self.assign(t, vals[i] if vals is not None else UNKNOWN, env)
+
+    def block(self, stmts: list[ast.stmt], env: dict[str, Any], fn: str, depth: int) -> tuple[str, Any] | None:
+        for s in stmts:
+            self.statements += 1
+            if self.statements > MAX_STATEMENTS:
+                raise _StopWalk
+            ev = _Eval(env, self, fn, depth)
+            if isinstance(s, ast.Assign):
+                v = ev.eval(s.value)
+                for t in s.targets:
+                    self.assign(t, v, env)
+            elif isinstance(s, ast.AnnAssign):
+                if s.value is not None:
+                    self.assign(s.target, ev.eval(s.value), env)
+            elif isinstance(s, ast.AugAssign):
+                if isinstance(s.target, ast.Name):
+                    env[s.target.id] = ev.eval(ast.BinOp(left=ast.Name(id=s.target.id, ctx=ast.Load()),
+                                                         op=s.op, right=s.value))
+            elif isinstance(s, ast.Expr):
+                ev.eval(s.value)
+            elif isinstance(s, ast.Return):
+                return ("return", ev.eval(s.value) if s.value is not None else None)
+            elif isinstance(s, ast.Assert):
+                if ev.truth(s.test) is False:
+                    self.walk.failed_asserts.append(f"{fn}: assert {ast.unparse(s.test)}"[:200])
+            elif isinstance(s, ast.Raise):
+                self.walk.raises.append(f"{fn} line {s.lineno}: {ast.unparse(s)}"[:200])
+                return ("raise", UNKNOWN)
+            elif isinstance(s, ast.If):
+                t = ev.truth(s.test)
+                self.note(fn, s, t, ev)
+                if t is None:
+                    res = self._both(s.body, s.orelse, env, fn, depth)
+                else:
+                    res = self.block(s.body if t else s.orelse, env, fn, depth)
+                if res:
+                    return res
+            elif isinstance(s, (ast.For, ast.While, ast.AsyncFor)):
+                inner = dict(env)
+                if isinstance(s, (ast.For, ast.AsyncFor)):
+                    self.assign(s.target, UNKNOWN, inner)
+                    ev.eval(s.iter)
+                else:
+                    ev.eval(s.test)
+                self.block(s.body, inner, fn, depth)
+                for k in inner:
+                    if k not in env or inner[k] is not env[k]:
+                        env[k] = UNKNOWN
+            elif isinstance(s, (ast.With, ast.AsyncWith)):
+                res = self.block(s.body, env, fn, depth)
+                if res:
+                    return res
+            elif isinstance(s, ast.Try):
+                res = self.block(s.body + s.orelse + s.finalbody, env, fn, depth)
+                if res:
+                    return res
+        return None
+
+    def _both(self, a: list[ast.stmt], b: list[ast.stmt], env: dict[str, Any], fn: str, depth: int):
+        ea, eb = dict(env), dict(env)
+        ra = self.block(a, ea, fn, depth)
+        rb = self.block(b, eb, fn, depth)
+        for k in set(ea) | set(eb):
+            va, vb = ea.get(k, UNKNOWN), eb.get(k, UNKNOWN)
+            same = va is vb or (not isinstance(va, torch.Tensor) and not isinstance(vb, torch.Tensor)
+                                and va is not UNKNOWN and vb is not UNKNOWN and type(va) is type(vb) and va == vb)
+            env[k] = va if same else UNKNOWN
+        if ra and rb and ra[0] == rb[0] == "raise":
+            return ra
+        return None
+
+
+def walk_launch(source: str, inputs: tuple, tree: ast.Module | None = None) -> Walk:
+    """Evaluate ``launch(*inputs)`` of ``source`` over its AST; which branches go which way."""
+    tree = tree or ast.parse(source)
+    w = _Walker(tree)
+    launch = w.functions.get("launch")
+    if launch is None:
+        return w.walk
+    try:
+        w.run_function(launch, list(inputs), {}, 0)
+    except _StopWalk:
+        pass
+    except RecursionError:
+        pass
+    return w.walk

@@ -1,0 +1,73 @@
+"""A line trace of the candidate file, installed by the (untrusted) runner around each call.
+
+Under ``TRITON_INTERPRET=1`` kernel bodies run as Python compiled with the candidate's file name and
+line numbers, so their lines show too; on a GPU only host lines do. The trace is evidence from the
+candidate's own process, so the judge uses it only against the candidate: a branch side whose first
+line never ran is unreached (a candidate gains nothing by hiding its coverage), while a side the
+trace claims is reached counts only where the judge could not evaluate the branch itself.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from tritondx.tools.verify.cases import BranchCoverage
+
+
+class LineTracer:
+    """``with LineTracer(path) as t: ...``; ``t.lines``: line numbers of ``path`` that ran."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.lines: set[int] = set()
+
+    def _local(self, frame: Any, event: str, arg: Any):
+        if event == "line":
+            self.lines.add(frame.f_lineno)
+        return self._local
+
+    def _global(self, frame: Any, event: str, arg: Any):
+        if frame.f_code.co_filename == self.path:
+            self.lines.add(frame.f_lineno)
+            return self._local
+        return None
+
+    def __enter__(self) -> "LineTracer":
+        self._old = sys.gettrace()
+        sys.settrace(self._global)
+        threading.settrace(self._global)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        sys.settrace(self._old)
+        threading.settrace(self._old)  # type: ignore[arg-type]
+
+
+def trace_verdict(branches: list[BranchCoverage], lines: set[int], kernel_lines_traced: bool) -> list[str]:
+    """Problems the trace shows for branches the judge could not evaluate (status ``dynamic``): a
+    needed side whose first line never ran. Each line also updates the branch's record."""
+    problems = []
+    for bc in branches:
+        if bc.status != "dynamic":
+            continue
+        b = bc.branch
+        if b.in_kernel and not kernel_lines_traced:
+            bc.note += "; no kernel line trace on this backend"
+            continue
+        unseen = []
+        for side, first in ((True, b.true_line), (False, b.false_line)):
+            if side not in b.needs or first is None:
+                continue
+            if first in lines:
+                bc.reached.setdefault(str(side).lower(), "line trace")
+            else:
+                unseen.append("true" if side else "false")
+        if unseen:
+            bc.status = "unreached"
+            bc.note = f"unreached: the line trace never ran its {' and '.join(unseen)} side"
+            problems.append(bc.line())
+        elif all(str(s).lower() in bc.reached or (s is False and b.false_line is None) for s in b.needs):
+            bc.note += "; sides seen in the line trace"
+    return problems
