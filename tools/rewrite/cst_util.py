@@ -425,10 +425,14 @@ def launch_sites(module: cst.Module) -> list[LaunchSite]:
 
 
 def _launch_sites(module: cst.Module) -> list[LaunchSite]:
-    kernels = jit_functions(module)
     launch = function(module, "launch")
     if launch is None:
         return []
+    return function_launch_sites(launch, jit_functions(module))
+
+
+def function_launch_sites(launch: cst.FunctionDef, kernels: dict[str, cst.FunctionDef]) -> list[LaunchSite]:
+    """Kernel launches (``kernel[grid](...)`` naming a kernel of ``kernels``) in one function, in source order."""
     out: list[LaunchSite] = []
     for i, st in enumerate(launch.body.body):
         found = [c for cs in _cached("calls", st, _calls_index).values() for c in cs

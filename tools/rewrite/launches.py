@@ -804,9 +804,10 @@ def _site_id(s: _Site, seen: dict[str, int]) -> str:
     return base if n == 0 else f"{base}#{n}"
 
 
-def analyze(source: str, dtypes: tuple[str, ...] | list[str] = ()) -> LaunchAnalysis:
-    """The launches reachable from launch() with every launch value's definition (see the module doc)."""
-    res = _analysis(source, tuple(dtypes))
+def analyze(source: str, dtypes: tuple[str, ...] | list[str] | None = None) -> LaunchAnalysis:
+    """The launches reachable from launch() with every launch value's definition (see the module doc).
+    ``dtypes`` (default: the task's DTYPES) pick the entry of a dict keyed by dtype."""
+    res = _analysis(source, tuple(dtypes) if dtypes is not None else _task_dtypes(source))
     an = res.an
     seen: dict[str, int] = {}
     ids = {id(s): _site_id(s, seen) for s in res.sites}
@@ -871,10 +872,11 @@ class EditRefused(ValueError):
     """A value cannot be set without changing another launch or breaking a tie (the reason says which)."""
 
 
-def current_values(source: str, dtypes: tuple[str, ...] | list[str] = ()) -> dict[str, dict[str, int | None]]:
+def current_values(source: str, dtypes: tuple[str, ...] | list[str] | None = None
+                   ) -> dict[str, dict[str, int | None]]:
     """kernel -> {param: static value (None where computed)}, Triton's option defaults filled in."""
     out: dict[str, dict[str, int | None]] = {}
-    for s in _analysis(source, tuple(dtypes)).sites:
+    for s in _analysis(source, tuple(dtypes) if dtypes is not None else _task_dtypes(source)).sites:
         vals = out.setdefault(s.kernel, {})
         for p, d in s.params.items():
             v = d.value if d.kind not in ("computed", "heuristic", "autotune_config") else None
@@ -884,7 +886,8 @@ def current_values(source: str, dtypes: tuple[str, ...] | list[str] = ()) -> dic
     return out
 
 
-def set_values(source: str, values: dict[str, dict[str, int]], dtypes: tuple[str, ...] | list[str] = ()) -> str:
+def set_values(source: str, values: dict[str, dict[str, int]], dtypes: tuple[str, ...] | list[str] | None = None
+               ) -> str:
     """``source`` with each launch of each kernel in ``values`` getting those constexpr / option values.
 
     Each value is written where it is defined (call literal, local, signature default, module constant, dict
@@ -892,7 +895,7 @@ def set_values(source: str, values: dict[str, dict[str, int]], dtypes: tuple[str
     not set to the same value here) is left as it is and the launch gets a new local instead. Options
     (num_warps, num_stages) that are computed or unset are written at the call. Raises ``EditRefused``.
     """
-    res = _analysis(source, tuple(dtypes))
+    res = _analysis(source, tuple(dtypes) if dtypes is not None else _task_dtypes(source))
     an = res.an
     sites = [s for s in res.sites if s.kernel in values]
     if not sites:
@@ -1043,3 +1046,22 @@ def _pinned(auto: tuple[list[dict[str, int]], cst.Call], values: dict[str, int])
             a = a.with_changes(value=new)
         args.append(a)
     return call.with_changes(args=args)
+
+
+def launching_functions(source: str) -> tuple[cst.Module, list[cst.FunctionDef]]:
+    """The parsed module and its functions that hold a launch reachable from launch(), in the order met
+    (edit that module: its nodes are the ones returned)."""
+    res = _analysis(source, _task_dtypes(source))
+    out: list[cst.FunctionDef] = []
+    for s in res.sites:
+        if all(f is not s.scope.fn for f in out):
+            out.append(s.scope.fn)
+    return res.an.module, out
+
+
+def _task_dtypes(source: str) -> tuple[str, ...]:
+    from tritondx.tools.rewrite.taskinfo import task_info
+    try:
+        return tuple(task_info(source).dtypes)
+    except SyntaxError:
+        return ()
