@@ -37,6 +37,8 @@ from tritondx.tools.rewrite.taskinfo import task_info
 
 # Elementwise / row-loop kernels: elements per program and warps.
 FLAT_SPACE = [(1024, 4), (2048, 4), (4096, 8), (2048, 8), (8192, 8), (512, 4)]
+#: warps tried for a kernel whose blocks cannot move (8 first: row-resident reductions of >= 2K columns)
+WARPS_SPACE = (8, 4, 16, 2)
 #: most warps a downward candidate uses to bring a block to one element per thread
 MAX_DOWN_WARPS = 16
 
@@ -329,12 +331,13 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
     """(description, {kernel: {param: value}}) candidates on the prepared source, current config excluded."""
     source = source if source is not None else ctx.spec.source
     prepared, tunables = prepare(source)
-    if not tunables:
-        return []
     options = current_options(prepared)
     by_kernel: dict[str, dict[str, Tunable]] = {}
     for t in tunables:
         by_kernel.setdefault(t.kernel, {})[t.param] = t
+    warps_only = _warps_only(prepared, set(by_kernel), options)
+    if not tunables and not warps_only:
+        return []
     motivating = ctx.motivating("launch_config")
     spills = any(f.detector == "register_spills" for f in motivating)
     small_grid = any(f.detector in ("grid_too_small",) for f in motivating)
@@ -358,8 +361,9 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
             space = down + [c for c in space_flat if c not in down]
         flat_spaces[kname] = space
     out = []
-    n_flat = max([len(space_flat)] + [len(s) for s in flat_spaces.values()])
-    for i in range(max(len(space_mm), n_flat, len(ATTN_SPACE))):
+    n_flat = max([len(space_flat)] + [len(s) for s in flat_spaces.values()]) if by_kernel else max(
+        len(s) for s in warps_only.values())
+    for i in range(max(len(space_mm), n_flat, len(ATTN_SPACE)) if by_kernel else n_flat):
         values: dict[str, dict[str, int]] = {}
         for kname, params in by_kernel.items():
             mm = _matmul_params(list(params))
@@ -395,15 +399,34 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
                 if opts.get("num_warps", 4) >= 0:
                     v["num_warps"] = w
                 values[kname] = v
+        for kname, space in warps_only.items():
+            if i < len(space):
+                values[kname] = {"num_warps": space[i]}
         changed = {}
         for k, v in values.items():
-            cur = {**options.get(k, DEFAULT_OPTIONS), **{p: t.value for p, t in by_kernel[k].items()}}
+            cur = {**options.get(k, DEFAULT_OPTIONS), **{p: t.value for p, t in by_kernel.get(k, {}).items()}}
             if any(cur.get(p) != x for p, x in v.items()) or k in autotuned:
                 changed[k] = v
         if not changed:
             continue
         desc = "; ".join(f"{k}: " + ", ".join(f"{p}={x}" for p, x in v.items()) for k, v in changed.items())
         out.append((desc, changed))
+    return out
+
+
+def _warps_only(prepared: str, tuned: set[str], options: dict[str, dict[str, int]]) -> dict[str, list[int]]:
+    """Kernels whose blocks cannot move (computed from the sizes, or set by heuristics) but whose num_warps can:
+    WARPS_SPACE without the current value. The warps are written at the call where the launcher computes them
+    (a ``calculate_settings``-style helper), since num_warps changes no result."""
+    out: dict[str, list[int]] = {}
+    for site in analyze(prepared).sites:
+        if site.kernel in tuned or site.autotuned or site.kernel in out:
+            continue
+        # a static block left out of the tunables is tied to something the rewrite cannot follow: not this case
+        if any(_is_block(p) and d.kind not in ("computed", "heuristic") for p, d in site.params.items()):
+            continue
+        cur = options.get(site.kernel, DEFAULT_OPTIONS).get("num_warps", 4)
+        out[site.kernel] = [w for w in WARPS_SPACE if w != cur]
     return out
 
 

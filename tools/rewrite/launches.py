@@ -109,6 +109,7 @@ class _Scope:
     call: cst.Call | None = None          # the call that entered fn
     call_line: int = 0
     path: tuple[str, ...] = ()
+    skip: int = 0                          # leading parameters the call does not bind (ctx of Function.forward)
 
 
 @dataclass
@@ -146,6 +147,7 @@ class _Analyzer:
         self.dtypes = dtypes
         self.functions = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
         self.kernels = {n: f for n, f in self.functions.items() if is_jit(f)}
+        self.classes = {s.name.value: s for s in self.module.body if isinstance(s, cst.ClassDef)}
         self.module_scope = _Scope(None, "<module>")
         self.module_assign = _assignments(self.module.body)
         self.sites: list[_Site] = []
@@ -174,18 +176,26 @@ class _Analyzer:
                 continue
             for call in _calls_outside_defs(st):
                 if isinstance(call.func, cst.Subscript):
-                    kname = self.kernel_of(call.func.value, scope)
-                    if kname is not None:
+                    for kname in self.kernels_of(call.func.value, scope):
                         self.add_site(kname, call, scope, i)
                     continue
                 target = self.function_of(call.func, scope, nested)
                 if target is not None:
-                    fn, lexical, qual = target
+                    fn, lexical, qual, skip = target
                     line = self.line(call)
                     self.walk(_Scope(fn, qual, lexical=lexical, caller=scope, call=call, call_line=line,
-                                     path=scope.path + (f"{qual}@{line}",)), stack)
+                                     path=scope.path + (f"{qual}@{line}",), skip=skip), stack)
 
     def function_of(self, func: cst.BaseExpression, scope: _Scope, nested: dict):
+        """(function, lexical scope, qualified name, leading parameters the call does not bind) or None.
+
+        ``name(...)`` of a nested or module-level function; ``Cls.apply(...)`` of a module-level
+        ``torch.autograd.Function`` subclass enters its ``forward(ctx, ...)``."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value == "apply":
+            cls = self.classes.get(func.value.value)
+            fwd = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"),
+                       None) if cls is not None else None
+            return (fwd, None, f"{func.value.value}.forward", 1) if fwd is not None else None
         if not isinstance(func, cst.Name):
             return None
         n = func.value
@@ -193,22 +203,47 @@ class _Analyzer:
         while s is not None and s.fn is not None:
             defs = {d.name.value: d for d in _top_defs(s.fn)}
             if n in defs:
-                return defs[n], s, f"{s.qual}.{n}"
+                return defs[n], s, f"{s.qual}.{n}", 0
             s = s.lexical
         fn = self.functions.get(n)
         if fn is not None and not is_jit(fn) and n not in ("launch", "reference", "make_inputs"):
-            return fn, None, n
+            return fn, None, n, 0
         return None
 
-    def kernel_of(self, e: cst.BaseExpression, scope: _Scope, depth: int = 0) -> str | None:
-        if depth > 6 or not isinstance(e, cst.Name):
-            return None
+    def kernels_of(self, e: cst.BaseExpression, scope: _Scope, depth: int = 0) -> list[str]:
+        """The kernels ``e`` names: a kernel, a local or parameter bound to one, ``a if cond else b``
+        (the branch the condition takes where it is static, else both)."""
+        if depth > 6:
+            return []
+        if isinstance(e, cst.IfExp):
+            t = self.truth(e.test, scope, self.line(e) or 10 ** 9)
+            branches = [e.body] if t is True else [e.orelse] if t is False else [e.body, e.orelse]
+            return [k for b in branches for k in self.kernels_of(b, scope, depth + 1)]
+        if not isinstance(e, cst.Name):
+            return []
         d = self.lookup(e.value, scope, self.line(e) or 10 ** 9)
         if d is None:
-            return e.value if e.value in self.kernels else None
+            return [e.value] if e.value in self.kernels else []
         kind, val, sc, _ = d
-        if kind in ("assign", "param") and isinstance(val, cst.Name):
-            return self.kernel_of(val, sc, depth + 1)
+        if kind in ("assign", "param") and isinstance(val, (cst.Name, cst.IfExp)) and val is not _NONE:
+            return self.kernels_of(val, sc, depth + 1)
+        return []
+
+    def truth(self, e: cst.BaseExpression, scope: _Scope, at_line: int, depth: int = 0) -> bool | None:
+        """Static truth of a condition made of True/False/None and names bound to them, ``not``."""
+        if depth > 8:
+            return None
+        if isinstance(e, cst.Name) and e.value in ("True", "False", "None"):
+            return e.value == "True"
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+            t = self.truth(e.expression, scope, at_line, depth + 1)
+            return None if t is None else not t
+        if isinstance(e, cst.Integer):
+            return int(e.value, 0) != 0
+        if isinstance(e, cst.Name):
+            d = self.lookup(e.value, scope, at_line)
+            if d is not None and d[0] in ("assign", "param", "default") and isinstance(d[1], cst.BaseExpression):
+                return self.truth(d[1], d[2], d[3], depth + 1)
         return None
 
     # -- name lookup ------------------------------------------------------------------------------
@@ -235,7 +270,7 @@ class _Analyzer:
                     return "ambiguous", None, s, 0
                 return "assign", last[1], s, self.vline(last[1])
             if name in [p.name.value for p in _all_params(s.fn)]:
-                arg = _bound_arg(s.fn, s.call, name) if s.call is not None else None
+                arg = _bound_arg(s.fn, s.call, name, s.skip) if s.call is not None else None
                 if arg is not None:
                     return "param", arg, s.caller, s.call_line
                 default = _default(s.fn, name)
@@ -329,12 +364,12 @@ class _Analyzer:
         target = self.function_of(u.call.func, scope, {})
         if target is None:
             return _Def("computed", None, scope, chain=chain)
-        fn, lexical, qual = target
+        fn, lexical, qual, skip = target
         rets = _returns(fn)
         if len(rets) != 1 or not isinstance(rets[0], cst.Tuple) or u.index >= len(rets[0].elements):
             return _Def("computed", None, scope, chain=chain + [f"{qual} returns no single tuple"])
         inner = _Scope(fn, qual, lexical=lexical, caller=scope, call=u.call, call_line=self.line(u.call),
-                       path=scope.path + (qual,))
+                       path=scope.path + (qual,), skip=skip)
         el = rets[0].elements[u.index].value
         d = self.resolve(el, inner, self.line(el), "helper_return", chain + [f"returned by {qual}"], None, depth + 1)
         if d.kind in ("local", "literal"):
@@ -455,11 +490,15 @@ def _assignments(body) -> dict[str, list[tuple[bool, object]]]:
         def visit_ClassDef(self, n) -> bool:
             return False
 
-        def visit_IndentedBlock(self, n) -> None:
-            self.depth += 1
+        def on_visit(self, n) -> bool:
+            if isinstance(n, cst.BaseCompoundStatement) and not isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+                self.depth += 1
+            return super().on_visit(n)
 
-        def leave_IndentedBlock(self, n) -> None:
-            self.depth -= 1
+        def on_leave(self, n) -> None:
+            if isinstance(n, cst.BaseCompoundStatement) and not isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+                self.depth -= 1
+            super().on_leave(n)
 
         def visit_Assign(self, n: cst.Assign) -> None:
             for t in n.targets:
@@ -559,12 +598,12 @@ def _default(fn: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
     return p.default if p is not None else None
 
 
-def _bound_arg(fn: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | None:
+def _bound_arg(fn: cst.FunctionDef, call: cst.Call, name: str, skip: int = 0) -> cst.BaseExpression | None:
     for a in call.args:
         if a.keyword is not None and a.keyword.value == name:
             return a.value
     positional = [a for a in call.args if a.keyword is None]
-    names = [p.name.value for p in list(fn.params.posonly_params) + list(fn.params.params)]
+    names = [p.name.value for p in list(fn.params.posonly_params) + list(fn.params.params)][skip:]
     for i, a in enumerate(positional):
         if a.star:
             return None
