@@ -63,6 +63,7 @@ class ParamDef(BaseModel):
     values: list[int] = Field(default_factory=list)     # autotune_config: the values across the configs
     chain: list[str] = Field(default_factory=list)      # how the launch argument reaches the definition
     shared_with: list[str] = Field(default_factory=list)   # "site_id:param" of other launches using it
+    grid_tied: bool = False         # this launch's grid reads the same definition (they move together)
     other_uses: int = 0             # reads of the carrier name outside launch arguments and grids
     editable: bool = False          # an int the rewrites may replace where it stands
 
@@ -122,6 +123,7 @@ class _Def:
     chain: list[str] = field(default_factory=list)
     carrier: tuple | None = None          # (scope fn or None, name): the binding whose reads are its uses
     kernel_fn: cst.FunctionDef | None = None   # autotune / heuristic / kernel default: the kernel
+    owner: str = ""                       # signature default: the function whose signature holds it
 
 
 @dataclass
@@ -308,9 +310,12 @@ class _Analyzer:
                                     chain + [f"parameter {e.value} of {scope.qual}"], carrier, depth + 1)
             # a signature default: the parameter carries it inside its function
             owner = self._owner_of_param(e.value, scope)
-            return self._named(self.resolve(val, sc, vline, "signature_default",
-                                            chain + [f"default of parameter {e.value}"],
-                                            (id(owner) if owner else None, e.value), depth + 1), e.value, owner)
+            r = self._named(self.resolve(val, sc, vline, "signature_default",
+                                         chain + [f"default of parameter {e.value}"],
+                                         (id(owner) if owner else None, e.value), depth + 1), e.value, owner)
+            if r.kind == "signature_default" and owner is not None:
+                r.owner = owner.name.value
+            return r
         if isinstance(e, cst.Subscript):
             return self.dict_entry(e, scope, at_line, chain, depth)
         value = self.fold(e, scope, at_line, depth)
@@ -873,8 +878,8 @@ def analyze(source: str, dtypes: tuple[str, ...] | list[str] | None = None) -> L
 
 def _param_record(res: _Result, s: _Site, p: str, d: _Def, ids: dict, auto) -> ParamDef:
     an = res.an
-    rec = ParamDef(param=p, kind=d.kind, function=(d.scope.qual if d.scope is not None else
-                                                   d.kernel_fn.name.value if d.kernel_fn is not None else "<module>"),
+    rec = ParamDef(param=p, kind=d.kind, function=(d.owner or (d.scope.qual if d.scope is not None else
+                                                   d.kernel_fn.name.value if d.kernel_fn is not None else "<module>")),
                    name=d.name, value=d.value, chain=d.chain)
     if d.node is not None:
         rec.line, rec.col, rec.source = an.line(d.node), an.col(d.node), code_of(d.node)[:200]
@@ -883,8 +888,9 @@ def _param_record(res: _Result, s: _Site, p: str, d: _Def, ids: dict, auto) -> P
         rec.editable = bool(auto[0])
         rec.line = an.line(auto[1])
     k = _key(d)
-    rec.shared_with = [f"{ids[id(o)]}:{q}" for o, q in res.users.get(k, []) if k is not None and
-                       (o is not s or q != p) and not (o.call is s.call and q == p)]
+    users = res.users.get(k, []) if k is not None else []
+    rec.grid_tied = any(o is s and q == "grid" for o, q in users)
+    rec.shared_with = [f"{ids[id(o)]}:{q}" for o, q in users if o.call is not s.call]
     rec.other_uses = _other_uses(res, d)
     if d.kind in EDITABLE_KINDS and d.node is not None and d.value is not None:
         rec.editable = True
