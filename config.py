@@ -15,6 +15,7 @@ ENV_KNOBS = {
     "bench_timeout_s": "TRITONDX_BENCH_TIMEOUT",
     "ncu": "TRITONDX_NCU",
     "final_profile": "TRITONDX_FINAL_PROFILE",
+    "search_budget_s": "TRITONDX_SEARCH_BUDGET",
 }
 
 
@@ -24,6 +25,8 @@ class RunConfig(BaseModel):
     target: str | None = Field(None, description="IR target, e.g. cuda:90 or ascend950; default from the backend")
     max_rounds: int = Field(6, description="rewrite rounds in all tiers together")
     candidates_per_round: int = 4
+    search_budget_s: float = Field(30.0, description="device seconds per round for the launch-space search's "
+                                                     "configurations (on a backend that times)")
     max_rounds_per_tier: int = 2
     target_fraction: float = Field(0.8, description="stop when the best kernel reaches this roofline fraction")
     min_gain: float = Field(1.05, description="a round must improve the best time by this factor to stay in a tier")

@@ -16,6 +16,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     grouped,
     index_width,
     launch_config,
+    launch_search,
     mask_removal,
     matmul_templates,
     norm_templates,
@@ -33,8 +34,13 @@ from tritondx.tools.task import parse_task_source
 def propose(ctx: RewriteContext, limit: int = 4) -> list[Proposal]:
     out: list[Proposal] = []
     seen_sources = {ctx.spec.source}
+    batch: list[Proposal] = []
     for family in sorted(CATALOG.values(), key=lambda f: f.priority):
-        if not ctx.motivating(family.id) or family.id in ctx.unmeasured_families:
+        motivated = ctx.motivating(family.id) or any(ctx.motivating(a) for a in family.also)
+        if not motivated or family.id in ctx.unmeasured_families:
+            continue
+        in_batch = family.batch and ctx.can_time
+        if not in_batch and len(out) >= limit:
             continue
         for p in family.fn(ctx):
             if p.signature in ctx.tried or p.source in seen_sources:
@@ -44,7 +50,9 @@ def propose(ctx: RewriteContext, limit: int = 4) -> list[Proposal]:
             except Exception:  # a rewrite that breaks the format is a bug in the rewrite: skip it
                 continue
             seen_sources.add(p.source)
-            out.append(p)
-            if len(out) >= limit:
-                return out
-    return out
+            (batch if in_batch else out).append(p)
+            if not in_batch and len(out) >= limit:
+                break
+    # a batch family's candidates (the launch search on a device that times) come on top of the round's limit:
+    # they are timed side by side in one bench job
+    return out + batch
