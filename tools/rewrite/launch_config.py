@@ -32,7 +32,8 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     stmt,
 )
-from tritondx.tools.rewrite.launches import EditRefused, analyze, launching_functions, set_values
+from tritondx.tools.rewrite.launch_edit import EditRefused, set_values
+from tritondx.tools.rewrite.launches import DEFAULT_OPTIONS, analyze, launching_functions
 from tritondx.tools.rewrite.taskinfo import task_info
 
 # Elementwise / row-loop kernels: elements per program and warps.
@@ -79,7 +80,6 @@ ATTN_SPACE = [(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3)
 MATMUL_NAMES = {"M": ("BLOCK_M", "BLOCK_SIZE_M", "BM", "TILE_M", "TILE_SIZE_M"),
                 "N": ("BLOCK_N", "BLOCK_SIZE_N", "BN", "TILE_N", "TILE_SIZE_N"),
                 "K": ("BLOCK_K", "BLOCK_SIZE_K", "BK", "TILE_K", "TILE_SIZE_K")}
-DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}   # Triton's defaults on NVIDIA
 
 
 def _matmul_params(params: list[str]) -> dict[str, str] | None:
@@ -292,7 +292,12 @@ def prepare(source: str) -> tuple[str, list[Tunable]]:
 
 
 def _grid_has_literal(grid_src: str, value: int) -> bool:
-    g = cst.parse_expression(grid_src) if not grid_src.lstrip().startswith("def ") else cst.parse_module(grid_src)
+    """An int literal equal to ``value`` in the grid (a hidden tie to the block); True when unreadable."""
+    try:
+        g = cst.parse_module(textwrap.dedent(grid_src)) if grid_src.lstrip().startswith("def ") else \
+            cst.parse_expression(grid_src)
+    except cst.ParserSyntaxError:
+        return True
     return any(int_value(n) == value for n in _integers(g))
 
 

@@ -17,8 +17,9 @@ configurations the device budget pays for: ``budget_s / per_config_s`` (both con
 gets a ``ConfigRecord`` (emitted, pruned and why, or over budget), which is the evidence the trail keeps; the
 verifier times the emitted candidates side by side in one bench job and fills ``measured_ms``.
 
-Without a backend that can time (the CPU interpreter), at most the single best-ranked configuration is emitted:
-the search must not flood a round whose candidates nobody can time.
+Without a backend that can time (the CPU interpreter), ``plan`` emits at most the single best-ranked configuration
+and the ``launch_search`` family emits nothing (launch_config proposes that configuration first anyway): the
+search must not flood a round whose candidates nobody can time.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ SM90_REGISTERS = 65536
 MAX_ELEMS_PER_THREAD = 64
 MAX_ACC_REGS = 255
 DEFAULT_BUDGET_S = 30.0
-#: device seconds one configuration costs in the bench job (compile on first call, warm-up, timed rounds)
-DEFAULT_PER_CONFIG_S = 1.5
+#: device seconds one configuration costs: its verify job's share of the device, then in the bench job its
+#: compile on first call, warm-up and timed rounds
+DEFAULT_PER_CONFIG_S = 3.0
 MAX_CONFIGS = 32
 #: configurations checked with ptxas (compile-only, CPU) before the cut
 DEFAULT_COMPILE_CHECKS = 12
@@ -273,7 +275,9 @@ def _ptxas_reason(rec: ConfigRecord, launches: list[dict] | None) -> str:
          priority=60, also=("launch_config",), batch=True)
 def launch_search(ctx: RewriteContext) -> list[Proposal]:
     motivating = ctx.motivating("launch_search") or ctx.motivating("launch_config")
-    if not motivating:
+    # without timing the family emits nothing: launch_config already proposes the evidence-preferred configuration
+    # first, and an untimed launch configuration proves nothing (nor after launch_config's went unmeasured)
+    if not motivating or not ctx.can_time or "launch_config" in ctx.unmeasured_families:
         return []
     p = plan(ctx, compile_fn=ctx.compile_fn)
     ids = [f.id for f in motivating]
@@ -286,8 +290,7 @@ def launch_search(ctx: RewriteContext) -> list[Proposal]:
                                    "space": len(p.records), "pruned": sum(x.status == "pruned" for x in p.records)},
             f"{r.kernel}: " + ", ".join(f"{k}={v}" for k, v in r.values.items()) + f" (search rank {r.rank} of "
             f"{len(p.records)} configurations, {sum(x.status == 'pruned' for x in p.records)} pruned)",
-            ids, "one point of the launch space, timed side by side with the others of the search"
-                 if p.can_time else "the search's best-ranked configuration (not timed: the backend cannot time)"))
+            ids, "one point of the launch space, timed side by side with the others of the search"))
     ctx.search_records = [r.model_dump() for r in p.records]
     return out
 

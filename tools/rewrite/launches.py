@@ -10,9 +10,8 @@ the signature default), module constants, tuple-unpacked helper returns (``BLOCK
 calculate_settings(n)``), dict literals (``configs[dtype]["BLOCK_M"]``), ``@triton.autotune`` configs,
 ``@triton.heuristics`` and the kernel's own defaults; and which other launches use the same definition.
 
-``analyze(source)`` gives pydantic records (``LaunchSite``, ``ParamDef``, ``GridDef``);
-``set_values(source, {kernel: {param: value}})`` edits each value where it is defined, forking a new local
-in the launching function when a definition is shared with a launch whose value is not meant to change.
+``analyze(source)`` gives pydantic records (``LaunchSite``, ``ParamDef``, ``GridDef``); ``launch_edit.set_values``
+writes values where they are defined.
 """
 
 from __future__ import annotations
@@ -25,22 +24,27 @@ from typing import Literal
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 from pydantic import BaseModel, Field
-from tritondx.tools.rewrite.cst_util import (
-    _cached,
-    add_call_kwargs,
-    code_of,
-    constexpr_names,
-    dotted,
-    is_jit,
-    param_names,
-    parse,
-    replace_nodes,
-    stmt,
+from tritondx.tools.rewrite.cst_util import code_of, constexpr_names, dotted, is_jit, param_names, parse
+from tritondx.tools.rewrite.launch_scan import (
+    OPTIONS,
+    UNKNOWN,
+    Unpacked,
+    all_params,
+    assignments,
+    autotune_configs,
+    bound_arg,
+    calls_outside_defs,
+    default_of,
+    fn_assignments,
+    free_names,
+    heuristic_keys,
+    meta_keys,
+    returns,
+    top_defs,
 )
 
 #: calls followed below launch(); deeper chains are not real launchers
 MAX_DEPTH = 8
-OPTIONS = ("num_warps", "num_stages")
 DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}   # Triton's defaults on NVIDIA
 _FOLD = {cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
          cst.FloorDivide: operator.floordiv, cst.LeftShift: operator.lshift, cst.Power: operator.pow}
@@ -151,7 +155,7 @@ class _Analyzer:
         self.kernels = {n: f for n, f in self.functions.items() if is_jit(f)}
         self.classes = {s.name.value: s for s in self.module.body if isinstance(s, cst.ClassDef)}
         self.module_scope = _Scope(None, "<module>")
-        self.module_assign = _assignments(self.module.body)
+        self.module_assign = assignments(self.module.body)
         self.sites: list[_Site] = []
 
     def line(self, node: cst.CSTNode) -> int:
@@ -172,11 +176,11 @@ class _Analyzer:
         if len(scope.path) > MAX_DEPTH or id(scope.fn) in stack:
             return
         stack = stack | {id(scope.fn)}
-        nested = {s.name.value: s for s in _top_defs(scope.fn)}
+        nested = {s.name.value: s for s in top_defs(scope.fn)}
         for i, st in enumerate(scope.fn.body.body):
             if isinstance(st, cst.FunctionDef):
                 continue
-            for call in _calls_outside_defs(st):
+            for call in calls_outside_defs(st):
                 if isinstance(call.func, cst.Subscript):
                     for kname in self.kernels_of(call.func.value, scope):
                         self.add_site(kname, call, scope, i)
@@ -203,7 +207,7 @@ class _Analyzer:
         n = func.value
         s: _Scope | None = scope
         while s is not None and s.fn is not None:
-            defs = {d.name.value: d for d in _top_defs(s.fn)}
+            defs = {d.name.value: d for d in top_defs(s.fn)}
             if n in defs:
                 return defs[n], s, f"{s.qual}.{n}", 0
             s = s.lexical
@@ -227,7 +231,7 @@ class _Analyzer:
         if d is None:
             return [e.value] if e.value in self.kernels else []
         kind, val, sc, _ = d
-        if kind in ("assign", "param") and isinstance(val, (cst.Name, cst.IfExp)) and val is not _NONE:
+        if kind in ("assign", "param") and isinstance(val, (cst.Name, cst.IfExp)) and val is not UNKNOWN:
             return self.kernels_of(val, sc, depth + 1)
         return []
 
@@ -250,7 +254,7 @@ class _Analyzer:
 
     # -- name lookup ------------------------------------------------------------------------------
     def vline(self, v) -> int:
-        return self.line(v.call) if isinstance(v, _Unpacked) else self.line(v)
+        return self.line(v.call) if isinstance(v, Unpacked) else self.line(v)
 
     def lookup(self, name: str, scope: _Scope, at_line: int):
         """(how, value, scope the value is read in, line it is read at) or None; how is 'assign', 'param'
@@ -264,18 +268,18 @@ class _Analyzer:
                         return "assign", vals[0][1], self.module_scope, self.vline(vals[0][1])
                     return "ambiguous", None, s, 0
                 return None
-            assigns = _fn_assignments(s.fn).get(name, [])
+            assigns = fn_assignments(s.fn).get(name, [])
             if assigns:
                 before = [a for a in assigns if self.vline(a[1]) < at_line] or assigns
                 last = before[-1]
                 if len(before) > 1 and not last[0]:
                     return "ambiguous", None, s, 0
                 return "assign", last[1], s, self.vline(last[1])
-            if name in [p.name.value for p in _all_params(s.fn)]:
-                arg = _bound_arg(s.fn, s.call, name, s.skip) if s.call is not None else None
+            if name in [p.name.value for p in all_params(s.fn)]:
+                arg = bound_arg(s.fn, s.call, name, s.skip) if s.call is not None else None
                 if arg is not None:
                     return "param", arg, s.caller, s.call_line
-                default = _default(s.fn, name)
+                default = default_of(s.fn, name)
                 if default is not None:
                     return "default", default, s.lexical or self.module_scope, self.line(default)
                 return None
@@ -299,7 +303,7 @@ class _Analyzer:
                 return _Def("computed", None, sc, name=e.value, chain=chain + [f"{e.value} assigned on several paths"])
             fn = sc.fn if how == "assign" else None
             if how == "assign":
-                if isinstance(val, _Unpacked):
+                if isinstance(val, Unpacked):
                     return self.helper_return(val, sc, chain + [f"{e.value} unpacked from {code_of(val.call.func)}()"],
                                               (id(sc.fn), e.value), depth)
                 k = "module_constant" if sc.fn is None else "local"
@@ -365,12 +369,12 @@ class _Analyzer:
                 return 1 << (vals[0] - 1).bit_length()
         return None
 
-    def helper_return(self, u: _Unpacked, scope: _Scope, chain: list[str], carrier: tuple, depth: int) -> _Def:
+    def helper_return(self, u: Unpacked, scope: _Scope, chain: list[str], carrier: tuple, depth: int) -> _Def:
         target = self.function_of(u.call.func, scope, {})
         if target is None:
             return _Def("computed", None, scope, chain=chain)
         fn, lexical, qual, skip = target
-        rets = _returns(fn)
+        rets = returns(fn)
         if len(rets) != 1 or not isinstance(rets[0], cst.Tuple) or u.index >= len(rets[0].elements):
             return _Def("computed", None, scope, chain=chain + [f"{qual} returns no single tuple"])
         inner = _Scope(fn, qual, lexical=lexical, caller=scope, call=u.call, call_line=self.line(u.call),
@@ -438,8 +442,8 @@ class _Analyzer:
         for a in call.args:
             if a.keyword is not None:
                 (options if a.keyword.value in OPTIONS else bound)[a.keyword.value] = a.value
-        auto = _autotune_configs(kfn)
-        heur = _heuristic_keys(kfn)
+        auto = autotune_configs(kfn)
+        heur = heuristic_keys(kfn)
         defs: dict[str, _Def] = {}
         for p in constexpr_names(kfn) + list(OPTIONS):
             arg = bound.get(p) if p not in OPTIONS else options.get(p)
@@ -450,8 +454,8 @@ class _Analyzer:
                                chain=[f"@triton.autotune configs of {kname}"])
             elif p in heur:
                 defs[p] = _Def("heuristic", None, None, name=p, kernel_fn=kfn, chain=[f"@triton.heuristics {p}"])
-            elif p not in OPTIONS and _default(kfn, p) is not None:
-                dflt = _default(kfn, p)
+            elif p not in OPTIONS and default_of(kfn, p) is not None:
+                dflt = default_of(kfn, p)
                 defs[p] = _Def("kernel_default", dflt, None, name=p, kernel_fn=kfn,
                                value=int(dflt.value, 0) if isinstance(dflt, cst.Integer) else None,
                                chain=[f"default of {kname}'s parameter {p}"])
@@ -462,254 +466,16 @@ class _Analyzer:
         gval, gscope = grid, scope
         if isinstance(grid, cst.Name):
             d = self.lookup(grid.value, scope, line)
-            if d is not None and d[0] == "assign" and isinstance(d[1], cst.BaseExpression) and d[1] is not _NONE:
+            if d is not None and d[0] == "assign" and isinstance(d[1], cst.BaseExpression) and d[1] is not UNKNOWN:
                 gval, gscope = d[1], d[2]
             else:
-                local_def = next((f for f in _top_defs(scope.fn) if f.name.value == grid.value), None)
+                local_def = next((f for f in top_defs(scope.fn) if f.name.value == grid.value), None)
                 gval = local_def if local_def is not None else grid
         gdefs = []
         if gval is not None:
-            for n in _free_names(gval):
+            for n in free_names(gval):
                 gdefs.append(self.resolve(cst.Name(n), gscope, line, "literal", [f"grid reads {n}"]))
         self.sites.append(_Site(kname, kfn, call, scope, line, index, defs, grid, gval, gscope, gdefs))
-
-
-@dataclass
-class _Unpacked:
-    """``A, B = helper(...)``: the value of one target is element ``index`` of the helper's return."""
-    call: cst.Call
-    index: int
-
-
-def _assignments(body) -> dict[str, list[tuple[bool, object]]]:
-    """name -> [(top_level, value expression or _Unpacked)] in source order, nested defs excluded."""
-    out: dict[str, list] = {}
-
-    class V(cst.CSTVisitor):
-        def __init__(self):
-            self.depth = 0
-
-        def visit_FunctionDef(self, n) -> bool:
-            return False
-
-        def visit_ClassDef(self, n) -> bool:
-            return False
-
-        def on_visit(self, n) -> bool:
-            if isinstance(n, cst.BaseCompoundStatement) and not isinstance(n, (cst.FunctionDef, cst.ClassDef)):
-                self.depth += 1
-            return super().on_visit(n)
-
-        def on_leave(self, n) -> None:
-            if isinstance(n, cst.BaseCompoundStatement) and not isinstance(n, (cst.FunctionDef, cst.ClassDef)):
-                self.depth -= 1
-            super().on_leave(n)
-
-        def visit_Assign(self, n: cst.Assign) -> None:
-            for t in n.targets:
-                self.target(t.target, n.value)
-
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            if n.value is not None:
-                self.target(n.target, n.value)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            if isinstance(n.target, cst.Name):
-                out.setdefault(n.target.value, []).append((False, None))
-
-        def visit_For(self, n: cst.For) -> None:
-            for name in _target_names(n.target):
-                out.setdefault(name, []).append((False, None))
-
-        def target(self, t, value) -> None:
-            top = self.depth == 0
-            if isinstance(t, cst.Name):
-                out.setdefault(t.value, []).append((top, value))
-            elif isinstance(t, (cst.Tuple, cst.List)):
-                if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(t.elements):
-                    for te, ve in zip(t.elements, value.elements):
-                        self.target(te.value, ve.value)
-                else:
-                    for i, te in enumerate(t.elements):
-                        if isinstance(te.value, cst.Name):
-                            v = _Unpacked(value, i) if isinstance(value, cst.Call) else None
-                            out.setdefault(te.value.value, []).append((top, v))
-
-    mod = cst.Module(body=list(body)) if not isinstance(body, cst.Module) else body
-    mod.visit(V())
-    # non-values (aug-assign, loops, unknown unpacking) make a name ambiguous: keep the marker, value None
-    return {k: [(top, v if v is not None else _NONE) for top, v in vs] for k, vs in out.items()}
-
-
-_NONE = cst.Name("__tdx_unknown__")
-
-
-def _fn_assignments(fn: cst.FunctionDef) -> dict[str, list]:
-    return _cached("launch_assign", fn, lambda f: _assignments(f.body.body))
-
-
-def _target_names(t) -> list[str]:
-    if isinstance(t, cst.Name):
-        return [t.value]
-    if isinstance(t, (cst.Tuple, cst.List)):
-        return [n for e in t.elements for n in _target_names(e.value)]
-    return []
-
-
-def _top_defs(fn: cst.FunctionDef | None) -> list[cst.FunctionDef]:
-    if fn is None:
-        return []
-    return [s for s in fn.body.body if isinstance(s, cst.FunctionDef)]
-
-
-def _calls_outside_defs(node: cst.CSTNode) -> list[cst.Call]:
-    out: list[cst.Call] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n) -> bool:
-            return False
-
-        def visit_Lambda(self, n) -> bool:
-            return False
-
-        def visit_Call(self, n: cst.Call) -> None:
-            out.append(n)
-
-    node.visit(V())
-    return out
-
-
-def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n) -> bool:
-            return n is fn
-
-        def visit_Return(self, n: cst.Return) -> None:
-            if n.value is not None:
-                out.append(n.value)
-
-    fn.visit(V())
-    return out
-
-
-def _all_params(fn: cst.FunctionDef) -> list[cst.Param]:
-    return list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
-
-
-def _default(fn: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
-    p = next((p for p in _all_params(fn) if p.name.value == name), None)
-    return p.default if p is not None else None
-
-
-def _bound_arg(fn: cst.FunctionDef, call: cst.Call, name: str, skip: int = 0) -> cst.BaseExpression | None:
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == name:
-            return a.value
-    positional = [a for a in call.args if a.keyword is None]
-    names = [p.name.value for p in list(fn.params.posonly_params) + list(fn.params.params)][skip:]
-    for i, a in enumerate(positional):
-        if a.star:
-            return None
-        if i < len(names) and names[i] == name:
-            return a.value
-    return None
-
-
-def _free_names(node: cst.CSTNode) -> list[str]:
-    """Names a grid reads (lambda / def parameters and attribute / keyword names excluded)."""
-    bound: set[str] = set()
-    if isinstance(node, cst.Lambda):
-        bound = {p.name.value for p in node.params.params}
-        node = node.body
-    elif isinstance(node, cst.FunctionDef):
-        bound = set(param_names(node)) | set(_assignments(node.body.body))
-    found: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value not in bound and n.value not in found and n.value not in _BUILTINS:
-                found.append(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
-            return False
-
-    node.visit(V())
-    return found
-
-
-_BUILTINS = {"triton", "torch", "tl", "min", "max", "len", "int", "range", "abs", "True", "False", "None"}
-
-
-def _meta_keys(node: cst.CSTNode) -> list[str]:
-    params: set[str] = set()
-    if isinstance(node, cst.Lambda):
-        params = {p.name.value for p in node.params.params}
-    elif isinstance(node, cst.FunctionDef):
-        params = set(param_names(node))
-    keys: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Subscript(self, n: cst.Subscript) -> None:
-            if isinstance(n.value, cst.Name) and n.value.value in params and len(n.slice) == 1 and \
-                    isinstance(n.slice[0].slice, cst.Index) and isinstance(n.slice[0].slice.value, cst.SimpleString):
-                k = n.slice[0].slice.value.evaluated_value
-                if k not in keys:
-                    keys.append(k)
-
-    node.visit(V())
-    return keys
-
-
-def _decorator_call(kfn: cst.FunctionDef, name: str) -> cst.Call | None:
-    for d in kfn.decorators:
-        if isinstance(d.decorator, cst.Call) and dotted(d.decorator.func) in (name, name.split(".")[-1]):
-            return d.decorator
-    return None
-
-
-def _autotune_configs(kfn: cst.FunctionDef) -> tuple[list[dict[str, int]], cst.Call] | None:
-    """The configs of an ``@triton.autotune(configs=[triton.Config({...}, num_warps=..)])`` (literal lists only)."""
-    call = _decorator_call(kfn, "triton.autotune")
-    if call is None:
-        return None
-    cfg = next((a.value for a in call.args if a.keyword and a.keyword.value == "configs"),
-               call.args[0].value if call.args and call.args[0].keyword is None else None)
-    if not isinstance(cfg, cst.List):
-        return [], call
-    out = []
-    for el in cfg.elements:
-        c = el.value
-        if not (isinstance(c, cst.Call) and dotted(c.func).endswith("Config")):
-            continue
-        vals: dict[str, int] = {}
-        if c.args and isinstance(c.args[0].value, cst.Dict) and c.args[0].keyword is None:
-            for de in c.args[0].value.elements:
-                if isinstance(de, cst.DictElement) and isinstance(de.key, cst.SimpleString) and \
-                        isinstance(de.value, cst.Integer):
-                    vals[de.key.evaluated_value] = int(de.value.value, 0)
-        for a in c.args:
-            if a.keyword is not None and a.keyword.value in OPTIONS and isinstance(a.value, cst.Integer):
-                vals[a.keyword.value] = int(a.value.value, 0)
-        out.append(vals)
-    return out, call
-
-
-def _heuristic_keys(kfn: cst.FunctionDef) -> list[str]:
-    keys = []
-    for d in kfn.decorators:
-        if isinstance(d.decorator, cst.Call) and dotted(d.decorator.func).endswith("heuristics") and d.decorator.args:
-            v = d.decorator.args[0].value
-            if isinstance(v, cst.Dict):
-                keys += [el.key.evaluated_value for el in v.elements
-                         if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString)]
-    return keys
 
 
 # ---------------------------------------------------------------------------------------------
@@ -825,13 +591,13 @@ def _carrier_reads(an: _Analyzer) -> dict[tuple, list[cst.Name]]:
     def visit_fn(fn: cst.FunctionDef) -> None:
         for name, ns in reads(fn.body, True).items():
             out.setdefault((id(fn), name), []).extend(ns)
-        for d in _top_defs(fn):
+        for d in top_defs(fn):
             visit_fn(d)
 
     for fn in an.functions.values():
         visit_fn(fn)
         for name, ns in reads(fn, True).items():
-            bound = set(_fn_assignments(fn)) | {p.name.value for p in _all_params(fn)}
+            bound = set(fn_assignments(fn)) | {p.name.value for p in all_params(fn)}
             if name not in bound:
                 out.setdefault((None, name), []).extend(ns)
     for st in an.module.body:
@@ -858,8 +624,8 @@ def analyze(source: str, dtypes: tuple[str, ...] | list[str] | None = None) -> L
     out = []
     for s in res.sites:
         rec = LaunchSite(id=ids[id(s)], kernel=s.kernel, function=s.scope.qual, path=list(s.scope.path),
-                         line=s.line, heuristics=_heuristic_keys(s.kfn))
-        auto = _autotune_configs(s.kfn)
+                         line=s.line, heuristics=heuristic_keys(s.kfn))
+        auto = autotune_configs(s.kfn)
         if auto is not None:
             rec.autotuned = True
             rec.autotune_configs = auto[0]
@@ -870,7 +636,7 @@ def analyze(source: str, dtypes: tuple[str, ...] | list[str] | None = None) -> L
             kind = "lambda" if isinstance(g, cst.Lambda) else "function" if isinstance(g, cst.FunctionDef) else \
                 "tuple" if isinstance(g, (cst.Tuple, cst.List)) else "computed"
             rec.grid = GridDef(kind=kind, function=(s.grid_scope or s.scope).qual, line=an.line(g),
-                               source=code_of(g)[:300], meta_keys=_meta_keys(g), names=_free_names(g))
+                               source=code_of(g), meta_keys=meta_keys(g), names=free_names(g))
         s.record = rec
         out.append(rec)
     return LaunchAnalysis(sites=out)
@@ -907,190 +673,6 @@ def _unreachable_launch_use(res: _Result, d: _Def) -> bool:
     if d.carrier is None:
         return False
     return any(id(n) in res.unreachable_launch_reads for n in res.reads.get(d.carrier, []))
-
-
-# ---------------------------------------------------------------------------------------------
-# Editing values where they are defined
-# ---------------------------------------------------------------------------------------------
-
-class EditRefused(ValueError):
-    """A value cannot be set without changing another launch or breaking a tie (the reason says which)."""
-
-
-def current_values(source: str, dtypes: tuple[str, ...] | list[str] | None = None
-                   ) -> dict[str, dict[str, int | None]]:
-    """kernel -> {param: static value (None where computed)}, Triton's option defaults filled in."""
-    out: dict[str, dict[str, int | None]] = {}
-    for s in _analysis(source, tuple(dtypes) if dtypes is not None else _task_dtypes(source)).sites:
-        vals = out.setdefault(s.kernel, {})
-        for p, d in s.params.items():
-            v = d.value if d.kind not in ("computed", "heuristic", "autotune_config") else None
-            if p in vals and vals[p] != v:
-                v = None          # launches of one kernel disagree: not one value
-            vals[p] = v
-    return out
-
-
-def set_values(source: str, values: dict[str, dict[str, int]], dtypes: tuple[str, ...] | list[str] | None = None
-               ) -> str:
-    """``source`` with each launch of each kernel in ``values`` getting those constexpr / option values.
-
-    Each value is written where it is defined (call literal, local, signature default, module constant, dict
-    entry, helper return, kernel default, autotune config); a definition that another launch also uses (one
-    not set to the same value here) is left as it is and the launch gets a new local instead. Options
-    (num_warps, num_stages) that are computed or unset are written at the call. Raises ``EditRefused``.
-    """
-    res = _analysis(source, tuple(dtypes) if dtypes is not None else _task_dtypes(source))
-    an = res.an
-    sites = [s for s in res.sites if s.kernel in values]
-    if not sites:
-        raise EditRefused("no launch of " + ", ".join(values))
-    repl: dict[int, cst.CSTNode] = {}
-    call_kwargs: dict[int, dict[str, cst.BaseExpression]] = {}
-    inserts: dict[int, list[cst.BaseStatement]] = {}
-    deco_edits: dict[int, cst.Call] = {}
-    intended = {(id(s), p) for s in sites for p in values[s.kernel]}
-    by_def: dict[object, list[tuple[_Site, str, int]]] = {}
-    taken = {n.value for n in _names(an.module)}
-    pinned: set[str] = set()
-    for kname in values:
-        ks = [s for s in sites if s.kernel == kname]
-        auto = _autotune_configs(ks[0].kfn) if ks else None
-        if auto is None:
-            continue
-        # an autotuned kernel: its configs hold the tuned constexprs and the options; it is pinned to one
-        tuned = {p: v for p, v in values[kname].items()
-                 if p in OPTIONS or (ks[0].params.get(p) is not None and ks[0].params[p].kind == "autotune_config")}
-        if tuned:
-            deco_edits[id(auto[1])] = _pinned(auto, tuned)
-            pinned.add(kname)
-    for s in sites:
-        for p, v in values[s.kernel].items():
-            d = s.params.get(p)
-            if d is None:
-                raise EditRefused(f"{s.kernel} takes no {p}")
-            if s.kernel in pinned and (p in OPTIONS or d.kind == "autotune_config"):
-                continue
-            if d.kind in ("computed", "unset", "heuristic") or d.node is None or d.value is None:
-                if p in OPTIONS:
-                    call_kwargs.setdefault(id(s.call), {})[p] = cst.Integer(str(v))
-                    continue
-                raise EditRefused(f"{s.kernel}.{p} is {d.kind} ({'; '.join(d.chain)})")
-            by_def.setdefault(_key(d), []).append((s, p, v))
-    for key, uses in by_def.items():
-        d = uses[0][0].params[uses[0][1]]
-        wanted = {v for _, _, v in uses}
-        others = [(o, q) for o, q in res.users.get(key, [])
-                  if (id(o), q) not in intended and not (q == "grid" and any(o is u[0] for u in uses))]
-        if len(wanted) == 1 and not others and not _unreachable_launch_use(res, d):
-            v = wanted.pop()
-            repl[id(d.node)] = cst.Integer(str(v))
-            if d.kind == "literal":       # a call literal: cdiv divisors of the same value in its grid move with it
-                for s, _, _ in uses:
-                    for n in _cdiv_divisors(s.grid_value, d.value):
-                        repl[id(n)] = cst.Integer(str(v))
-            continue
-        if _other_uses(res, d):
-            raise EditRefused(f"{d.name or d.kind} is shared with another launch and read elsewhere")
-        for s, p, v in uses:
-            _fork(s, p, v, d, res, repl, inserts, taken)
-    changed = repl or call_kwargs or inserts or deco_edits
-    if not changed:
-        return source
-
-    class T(cst.CSTTransformer):
-        def on_leave(self, original, updated):
-            if id(original) in repl:
-                return repl[id(original)]
-            if id(original) in deco_edits:
-                return deco_edits[id(original)]
-            if id(original) in call_kwargs and isinstance(updated, cst.Call):
-                return add_call_kwargs(updated, call_kwargs[id(original)])
-            if id(original) in inserts and isinstance(updated, cst.FunctionDef):
-                body = list(updated.body.body)
-                at = 1 if body and _is_docstring(body[0]) else 0
-                body[at:at] = inserts[id(original)]
-                return updated.with_changes(body=updated.body.with_changes(body=body))
-            return updated
-
-    return an.module.visit(T()).code
-
-
-def _fork(s: _Site, p: str, v: int, d: _Def, res: _Result, repl: dict, inserts: dict, taken: set[str]) -> None:
-    """Give launch ``s`` its own local for ``p`` (its argument and its grid's reads of the definition)."""
-    if isinstance(s.grid_node, cst.Name) and s.grid_value is not s.grid_node:
-        users = [o for o in res.sites if isinstance(o.grid_node, cst.Name) and o.grid_node.value == s.grid_node.value
-                 and o.scope.fn is s.scope.fn and o.call is not s.call]
-        if users:
-            raise EditRefused(f"grid {s.grid_node.value} is shared with another launch")
-    arg = _arg_node(s, p)
-    if arg is None:
-        raise EditRefused(f"{s.kernel}.{p} is not passed at the call")
-    base = (d.name or p).split("[")[0]
-    name = next(f"{base}_{i}" for i in range(2, 999) if f"{base}_{i}" not in taken)
-    taken.add(name)
-    repl[id(arg)] = cst.Name(name)
-    if s.grid_value is not None:
-        for n in _names(s.grid_value):
-            gd = res.an.resolve(n, s.grid_scope or s.scope, s.line) if n.value in _free_names(s.grid_value) else None
-            if gd is not None and _key(gd) == _key(d):
-                repl[id(n)] = cst.Name(name)
-    inserts.setdefault(id(s.scope.fn), []).append(stmt(f"{name} = {v}"))
-
-
-def _arg_node(s: _Site, p: str) -> cst.BaseExpression | None:
-    params = param_names(s.kfn)
-    positional = [a for a in s.call.args if a.keyword is None and not a.star]
-    for a in s.call.args:
-        if a.keyword is not None and a.keyword.value == p:
-            return a.value
-    if p in params and params.index(p) < len(positional):
-        return positional[params.index(p)].value
-    return None
-
-
-def _names(node: cst.CSTNode) -> list[cst.Name]:
-    out: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            out.append(n)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-    node.visit(V())
-    return out
-
-
-def _cdiv_divisors(grid: cst.CSTNode | None, value: int | None) -> list[cst.Integer]:
-    if grid is None or value is None:
-        return []
-    return [c.args[1].value for c in _all_calls(grid) if dotted(c.func) in ("triton.cdiv", "cdiv")
-            and len(c.args) == 2 and isinstance(c.args[1].value, cst.Integer) and int(c.args[1].value.value, 0) == value]
-
-
-def _is_docstring(st: cst.BaseStatement) -> bool:
-    return isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr) \
-        and isinstance(st.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-
-
-def _pinned(auto: tuple[list[dict[str, int]], cst.Call], values: dict[str, int]) -> cst.Call:
-    """The autotune decorator reduced to one configuration: the first one with ``values`` set."""
-    configs, call = auto
-    if not configs:
-        raise EditRefused("autotune configs are not a literal list")
-    base = {**configs[0], **values}
-    consts = ", ".join(f'"{k}": {v}' for k, v in base.items() if k not in OPTIONS)
-    opts = "".join(f", {k}={base[k]}" for k in OPTIONS if k in base)
-    new = cst.parse_expression(f"[triton.Config({{{consts}}}{opts})]")
-    args = []
-    for i, a in enumerate(call.args):
-        if (a.keyword is not None and a.keyword.value == "configs") or (i == 0 and a.keyword is None):
-            a = a.with_changes(value=new)
-        args.append(a)
-    return call.with_changes(args=args)
 
 
 def launching_functions(source: str) -> tuple[cst.Module, list[cst.FunctionDef]]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.launches import EditRefused, analyze, set_values
+from tritondx.tools.rewrite.launch_edit import EditRefused, set_values
+from tritondx.tools.rewrite.launches import analyze
 from tritondx.tools.rewrite.cst_util import (
-    add_call_kwargs,
     calls_named,
     code_of,
     dotted,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 
 import pytest
-from tritondx.tools.rewrite.launches import EditRefused, analyze, set_values
+from tritondx.tools.rewrite.launch_edit import EditRefused, set_values
+from tritondx.tools.rewrite.launches import analyze
 
 
 def _src(rw, name):
