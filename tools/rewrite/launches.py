@@ -24,7 +24,7 @@ from typing import Literal
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 from pydantic import BaseModel, Field
-from tritondx.tools.rewrite.cst_util import code_of, constexpr_names, dotted, is_jit, param_names, parse
+from tritondx.tools.rewrite.cst_util import bind_launch, code_of, constexpr_names, dotted, is_jit, param_names, parse
 from tritondx.tools.rewrite.launch_scan import (
     OPTIONS,
     UNKNOWN,
@@ -433,15 +433,7 @@ class _Analyzer:
     def add_site(self, kname: str, call: cst.Call, scope: _Scope, index: int) -> None:
         kfn = self.kernels[kname]
         line = self.line(call)
-        params = param_names(kfn)
-        bound: dict[str, cst.BaseExpression] = {}
-        options: dict[str, cst.BaseExpression] = {}
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        for p, a in zip(params, positional):
-            bound[p] = a.value
-        for a in call.args:
-            if a.keyword is not None:
-                (options if a.keyword.value in OPTIONS else bound)[a.keyword.value] = a.value
+        bound, options, grid = bind_launch(call, param_names(kfn))
         auto = autotune_configs(kfn)
         heur = heuristic_keys(kfn)
         defs: dict[str, _Def] = {}
@@ -461,8 +453,6 @@ class _Analyzer:
                                chain=[f"default of {kname}'s parameter {p}"])
             elif p in OPTIONS:
                 defs[p] = _Def("unset", None, scope, name=p, value=DEFAULT_OPTIONS[p], chain=["Triton default"])
-        sl = call.func.slice
-        grid = sl[0].slice.value if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) else None
         gval, gscope = grid, scope
         if isinstance(grid, cst.Name):
             d = self.lookup(grid.value, scope, line)
