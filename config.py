@@ -16,6 +16,8 @@ ENV_KNOBS = {
     "ncu": "TRITONDX_NCU",
     "final_profile": "TRITONDX_FINAL_PROFILE",
     "accept_unmeasured": "TRITONDX_ACCEPT_UNMEASURED",
+
+    "search_budget_s": "TRITONDX_SEARCH_BUDGET",
 }
 
 
@@ -25,6 +27,8 @@ class RunConfig(BaseModel):
     target: str | None = Field(None, description="IR target, e.g. cuda:90 or ascend950; default from the backend")
     max_rounds: int = Field(6, description="rewrite rounds in all tiers together")
     candidates_per_round: int = 4
+    search_budget_s: float = Field(30.0, description="device seconds per round for the launch-space search's "
+                                                     "configurations (on a backend that times)")
     max_rounds_per_tier: int = 2
     target_fraction: float = Field(0.8, description="stop when the best kernel reaches this roofline fraction")
     min_gain: float = Field(1.05, description="a round must improve the best time by this factor to stay in a tier")

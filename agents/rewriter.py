@@ -12,7 +12,9 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from tritondx.agents.common import best_spec, findings, highest_tier, logger, run_config, run_dir
+import json
+
+from tritondx.agents.common import backend_of, best_spec, findings, highest_tier, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.rewrite.base import Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
@@ -28,7 +30,18 @@ def _context(state: DXState) -> RewriteContext:
         findings=findings(state), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
         dtypes=probe.get("dtypes", []), tried=tried, insufficient=set(state.get("insufficient", [])),
         unmeasured_families={c["family"] for c in state.get("candidates", []) if c["id"] == best.get("id")}
-        if best.get("measured") is False else set(), prefer=set(state.get("force_families") or []))
+        if best.get("measured") is False else set(), prefer=set(state.get("force_families") or []),
+        can_time=backend_of(state).can_time, search_budget_s=run_config(state).search_budget_s,
+        compile_fn=_compile_fn(state))
+
+
+def _compile_fn(state: DXState):
+    """ptxas figures of a candidate (compile-only, CPU) for the launch search, where the target is CUDA."""
+    target = state.get("target") or run_config(state).target or ""
+    if not str(target).startswith("cuda"):
+        return None
+    from tritondx.tools.rewrite.launch_search import ptxas_compile_fn
+    return ptxas_compile_fn(state["task_path"], run_dir(state) / "search" / f"r{state.get('round', 0) + 1}", target)
 
 
 def _llm_proposals(state: DXState, ctx: RewriteContext, log) -> tuple[list[Proposal], dict]:
@@ -65,6 +78,14 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
                         "signature": p.signature, "origin": "llm" if p.family.startswith("llm") else "expert"})
         if state.get("human_feedback"):
             records[-1]["human_feedback"] = state["human_feedback"]
+    if ctx.search_records:
+        # every configuration of the launch search (emitted, pruned and why, over budget) is evidence of the round
+        trail = folder / f"launch_search_r{rnd}.json"
+        trail.write_text(json.dumps(ctx.search_records, indent=1))
+        by = {}
+        for r in ctx.search_records:
+            by[r["status"]] = by.get(r["status"], 0) + 1
+        log.info("launch_search", round=rnd, configurations=len(ctx.search_records), path=str(trail), **by)
     log.info("proposed", round=rnd, tier=tier, candidates=[(r["id"], r["family"]) for r in records])
     update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
                    "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})

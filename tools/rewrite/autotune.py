@@ -28,9 +28,8 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    function,
+    function_launch_sites,
     jit_functions,
-    launch_sites,
     local_assignment,
     names_in,
     param_names,
@@ -38,6 +37,7 @@ from tritondx.tools.rewrite.cst_util import (
     remove_call_kwargs,
     subst,
 )
+from tritondx.tools.rewrite.launches import launching_functions
 from tritondx.tools.rewrite.launch_config import (
     DEFAULT_OPTIONS,
     FLAT_SPACE,
@@ -112,13 +112,13 @@ def _config_src(values: dict[str, int], warps: int, stages: int | None) -> str:
 
 def autotune_source(source: str) -> tuple[str, dict[str, dict]]:
     prepared, tunables = prepare(source)
-    module = parse(prepared)
+    module, launchers = launching_functions(prepared)
     kernels = jit_functions(module)
-    launch = function(module, "launch")
-    if launch is None or not tunables:
+    if not launchers or not tunables:
         return source, {}
     options = current_options(prepared)
-    sites = launch_sites(module)
+    owner = {id(s.call): f for f in launchers for s in function_launch_sites(f, kernels)}
+    sites = [s for f in launchers for s in function_launch_sites(f, kernels)]
     by_kernel: dict[str, dict] = {}
     for t in tunables:
         by_kernel.setdefault(t.kernel, {})[t.param] = t
@@ -130,6 +130,10 @@ def autotune_source(source: str) -> tuple[str, dict[str, dict]]:
         if any("autotune" in code_of(d.decorator) for d in fn.decorators):
             continue
         ks = [s for s in sites if s.kernel == kname]
+        fns = {id(owner[id(s.call)]) for s in ks}
+        if len(fns) != 1:   # launched from several functions: their locals are not one set
+            continue
+        launch = owner[id(ks[0].call)]
         locals_: dict[str, str] = {}
         ok = True
         for s in ks:
@@ -195,9 +199,9 @@ def autotune_source(source: str) -> tuple[str, dict[str, dict]]:
                 call = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(lam))]))
             return call
 
-    new_launch = launch.visit(T())
-    module = module.with_changes(body=[new_fns.get(s.name.value, s) if isinstance(s, cst.FunctionDef) and
-                                       s is not launch else new_launch if s is launch else s for s in module.body])
+    module = module.with_changes(body=[new_fns[s.name.value] if isinstance(s, cst.FunctionDef) and s.name.value in new_fns
+                                       else s.visit(T()) if isinstance(s, (cst.FunctionDef, cst.ClassDef)) else s
+                                       for s in module.body])
     return module.code, done
 
 

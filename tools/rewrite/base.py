@@ -26,6 +26,14 @@ class RewriteContext:
     #: families to try first this round (suggestions of open findings never tried: tools/report/closure.py)
     prefer: set[str] = field(default_factory=set)
 
+    #: the backend times candidates (a GPU): the launch search may emit a batch timed in one bench job
+    can_time: bool = False
+    search_budget_s: float = 30.0
+    #: candidate source -> per-launch ptxas resources (compile-only, cuda:90), or None: evidence for the search
+    compile_fn: Callable[[str], list[dict] | None] | None = None
+    #: the last launch search's configuration records (every configuration tried, pruned or over budget)
+    search_records: list[dict] = field(default_factory=list)
+
     def motivating(self, family: str) -> list[Finding]:
         return [f for f in self.findings if family in f.suggests and f.id not in self.insufficient]
 
@@ -58,13 +66,15 @@ class RewriteFamily:
     description: str
     fn: RewriteFn
     priority: int   # lower runs first: structural rewrites before configuration search
+    also: tuple[str, ...] = ()   # findings suggesting these families motivate this one too
+    batch: bool = False          # its proposals are timed side by side in one bench job: not counted in a round's limit
 
 
 CATALOG: dict[str, RewriteFamily] = {}
 
 
-def rewrite(id: str, description: str, priority: int):
+def rewrite(id: str, description: str, priority: int, also: tuple[str, ...] = (), batch: bool = False):
     def wrap(fn: RewriteFn) -> RewriteFn:
-        CATALOG[id] = RewriteFamily(id, description, fn, priority)
+        CATALOG[id] = RewriteFamily(id, description, fn, priority, also, batch)
         return fn
     return wrap

@@ -425,27 +425,37 @@ def launch_sites(module: cst.Module) -> list[LaunchSite]:
 
 
 def _launch_sites(module: cst.Module) -> list[LaunchSite]:
-    kernels = jit_functions(module)
     launch = function(module, "launch")
     if launch is None:
         return []
+    return function_launch_sites(launch, jit_functions(module))
+
+
+def bind_launch(call: cst.Call, params: list[str]
+                ) -> tuple[dict[str, cst.BaseExpression], dict[str, cst.BaseExpression], cst.BaseExpression | None]:
+    """A ``kernel[grid](...)`` call's arguments bound to the kernel's parameters, its launch options, its grid."""
+    bound: dict[str, cst.BaseExpression] = {}
+    options: dict[str, cst.BaseExpression] = {}
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for p, a in zip(params, positional):
+        bound[p] = a.value
+    for a in call.args:
+        if a.keyword is not None:
+            (options if a.keyword.value in LAUNCH_OPTIONS else bound)[a.keyword.value] = a.value
+    sl = call.func.slice
+    grid = sl[0].slice.value if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) else None
+    return bound, options, grid
+
+
+def function_launch_sites(launch: cst.FunctionDef, kernels: dict[str, cst.FunctionDef]) -> list[LaunchSite]:
+    """Kernel launches (``kernel[grid](...)`` naming a kernel of ``kernels``) in one function, in source order."""
     out: list[LaunchSite] = []
     for i, st in enumerate(launch.body.body):
         found = [c for cs in _cached("calls", st, _calls_index).values() for c in cs
                  if isinstance(c.func, cst.Subscript) and dotted(c.func.value) in kernels]
         for call in found:
             name = dotted(call.func.value)
-            params = param_names(kernels[name])
-            bound: dict[str, cst.BaseExpression] = {}
-            options: dict[str, cst.BaseExpression] = {}
-            positional = [a for a in call.args if a.keyword is None and not a.star]
-            for p, a in zip(params, positional):
-                bound[p] = a.value
-            for a in call.args:
-                if a.keyword is not None:
-                    (options if a.keyword.value in LAUNCH_OPTIONS else bound)[a.keyword.value] = a.value
-            sl = call.func.slice
-            grid = sl[0].slice.value if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) else None
+            bound, options, grid = bind_launch(call, param_names(kernels[name]))
             top = isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and \
                 isinstance(st.body[0], cst.Expr) and st.body[0].value is call
             out.append(LaunchSite(name, call, grid, bound, options, top, i))

@@ -16,6 +16,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     grouped,
     index_width,
     launch_config,
+    launch_search,
     mask_removal,
     matmul_templates,
     norm_templates,
@@ -38,20 +39,24 @@ def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None
     out: list[Proposal] = []
     seen_sources = {ctx.spec.source}
     by_id = {f.id: f for f in ctx.findings}
+    batch: list[Proposal] = []
     families = sorted(CATALOG.values(), key=lambda f: (f.id not in ctx.prefer, f.priority))
     for family in families:
-        if not ctx.motivating(family.id):
+        if not (ctx.motivating(family.id) or any(ctx.motivating(a) for a in family.also)):
             continue
         if family.id in ctx.unmeasured_families:
             _note(trail, family.id, "skipped_unmeasured", 0)
             continue
-        if len(out) >= limit:
+        # a batch family's candidates (the launch search on a device that times) come on top of the
+        # round's limit: they are timed side by side in one bench job
+        in_batch = family.batch and ctx.can_time
+        if not in_batch and len(out) >= limit:
             _note(trail, family.id, "not_reached", 0)
             continue
         made, fresh = 0, 0
         for p in family.fn(ctx):
             made += 1
-            if len(out) >= limit:
+            if not in_batch and len(out) >= limit:
                 break
             if p.signature in ctx.tried or p.source in seen_sources:
                 continue
@@ -61,10 +66,10 @@ def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None
                 continue
             p.motivated_by = cited(p, by_id)
             seen_sources.add(p.source)
-            out.append(p)
+            (batch if in_batch else out).append(p)
             fresh += 1
         _note(trail, family.id, "proposed" if fresh else "nothing_new" if made else "proposed_nothing", fresh)
-    return out
+    return out + batch
 
 
 def _note(trail: list[dict] | None, family: str, outcome: str, n: int) -> None:

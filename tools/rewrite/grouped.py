@@ -24,15 +24,16 @@ from tritondx.tools.rewrite.cst_util import (
     code_of,
     constexpr_names,
     dotted,
-    function,
+    function_launch_sites,
+    is_jit,
     jit_functions,
-    launch_sites,
     local_assignment,
     names_in,
     param_names,
     parse,
     stmts,
 )
+from tritondx.tools.rewrite.launches import launching_functions
 from tritondx.tools.rewrite.launch_config import (
     MATMUL_NAMES,
     apply_config,
@@ -106,16 +107,19 @@ def _cdiv_parts(e: cst.BaseExpression) -> tuple[str, str] | None:
 
 
 def group_kernel(source: str, kernel: str) -> str | None:
-    module = parse(source)
-    fn = jit_functions(module).get(kernel)
-    launch = function(module, "launch")
-    if fn is None or launch is None or "GROUP_M" in param_names(fn):
+    module, launchers = launching_functions(source)
+    kernels = jit_functions(module)
+    fn = kernels.get(kernel)
+    if fn is None or not launchers or "GROUP_M" in param_names(fn):
         return None
     blocks = _block_names(fn)
     if blocks is None:
         return None
     bm, bn = blocks
-    sites = [s for s in launch_sites(module) if s.kernel == kernel]
+    # the launches reachable from launch(), each with the function that makes it
+    owner = {id(s.call): f for f in launchers for s in function_launch_sites(f, kernels)}
+    all_sites = [s for f in launchers for s in function_launch_sites(f, kernels)]
+    sites = [s for s in all_sites if s.kernel == kernel]
     if not sites:
         return None
     body = list(fn.body.body)
@@ -177,8 +181,9 @@ def group_kernel(source: str, kernel: str) -> str | None:
         grid = site.grid
         grid_node = grid
         if isinstance(grid, cst.Name):
-            vals = local_assignment(launch, grid.value)
-            users = [s for s in launch_sites(module) if isinstance(s.grid, cst.Name) and s.grid.value == grid.value]
+            vals = local_assignment(owner[id(site.call)], grid.value)
+            users = [s for s in all_sites if isinstance(s.grid, cst.Name) and s.grid.value == grid.value
+                     and owner[id(s.call)] is owner[id(site.call)]]
             if len(vals) != 1 or len(users) != 1:
                 return None
             grid_node = vals[0]
@@ -210,9 +215,13 @@ def group_kernel(source: str, kernel: str) -> str | None:
                 return add_call_kwargs(updated, {"GROUP_M": cst.Integer("8")})
             return updated
 
-    new_launch = launch.visit(T())
-    out = module.with_changes(body=[new_fn if s is fn else new_launch if s is launch else s for s in module.body])
+    out = module.with_changes(body=[new_fn if s is fn else s.visit(T()) if isinstance(s, (cst.FunctionDef, cst.ClassDef))
+                                    and not is_jit_def(s) else s for s in module.body])
     return out.code
+
+
+def is_jit_def(s: cst.CSTNode) -> bool:
+    return isinstance(s, cst.FunctionDef) and is_jit(s)
 
 
 def set_group(source: str, group: int) -> str:

@@ -23,20 +23,23 @@ from tritondx.tools.rewrite.cst_util import (
     code_of,
     constexpr_names,
     dotted,
-    function,
+    function_launch_sites,
     int_value,
     jit_functions,
-    launch_sites,
     local_assignment,
     names_in,
     parse,
     replace_nodes,
-    set_launch_values,
     stmt,
 )
+from tritondx.tools.rewrite.launch_edit import EditRefused, set_values
+from tritondx.tools.rewrite.launches import DEFAULT_OPTIONS, analyze, launching_functions
+from tritondx.tools.rewrite.taskinfo import task_info
 
 # Elementwise / row-loop kernels: elements per program and warps.
 FLAT_SPACE = [(1024, 4), (2048, 4), (4096, 8), (2048, 8), (8192, 8), (512, 4)]
+#: warps tried for a kernel whose blocks cannot move (8 first: row-resident reductions of >= 2K columns)
+WARPS_SPACE = (8, 4, 16, 2)
 #: most warps a downward candidate uses to bring a block to one element per thread
 MAX_DOWN_WARPS = 16
 
@@ -74,9 +77,9 @@ def smem_ok(bm: int, bn: int, bk: int, stages: int, elem_bytes: int = 2) -> bool
 # num_stages), the Hopper fp16 candidates of Triton's fused-attention tutorial (BLOCK_M in {64, 128}, BLOCK_N in
 # {64, 128}, 4 or 8 warps, 3 or 4 stages; 128x128 only with 8 warps, whose accumulator needs two warpgroups).
 ATTN_SPACE = [(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3), (128, 128, 8, 4), (64, 128, 4, 3)]
-MATMUL_NAMES = {"M": ("BLOCK_M", "BLOCK_SIZE_M", "BM"), "N": ("BLOCK_N", "BLOCK_SIZE_N", "BN"),
-                "K": ("BLOCK_K", "BLOCK_SIZE_K", "BK")}
-DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}   # Triton's defaults on NVIDIA
+MATMUL_NAMES = {"M": ("BLOCK_M", "BLOCK_SIZE_M", "BM", "TILE_M", "TILE_SIZE_M"),
+                "N": ("BLOCK_N", "BLOCK_SIZE_N", "BN", "TILE_N", "TILE_SIZE_N"),
+                "K": ("BLOCK_K", "BLOCK_SIZE_K", "BK", "TILE_K", "TILE_SIZE_K")}
 
 
 def _matmul_params(params: list[str]) -> dict[str, str] | None:
@@ -159,21 +162,15 @@ def _literal_hits(node: cst.CSTNode, value: int) -> tuple[list[cst.Integer], boo
     return good, bad[0]
 
 
-@lru_cache(maxsize=64)
-def prepare(source: str) -> tuple[str, list[Tunable]]:
-    """Hoist literal block constexprs into launcher locals tied to the grid; list what may be tuned."""
-    module = parse(source)
-    kernels = jit_functions(module)
-    launch = function(module, "launch")
-    if launch is None:
-        return source, []
-    sites = launch_sites(module)
+def _hoist(launch: cst.FunctionDef, kernels: dict[str, cst.FunctionDef]) -> cst.FunctionDef | None:
+    """``launch`` (any launching function) with its literal block keywords hoisted into locals that the
+    grid's cdiv divisors of the same value use too; None when nothing is hoisted."""
+    sites = function_launch_sites(launch, kernels)
     launch_names = names_in(launch)
     replacements: dict[int, cst.CSTNode] = {}
     inserts: dict[int, list[cst.BaseStatement]] = {}
-    tunables: list[Tunable] = []
     used_names = set(launch_names)
-    # every literal in launch(), and those that are block keywords or their grid's cdiv divisors: a block
+    # every literal in the function, and those that are block keywords or their grid's cdiv divisors: a block
     # literal whose value also appears anywhere else (an EVEN flag, a tile count, a buffer size ...) may be
     # tied to it, so it is not tuned
     literals: dict[int, list[int]] = {}
@@ -212,49 +209,125 @@ def prepare(source: str) -> tuple[str, list[Tunable]]:
                 for g in good:
                     replacements[id(g)] = cst.Name(name)
                 inserts.setdefault(site.index, []).append(stmt(f"{name} = {v}"))
-                tunables.append(Tunable(site.kernel, p, v, block_role(kfn, p)))
             elif isinstance(arg, cst.Name):
                 vals = local_assignment(launch, arg.value)
                 if len(vals) != 1 or int_value(vals[0]) is None:
                     continue
-                v = int_value(vals[0])
-                good, bad = _literal_hits(grid, v)
+                good, bad = _literal_hits(grid, int_value(vals[0]))
                 if bad:
                     continue
                 for g in good:
                     replacements[id(g)] = cst.Name(arg.value)
-                tunables.append(Tunable(site.kernel, p, v, block_role(kfn, p)))
     if not replacements and not inserts:
-        return source, tunables
+        return None
     new_launch = replace_nodes(launch, replacements)
     body = []
     for i, st in enumerate(new_launch.body.body):
         body.extend(inserts.get(i, []))
         body.append(st)
-    new_launch = new_launch.with_changes(body=new_launch.body.with_changes(body=body))
-    module = module.with_changes(body=[new_launch if s is launch else s for s in module.body])
-    return module.code, tunables
+    return new_launch.with_changes(body=new_launch.body.with_changes(body=body))
+
+
+def _hoisted(source: str) -> str:
+    """Literal blocks hoisted in every function that launches a kernel reachable from launch()."""
+    done: set[str] = set()
+    for _ in range(16):
+        module, fns = launching_functions(source)
+        kernels = jit_functions(module)
+        for fn in fns:
+            key = fn.name.value
+            if key in done:
+                continue
+            done.add(key)
+            new = _hoist(fn, kernels)
+            if new is not None:
+                source = replace_nodes(module, {id(fn): new}).code
+                break
+        else:
+            return source
+    return source
+
+
+#: constexpr names a block or tile goes by
+def _is_block(p: str) -> bool:
+    return "BLOCK" in p.upper() or p.upper().startswith("TILE")
+
+
+@lru_cache(maxsize=64)
+def prepare(source: str) -> tuple[str, list[Tunable]]:
+    """Hoist literal block constexprs into locals tied to the grid (in whichever function launches the kernel);
+    list the blocks that may be tuned: each defined by an int the rewrite can set where it stands (a call
+    literal, a local, a signature default, a module constant, a dict entry, a helper's return, an autotune
+    config), with no other literal of its value in its grid."""
+    prepared = _hoisted(source)
+    analysis = analyze(prepared)
+    module, _ = launching_functions(prepared)
+    kernels = jit_functions(module)
+    dynamic = task_info(source).dynamic
+    tunables: dict[tuple[str, str], Tunable] = {}
+    refused: set[tuple[str, str]] = set()
+    for site in analysis.sites:
+        kfn = kernels.get(site.kernel)
+        if kfn is None or site.grid is None:
+            continue
+        for p, d in site.params.items():
+            if not _is_block(p) or p in SetLaunchValues.OPTIONS:
+                continue
+            key = (site.kernel, p)
+            if d.kind == "autotune_config" and d.editable and d.values and not dynamic:
+                value = min(d.values)
+            elif d.editable and d.kind not in ("autotune_config", "literal") and d.value is not None:
+                # (a call literal left after hoisting is tied to something else: not tuned)
+                value = d.value
+                if _grid_has_literal(site.grid.source, value):
+                    refused.add(key)
+            else:
+                refused.add(key)
+                continue
+            old = tunables.get(key)
+            if old is not None and old.value != value:
+                refused.add(key)
+            tunables[key] = Tunable(site.kernel, p, value, block_role(kfn, p))
+    return prepared, [t for k, t in tunables.items() if k not in refused]
+
+
+def _grid_has_literal(grid_src: str, value: int) -> bool:
+    """An int literal equal to ``value`` in the grid (a hidden tie to the block); True when unreadable."""
+    try:
+        g = cst.parse_module(textwrap.dedent(grid_src)) if grid_src.lstrip().startswith("def ") else \
+            cst.parse_expression(grid_src)
+    except cst.ParserSyntaxError:
+        return True
+    return any(int_value(n) == value for n in _integers(g))
+
+
+def _integers(node: cst.CSTNode) -> list[cst.Integer]:
+    out: list[cst.Integer] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Integer(self, n: cst.Integer) -> None:
+            out.append(n)
+
+    node.visit(V())
+    return out
 
 
 def current_options(source: str) -> dict[str, dict[str, int]]:
-    """num_warps / num_stages per kernel as launched (literal or local int), defaults filled in."""
-    module = parse(source)
-    launch = function(module, "launch")
+    """num_warps / num_stages per kernel as launched (a static value, the first autotune config's, or
+    Triton's default); -1 where computed (left alone)."""
     out: dict[str, dict[str, int]] = {}
-    for site in launch_sites(module):
+    for site in analyze(source).sites:
         vals = dict(DEFAULT_OPTIONS)
         for opt in SetLaunchValues.OPTIONS:
-            e = site.options.get(opt)
-            if isinstance(e, cst.Integer):
-                vals[opt] = int_value(e)
-            elif isinstance(e, cst.Name):
-                assigned = local_assignment(launch, e.value)
-                if len(assigned) == 1 and int_value(assigned[0]) is not None:
-                    vals[opt] = int_value(assigned[0])
-                else:
-                    vals[opt] = -1   # computed: leave it
-            elif e is not None:
-                vals[opt] = -1
+            d = site.params.get(opt)
+            if d is None or d.kind == "unset":
+                continue
+            if d.kind == "autotune_config":
+                vals[opt] = site.autotune_configs[0].get(opt, DEFAULT_OPTIONS[opt]) if site.autotune_configs else -1
+            elif d.value is not None and d.kind != "computed":
+                vals[opt] = d.value
+            else:
+                vals[opt] = -1   # computed: leave it
         out[site.kernel] = vals
     return out
 
@@ -263,12 +336,13 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
     """(description, {kernel: {param: value}}) candidates on the prepared source, current config excluded."""
     source = source if source is not None else ctx.spec.source
     prepared, tunables = prepare(source)
-    if not tunables:
-        return []
     options = current_options(prepared)
     by_kernel: dict[str, dict[str, Tunable]] = {}
     for t in tunables:
         by_kernel.setdefault(t.kernel, {})[t.param] = t
+    warps_only = _warps_only(prepared, set(by_kernel), options)
+    if not tunables and not warps_only:
+        return []
     motivating = ctx.motivating("launch_config")
     spills = any(f.detector == "register_spills" for f in motivating)
     small_grid = any(f.detector in ("grid_too_small",) for f in motivating)
@@ -278,6 +352,7 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
         space_mm = sorted(space_mm, key=lambda c: (c[0] * c[1], -c[4]))
     space_flat = sorted(FLAT_SPACE, key=lambda c: c[0]) if (spills or small_grid) else FLAT_SPACE
     kernels = jit_functions(parse(prepared))
+    autotuned = {s.kernel for s in analyze(prepared).sites if s.autotuned}
     # gather kernels (every per-element load through // or % of the offsets, or loaded indices): fewer
     # elements per thread first, then the usual larger blocks
     gathers = {f.kernel for f in motivating if f.detector == "index_arith_loads"}
@@ -291,8 +366,9 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
             space = down + [c for c in space_flat if c not in down]
         flat_spaces[kname] = space
     out = []
-    n_flat = max([len(space_flat)] + [len(s) for s in flat_spaces.values()])
-    for i in range(max(len(space_mm), n_flat, len(ATTN_SPACE))):
+    n_flat = max([len(space_flat)] + [len(s) for s in flat_spaces.values()]) if by_kernel else max(
+        len(s) for s in warps_only.values())
+    for i in range(max(len(space_mm), n_flat, len(ATTN_SPACE)) if by_kernel else n_flat):
         values: dict[str, dict[str, int]] = {}
         for kname, params in by_kernel.items():
             mm = _matmul_params(list(params))
@@ -328,35 +404,45 @@ def config_space(ctx: RewriteContext, source: str | None = None) -> list[tuple[s
                 if opts.get("num_warps", 4) >= 0:
                     v["num_warps"] = w
                 values[kname] = v
+        for kname, space in warps_only.items():
+            if i < len(space):
+                values[kname] = {"num_warps": space[i]}
         changed = {}
         for k, v in values.items():
-            cur = {**options.get(k, DEFAULT_OPTIONS), **{p: t.value for p, t in by_kernel[k].items()}}
-            if any(cur.get(p) != x for p, x in v.items()):
+            cur = {**options.get(k, DEFAULT_OPTIONS), **{p: t.value for p, t in by_kernel.get(k, {}).items()}}
+            if any(cur.get(p) != x for p, x in v.items()) or k in autotuned:
                 changed[k] = v
         if not changed:
-            continue
-        # kernels sharing a launcher local must agree on its value
-        if not _consistent(prepared, changed):
             continue
         desc = "; ".join(f"{k}: " + ", ".join(f"{p}={x}" for p, x in v.items()) for k, v in changed.items())
         out.append((desc, changed))
     return out
 
 
-def _consistent(source: str, values: dict[str, dict[str, int]]) -> bool:
-    module = parse(source)
-    seen: dict[str, int] = {}
-    for site in launch_sites(module):
-        for p, v in values.get(site.kernel, {}).items():
-            e = site.bound.get(p) if p not in SetLaunchValues.OPTIONS else site.options.get(p)
-            if isinstance(e, cst.Name) and seen.setdefault(e.value, v) != v:
-                return False
-    return True
+def _warps_only(prepared: str, tuned: set[str], options: dict[str, dict[str, int]]) -> dict[str, list[int]]:
+    """Kernels whose blocks cannot move (computed from the sizes, or set by heuristics) but whose num_warps can:
+    WARPS_SPACE without the current value. The warps are written at the call where the launcher computes them
+    (a ``calculate_settings``-style helper), since num_warps changes no result."""
+    out: dict[str, list[int]] = {}
+    for site in analyze(prepared).sites:
+        if site.kernel in tuned or site.autotuned or site.kernel in out:
+            continue
+        # a static block left out of the tunables is tied to something the rewrite cannot follow: not this case
+        if any(_is_block(p) and d.kind not in ("computed", "heuristic") for p, d in site.params.items()):
+            continue
+        cur = options.get(site.kernel, DEFAULT_OPTIONS).get("num_warps", 4)
+        out[site.kernel] = [w for w in WARPS_SPACE if w != cur]
+    return out
 
 
 def apply_config(source: str, values: dict[str, dict[str, int]]) -> str:
+    """The prepared source with ``values`` written where each launch value is defined; ``source`` unchanged
+    when they cannot be (a definition shared with a launch that keeps its value and read elsewhere ...)."""
     prepared, _ = prepare(source)
-    return set_launch_values(prepared, values)
+    try:
+        return set_values(prepared, values)
+    except EditRefused:
+        return source
 
 
 @rewrite("launch_config", "search block sizes, num_warps and num_stages within the evidence's bounds", priority=50)

@@ -28,13 +28,14 @@ from tritondx.tools.rewrite.cst_util import (
     expr,
     function,
     jit_functions,
-    launch_sites,
+    function_launch_sites,
     local_assignment,
     names_in,
     param_names,
     parse,
     stmts,
 )
+from tritondx.tools.rewrite.launches import launching_functions
 from tritondx.tools.rewrite.matmul_templates import grouped_gemm_proposals
 
 HELPER = '''
@@ -113,14 +114,16 @@ def persistent_source(source: str, per_sm: dict[str, int], helper: str = HELPER,
         def count(tensor: str, kernel: str, k: int) -> str:
             return f"_tdx_num_sms({tensor}) * {k}"
     helper_fn = cst.parse_module(helper).body[0]
-    module = parse(source)
+    module, launchers = launching_functions(source)
     kernels = jit_functions(module)
     launch = function(module, "launch")
     if launch is None:
         return source, []
     new_fns = {}
     done = []
-    sites = launch_sites(module)
+    # every launch reachable from launch(), with the function that makes it
+    owner = {id(s.call): fn for fn in launchers for s in function_launch_sites(fn, kernels)}
+    sites = [s for fn in launchers for s in function_launch_sites(fn, kernels)]
     edits: dict[int, tuple] = {}
     for name, fn in kernels.items():
         if name not in per_sm:
@@ -133,8 +136,9 @@ def persistent_source(source: str, per_sm: dict[str, int], helper: str = HELPER,
         for s in ks:
             grid = s.grid
             if isinstance(grid, cst.Name):
-                vals = local_assignment(launch, grid.value)
-                users = [x for x in sites if isinstance(x.grid, cst.Name) and x.grid.value == grid.value]
+                vals = local_assignment(owner[id(s.call)], grid.value)
+                users = [x for x in sites if isinstance(x.grid, cst.Name) and x.grid.value == grid.value
+                         and owner[id(x.call)] is owner[id(s.call)]]
                 if len(vals) != 1 or len(users) != 1:
                     ok = False
                     break
@@ -156,7 +160,7 @@ def persistent_source(source: str, per_sm: dict[str, int], helper: str = HELPER,
                 edits.pop(id(s.call), None)
     if not done:
         return source, []
-    taken = names_in(launch)
+    taken = set().union(*(names_in(f) for f in launchers))
     tiles, progs = "_tiles", "_progs"
     while tiles in taken or progs in taken:
         tiles, progs = "_" + tiles, "_" + progs
@@ -183,18 +187,29 @@ def persistent_source(source: str, per_sm: dict[str, int], helper: str = HELPER,
                         f"{progs} = min({tiles}, {count(code_of(tensor), kname, k)})\n")
             return cst.FlattenSentinel(pre + [original.visit(C())])
 
-    new_launch = launch.visit(T())
+    has_helper = helper_fn.name.value in {x.name.value for x in module.body if isinstance(x, cst.FunctionDef)}
     body = []
     for s in module.body:
         if isinstance(s, cst.FunctionDef) and s.name.value in new_fns:
             body.append(new_fns[s.name.value])
-        elif s is launch:
-            if helper_fn.name.value not in {x.name.value for x in module.body if isinstance(x, cst.FunctionDef)}:
-                body.append(helper_fn.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
-            body.append(new_launch)
-        else:
-            body.append(s)
+            continue
+        if s is launch and not has_helper:
+            body.append(helper_fn.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+        body.append(s.visit(T()) if any(s is f or _contains(s, f) for f in launchers) else s)
     return module.with_changes(body=body).code, done
+
+
+def _contains(node: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    found = [False]
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n) -> bool:
+            if n is inner:
+                found[0] = True
+            return not found[0]
+
+    node.visit(V())
+    return found[0]
 
 
 @rewrite("persistent", "persistent programs: SMs x k programs loop over the tiles of a 1-D grid", priority=35)

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
+from tritondx.tools.rewrite.launch_edit import EditRefused, set_values
+from tritondx.tools.rewrite.launches import analyze
 from tritondx.tools.rewrite.cst_util import (
-    add_call_kwargs,
     calls_named,
     code_of,
     dotted,
     expr,
     jit_functions,
-    launch_sites,
     make_arg,
     names_in,
     param_names,
@@ -238,17 +238,19 @@ def pipeline_source(source: str, stages: int | None, hoist: bool) -> tuple[str, 
                  and any("autotune" in cst.Module(body=[]).code_for_node(d.decorator) for d in s.decorators)}
     dot_kernels -= autotuned
     if stages and dot_kernels:
-        sites = {id(s.call): s for s in launch_sites(module) if s.kernel in dot_kernels}
-
-        class T(cst.CSTTransformer):
-            def on_leave(self, original, updated):
-                if id(original) in sites:
-                    opt = sites[id(original)].options.get("num_stages")
-                    if opt is None or isinstance(opt, cst.Integer):
-                        return add_call_kwargs(updated, {"num_stages": cst.Integer(str(stages))})
-                return updated
-
-        module = module.visit(T())
+        # num_stages where the launch defines it (a literal, a local, a helper's default ...) or at the call;
+        # a computed num_stages is left alone
+        src = module.code
+        want = {}
+        for site in analyze(src).sites:
+            d = site.params.get("num_stages")
+            if site.kernel in dot_kernels and d is not None and d.kind != "computed":
+                want[site.kernel] = {"num_stages": stages}
+        if want:
+            try:
+                return set_values(src, want), changed
+            except EditRefused:
+                pass
     return module.code, changed
 
 
