@@ -33,7 +33,7 @@ from tritondx.tools.verify.cases import make_case_inputs, plan_cases
 from tritondx.tools.verify.compare import compare, is_constant, unchanged
 from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
-from tritondx.tools.verify_impl import Rejected, _check_inputs, device_phase
+from tritondx.tools.verify_impl import _OOM_TEXT, Rejected, _check_inputs, device_phase
 
 #: longest random skip mask of a partial kernels-off call
 MASK_LEN = 64
@@ -63,7 +63,7 @@ def _call_failed(diag: dict, where: str) -> Rejected:
         return Rejected("compile_error", f"{where}: {diag['kernel_error']}")
     if ILLEGAL_ACCESS_RE.search(err):
         return Rejected("illegal_memory_access", f"{where}: {err}")
-    if diag.get("oom"):
+    if diag.get("oom") or any(m in err.lower() for m in _OOM_TEXT):
         return Rejected("out_of_memory", f"{where}: launch() ran out of memory: {err}")
     if "CompilationError" in err:
         return Rejected("compile_error", f"{where}: {err}")
