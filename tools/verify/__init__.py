@@ -1,9 +1,16 @@
 """Verification of candidate kernels, split along the trust boundary.
 
 Trusted (never imports candidate code): ``judge`` (the ``verify`` job: makes inputs with seeds it
-draws itself, computes the reference, compares), ``compare``, ``cases``, ``policy`` (static source
-policy, run by the orchestrator), ``timing`` (side-by-side timing, ncu cross-check), ``records``,
-``select`` / ``route`` (what the verifier node decides from the evidence).
+draws itself, computes the reference, compares), ``hwcheck`` (the ``hwcheck`` job: ncu's kernel
+time of the initial and the best kernel, each in its own runner), ``spawn`` (starts a runner),
+``compare``, ``cases`` (the check planner's seam), ``seal`` (the verdict's HMAC), ``policy``
+(static source policy), ``verification`` / ``timing`` / ``jobs`` (orchestrator side: the jobs and
+their answers), ``select`` / ``route`` (what the verifier node decides from the evidence),
+``check_file`` (``tritondx verify``), ``records``.
+
+Guaranteed by construction: a candidate cannot forge the verdict, patch the checker or the task, or
+predict the seeds. Hardened only: the Triton-only property on CPU (its recorders run in the
+candidate's process); on a GPU, ncu confirms a claimed speedup from outside that process.
 
 Untrusted: ``runner.py`` is run as a script in its own sandboxed process with only the candidate
 file in its folder; it loads ``guard.py`` and ``wire.py`` by path (no ``tritondx.tools.verify``

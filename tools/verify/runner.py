@@ -141,6 +141,20 @@ def main() -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)     # the candidate's prints go to stderr, never into the protocol
+    # nothing else inherited stays open (a profiler's log, a lock): the candidate gets only the protocol
+    os.closerange(3, min(req_fd, ans_fd, ev_fd))
+    for fd in range(max(req_fd, ans_fd, ev_fd) + 1, 256):
+        if fd not in (req_fd, ans_fd, ev_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    for fd in range(min(req_fd, ans_fd, ev_fd), max(req_fd, ans_fd, ev_fd)):
+        if fd not in (req_fd, ans_fd, ev_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
     req, ans = os.fdopen(req_fd, "rb"), os.fdopen(ans_fd, "wb")
     wire = _load_sibling("wire")
     hello = wire.recv(req)

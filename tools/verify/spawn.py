@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.sandbox import classify, isolation, scrubbed_env
+from tritondx.tools.sandbox import ILLEGAL_ACCESS_RE, OOM_RE, Isolation, classify, isolation, scrubbed_env
 from tritondx.tools.verify import wire
 
 RUNNER_PY = Path(__file__).with_name("runner.py")
@@ -38,8 +38,11 @@ PRIVATE_DIR = "/tmp/tritondx-runner"
 EVIDENCE_KEEP = 100_000
 
 
-def _is_under(path: Path, folder: Path) -> bool:
-    return folder.resolve() in path.resolve().parents
+def _needs_host_tmp(env: dict[str, str]) -> bool:
+    """True when the runner needs something that lives in /tmp (its own script, an import path, the
+    interpreter): then /tmp stays, with the other jobs' folders hidden, instead of a fresh tmpfs."""
+    paths = [str(RUNNER_PY), sys.executable, sys.prefix] + env.get("PYTHONPATH", "").split(os.pathsep)
+    return any(p and os.path.abspath(p).startswith("/tmp/") for p in paths)
 
 
 def _prctl(option: int, arg: int) -> None:
@@ -78,7 +81,10 @@ class RunnerProcess:
 
     def __init__(self, candidate: str, device: str, allowed_ops: list[str], hide: list[str],
                  answer_cap: int = 1 << 34, wrap: list[str] | None = None) -> None:
-        """``wrap``: a command put in front of the sandboxed runner, outside its namespaces (ncu)."""
+        """``wrap``: a command put in front of the runner (ncu). A wrapped runner gets no namespaces:
+        a profiler's injected threads make ``unshare`` of a user namespace fail (EINVAL, seen with
+        ncu 2025.3 on the H200); it keeps the scrubbed environment, its private folder and the
+        parent-death signal."""
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
         self.source = Path(candidate).read_text()
         self.answer_cap = answer_cap
@@ -87,13 +93,16 @@ class RunnerProcess:
         ev_r, ev_w = os.pipe()
         env = scrubbed_env({"HOME": str(self.dir), FDS_ENV: f"{req_r},{ans_w},{ev_w}", "OMP_NUM_THREADS": "1"})
         cmd = [sys.executable, "-P", str(RUNNER_PY)]
-        iso = isolation()
-        if iso.readonly:  # a mount namespace: a fresh /tmp, and the judge's folders hidden
+        iso = isolation() if not wrap else Isolation()
+        if iso.readonly:  # a mount namespace: a fresh /tmp (or other jobs' folders hidden), the judge's hidden
+            if _needs_host_tmp(env):
+                hide = hide + [str(d) for d in Path(tempfile.gettempdir()).glob("tritondx-[jr]*-*") if d != self.dir]
             mounts = "".join(f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(h)} 2>/dev/null; " for h in hide)
-            if not _is_under(RUNNER_PY, Path("/tmp")):
+            if not _needs_host_tmp(env):
+                # set inside the namespace: a wrapper outside it (ncu) keeps the host's TMPDIR
                 mounts += (f"mount -t tmpfs -o size={PRIVATE_TMP_SIZE} tmpfs /tmp && mkdir -p {PRIVATE_DIR} && "
-                           f"cd {PRIVATE_DIR} || exit 97; ")
-                env.update(HOME=PRIVATE_DIR, TMPDIR=PRIVATE_DIR, TRITON_CACHE_DIR=f"{PRIVATE_DIR}/.triton")
+                           f"cd {PRIVATE_DIR} || exit 97; export HOME={PRIVATE_DIR} TMPDIR={PRIVATE_DIR} "
+                           f"TRITON_CACHE_DIR={PRIVATE_DIR}/.triton; ")
             cmd = ["sh", "-c", mounts + 'exec "$@"', "sh"] + cmd
         cmd = (wrap or []) + iso.prefix + cmd
         self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-")[1])
@@ -145,7 +154,10 @@ class RunnerProcess:
         if rc is None:
             return RunnerDied("error", f"the candidate's runner broke the protocol ({exc})")
         kind = classify(rc, tail, False)
-        last = next((ln.strip() for ln in reversed(tail.splitlines()) if ln.strip()), "(no output)")
+        lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+        # the line that names the fault (a CUDA error is followed by torch's hints), else the last
+        last = next((ln for ln in reversed(lines) if ILLEGAL_ACCESS_RE.search(ln) or OOM_RE.search(ln)),
+                    lines[-1] if lines else "(no output)")
         if kind == "ok":
             kind = "no_result"
             return RunnerDied(kind, f"the candidate's process exited (code 0) without answering "

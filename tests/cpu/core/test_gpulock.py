@@ -140,6 +140,7 @@ def test_a_bench_that_runs_out_of_device_memory_in_a_batch_is_retried_alone(tmp_
     alone; the second answer is the result. Without a lock folder (the device is not shared) it is not."""
     from tritondx.tools import verifier
     from tritondx.tools.sandbox import JobResult
+    from tritondx.tools.verify import jobs
     calls = []
 
     def fake_run_job(job, timeout, env, gpu_lock=False, **kw):
@@ -157,7 +158,7 @@ def test_a_bench_that_runs_out_of_device_memory_in_a_batch_is_retried_alone(tmp_
         def job_env(self):
             return {"X": "1"}
 
-    monkeypatch.setattr(verifier, "run_job", fake_run_job)
+    monkeypatch.setattr(jobs, "run_job", fake_run_job)
     monkeypatch.setenv("TRITONDX_LOCK_DIR", str(tmp_path))
     result, error, seconds = verifier.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
     assert result["shapes"] == [] and error == "" and seconds == 3.0

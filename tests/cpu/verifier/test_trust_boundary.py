@@ -83,3 +83,27 @@ def test_the_runner_holds_no_verifier_module_no_seal_and_only_the_candidate(case
     assert not [m for m in modules if m.startswith("tritondx.tools.verify")], modules
     assert "env= " in v.reason, v.reason           # no seal / key / token variable
     assert v.reason.rstrip().endswith("cwd=candidate.py"), v.reason
+
+
+def _hw(ini_ns: float, best_ns: float, best_kernels=("axpy_kernel",), initial_kernels=("axpy_kernel",)):
+    return {"initial": {"ns_per_call": ini_ns, "kernels": list(initial_kernels)},
+            "best": {"ns_per_call": best_ns, "kernels": list(best_kernels)}}
+
+
+def test_the_hardware_check_confirms_a_claim_within_ten_percent_only():
+    from tritondx.tools.verify.timing import judge_hardware
+    assert judge_hardware(_hw(100e3, 50e3), 2.0).confirmed            # 2.00x measured, 2.00x claimed
+    assert judge_hardware(_hw(100e3, 50e3), 2.2).confirmed            # 2.00 >= 2.2 * 0.9
+    bad = judge_hardware(_hw(100e3, 50e3), 2.3)                       # 2.00 < 2.07
+    assert not bad.confirmed and "2.00x" in bad.note and "claimed 2.30x" in bad.note
+    assert not judge_hardware(_hw(100e3, 0.0), 2.0).confirmed         # no kernel time at all
+
+
+def test_the_hardware_check_refuses_library_kernels_the_initial_does_not_launch():
+    from tritondx.tools.verify.timing import judge_hardware
+    aten = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
+    fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"
+    hidden = judge_hardware(_hw(100e3, 50e3, ("axpy_kernel", aten)), 2.0)
+    assert not hidden.confirmed and "library kernels" in hidden.note
+    assert judge_hardware(_hw(100e3, 50e3, ("axpy_kernel", fill)), 2.0).confirmed   # torch.zeros is allowed
+    assert judge_hardware(_hw(100e3, 50e3, ("k", aten), ("k", aten)), 2.0).confirmed  # the initial launches it too
