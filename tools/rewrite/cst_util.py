@@ -425,10 +425,20 @@ def launch_sites(module: cst.Module) -> list[LaunchSite]:
 
 
 def _launch_sites(module: cst.Module) -> list[LaunchSite]:
-    kernels = jit_functions(module)
     launch = function(module, "launch")
-    if launch is None:
-        return []
+    return [] if launch is None else launch_sites_in(module, launch)
+
+
+def host_launch_sites(module: cst.Module) -> list[tuple[cst.FunctionDef, LaunchSite]]:
+    """Kernel launches in every top-level host function (launch() and the helpers it calls), in source order."""
+    jit = jit_functions(module)
+    return [(s, site) for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in jit
+            for site in launch_sites_in(module, s)]
+
+
+def launch_sites_in(module: cst.Module, launch: cst.FunctionDef) -> list[LaunchSite]:
+    """Kernel launches in one host function (top-level statements of its body and everything inside them)."""
+    kernels = jit_functions(module)
     out: list[LaunchSite] = []
     for i, st in enumerate(launch.body.body):
         found = [c for cs in _cached("calls", st, _calls_index).values() for c in cs

@@ -24,6 +24,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     row_resident,
     row_templates,
     templates,
+    tile_2d,
     vectorize,
 )
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
