@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tritondx.tools.evidence import Finding, finding_id
 from tritondx.tools.task import TaskSpec
+from tritondx.tools.triage_patterns import source_patterns
 
 KERNEL_CLASSES = ("matmul-like", "attention-like", "reduction", "scan", "gather/scatter", "elementwise", "other")
 
@@ -301,6 +302,8 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
                 if "[:, :, None]" in txt and "[None, :, :]" in txt:
                     add("mul_sum_dot", "matrix product written as broadcast multiply and tl.sum instead of tl.dot",
                         node.lineno, ["tl_dot"], severity="high", kernel=fn.name)
+    for pt in source_patterns(tree):
+        add(pt.detector, pt.message, pt.line, pt.suggests, severity=pt.severity, kernel=pt.kernel, **pt.metric)
     if "triton.autotune" not in spec.source and "autotune" not in spec.source:
         add("fixed_launch_config", "no autotuning: one hand-picked launch configuration", launch_fn.lineno,
             ["launch_config", "autotune"], severity="low")
