@@ -151,11 +151,34 @@ def causal_compare(node: ast.AST, loop_var: str) -> bool:
     return rowcol and any(loop_var in ns for ns in names)
 
 
+def _program_names(fn: ast.FunctionDef) -> set[str]:
+    """Names whose value depends on tl.program_id (transitively)."""
+    pairs = [(t.id, n.value) for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets
+             if isinstance(t, ast.Name)]
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, v in pairs:
+            if name not in out and (any(isinstance(c, ast.Call) and _name(c.func) == "tl.program_id"
+                                        for c in ast.walk(v)) or {n.id for n in ast.walk(v) if isinstance(n, ast.Name)} & out):
+                out.add(name)
+                changed = True
+    return out
+
+
 def causal_patterns(tree: ast.Module) -> list[Pattern]:
+    """The loop must start where the key range starts (its lower bound independent of the program index):
+    a loop that already starts at the diagonal block (the second half of a split) only walks diagonal tiles."""
     out = []
     for fn in _kernels(tree):
+        pid_names = _program_names(fn)
         for lp in (n for n in ast.walk(fn) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)):
             if not (isinstance(lp.iter, ast.Call) and _name(lp.iter.func) in ("range", "tl.range")):
+                continue
+            start = lp.iter.args[0] if len(lp.iter.args) > 1 else None
+            if start is not None and ({n.id for n in ast.walk(start) if isinstance(n, ast.Name)} & pid_names or any(
+                    isinstance(c, ast.Call) and _name(c.func) == "tl.program_id" for c in ast.walk(start))):
                 continue
             hit = next((n for n in ast.walk(lp) if causal_compare(n, lp.target.id)), None)
             if hit is not None:
