@@ -11,6 +11,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     alignment,
     ascend,
     autotune,
+    autotune_widen,
     causal_split,
     cheap_math,
     dot,
