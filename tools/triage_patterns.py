@@ -70,7 +70,7 @@ def pow_patterns(tree: ast.Module) -> list[Pattern]:
     return out
 
 
-def _grid_stride_loop(fn: ast.FunctionDef) -> tuple[int, str] | None:
+def grid_stride_loop(fn: ast.FunctionDef) -> tuple[int, str] | None:
     """(axis, step) of ``for i in range(tl.program_id(a) [+...], n, step)`` where step is tl.num_programs(a)
     or a parameter: the kernel walks its work with a stride of the program count."""
     params = {a.arg for a in fn.args.args}
@@ -91,7 +91,7 @@ def _grid_stride_loop(fn: ast.FunctionDef) -> tuple[int, str] | None:
     return None
 
 
-def _int_constant(e: ast.expr, host: ast.FunctionDef, tree: ast.Module) -> int | None:
+def int_constant(e: ast.expr, host: ast.FunctionDef, tree: ast.Module) -> int | None:
     if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
         return e.value
     if isinstance(e, ast.Name):
@@ -99,7 +99,7 @@ def _int_constant(e: ast.expr, host: ast.FunctionDef, tree: ast.Module) -> int |
             vals = [n.value for n in ast.walk(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
                     and isinstance(n.targets[0], ast.Name) and n.targets[0].id == e.id]
             if len(vals) == 1:
-                return _int_constant(vals[0], host, tree) if vals[0] is not e else None
+                return int_constant(vals[0], host, tree) if vals[0] is not e else None
             if vals:
                 return None
     return None
@@ -124,11 +124,11 @@ def program_count_patterns(tree: ast.Module, sm_count: int = 132) -> list[Patter
     for host in _hosts(tree):
         for call in _launches(host, set(kernels)):
             fn = kernels[_name(call.func.value)]
-            loop = _grid_stride_loop(fn)
+            loop = grid_stride_loop(fn)
             if loop is None:
                 continue
             e = grid_element(host, call, loop[0])
-            n = _int_constant(e, host, tree) if e is not None else None
+            n = int_constant(e, host, tree) if e is not None else None
             if n is None:
                 continue
             out.append(Pattern("fixed_program_count",

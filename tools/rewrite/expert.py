@@ -16,6 +16,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     cheap_math,
     dot,
     fuse_launches,
+    grid_to_cores,
     grouped,
     index_width,
     launch_config,
