@@ -27,6 +27,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     pipelining,
     row_resident,
     row_templates,
+    strided_args,
     templates,
     tile_2d,
     vectorize,
