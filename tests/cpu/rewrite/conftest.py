@@ -18,10 +18,11 @@ REPO = Path(__file__).resolve().parents[3]
 SUITE = REPO / "bench" / "suite"
 EXAMPLES = REPO / "examples"
 KERNELS = Path(__file__).resolve().parent / "kernels"
+FAMILIES = REPO / "bench" / "families"
 
 
 def task_path(name: str) -> Path:
-    for folder in (SUITE, EXAMPLES, KERNELS):
+    for folder in (SUITE, EXAMPLES, FAMILIES, KERNELS):
         p = folder / (name if name.endswith(".py") else name + ".py")
         if p.exists():
             return p

@@ -22,9 +22,9 @@ def _configs(src):
 
 
 def test_widened_around_the_first_config(rw, tmp_path):
-    (f,) = _tiny(load_task(rw.task_path("autotune_one")))
+    (f,) = _tiny(load_task(rw.task_path("autotune_widen")))
     assert f.metric["configs"] == 1 and f.suggests == ["autotune_widen"]
-    (p,) = [p for p in propose(rw.context_from("autotune_one", [])) if p.family == "autotune_widen"]
+    (p,) = [p for p in propose(rw.context_from("autotune_widen", [])) if p.family == "autotune_widen"]
     assert _configs(p.source) == [
         "triton.Config({'BLOCK': 256}, num_warps=4)",
         "triton.Config({'BLOCK': 128}, num_warps=4)", "triton.Config({'BLOCK': 512}, num_warps=4)",
@@ -32,12 +32,12 @@ def test_widened_around_the_first_config(rw, tmp_path):
         "triton.Config({'BLOCK': 256}, num_warps=4, num_stages=2)",
         "triton.Config({'BLOCK': 256}, num_warps=4, num_stages=4)"]
     # the interpreter runs one configuration per call in turn: 7 check shapes x several calls cover all 7
-    rw.verify("autotune_one", p.source, tmp_path)
+    rw.verify("autotune_widen", p.source, tmp_path)
     assert _tiny(parse_task_source(p.source, "cand.py")) == []
 
 
 def test_wide_list_left_alone(rw):
-    src = rw.task_path("autotune_one").read_text().replace(
+    src = rw.task_path("autotune_widen").read_text().replace(
         'triton.Config({"BLOCK": 256}, num_warps=4)],',
         'triton.Config({"BLOCK": 512}, num_warps=4), triton.Config({"BLOCK": 1024}, num_warps=8),'
         ' triton.Config({"BLOCK": 128}, num_warps=2)],')
@@ -49,7 +49,7 @@ def test_bounded(rw):
     from tritondx.tools.rewrite.autotune_widen import neighbors
     blocks = {f"BLOCK_{c}": 64 for c in "MNKXYZ"}
     assert len(neighbors(blocks, {"num_warps": 4, "num_stages": 3}, 16)) + 1 > MAX_CONFIGS
-    src = rw.task_path("autotune_one").read_text().replace(
+    src = rw.task_path("autotune_widen").read_text().replace(
         'triton.Config({"BLOCK": 256}, num_warps=4),\n', "").replace(
         'triton.Config({"BLOCK": 256}, num_warps=4)]', f"triton.Config({blocks!r}, num_warps=4, num_stages=3)]")
     out, done = widen_source(src)

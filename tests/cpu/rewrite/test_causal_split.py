@@ -16,22 +16,22 @@ def _causal(spec):
 
 
 def test_split_correct_and_finding_gone(rw, tmp_path):
-    (f,) = _causal(load_task(rw.task_path("causal_attn")))
+    (f,) = _causal(load_task(rw.task_path("causal_split")))
     assert "# MASK" in f.source_text and f.suggests == ["causal_split"]
-    (p,) = [p for p in propose(rw.context_from("causal_attn", [])) if p.family == "causal_split"]
+    (p,) = [p for p in propose(rw.context_from("causal_split", [])) if p.family == "causal_split"]
     assert p.motivated_by == [f.id]
     k = rw.function(p.source, "causal_attn_kernel")
     loops = [n for n in k.body if isinstance(n, ast.For)]
     assert len(loops) == 2
     assert not rw.calls(loops[0], "tl.where") and len(rw.calls(loops[1], "tl.where")) == 1
     assert ast.unparse(loops[1].iter).startswith("range(tl.maximum(tl.minimum(_tdx_diag_start,")
-    rw.verify("causal_attn", p.source, tmp_path)   # (80, 16): the last row block is partial
+    rw.verify("causal_split", p.source, tmp_path)   # (80, 16): the last row block is partial
     assert _causal(parse_task_source(p.source, "cand.py")) == []
     assert causal_source(p.source) is None          # not split twice
 
 
 def test_strict_mask_splits_one_row_earlier(rw):
-    src = rw.task_path("causal_attn").read_text().replace(
+    src = rw.task_path("causal_split").read_text().replace(
         "offs_m[:, None] >= (start_n + offs_n[None, :])", "offs_m[:, None] > (start_n + offs_n[None, :])")
     out, _ = causal_source(src)
     assert "(start_m * BLOCK_M - 0) // BLOCK_N" in out

@@ -13,9 +13,9 @@ from tritondx.tools.rewrite.tile_2d import tile_source
 
 
 def _round(rw, tmp_path):
-    before = rw.ir_findings(rw.task_path("row_transpose"), tmp_path / "before")
+    before = rw.ir_findings(rw.task_path("tile_2d"), tmp_path / "before")
     motivating = [f for f in before if f.detector == "uncoalesced_access"]
-    props = [p for p in propose(rw.context_from("row_transpose", before), limit=8) if p.family == "tile_2d"]
+    props = [p for p in propose(rw.context_from("tile_2d", before), limit=8) if p.family == "tile_2d"]
     return motivating, props
 
 
@@ -27,14 +27,14 @@ def test_transpose_tiled_and_finding_gone(rw, tmp_path):
     assert props, "tile_2d not proposed for the naive transpose"
     for i, p in enumerate(props):
         assert set(p.motivated_by) & {f.id for f in motivating}
-        rw.verify("row_transpose", p.source, tmp_path, f"cand{i}")
+        rw.verify("tile_2d", p.source, tmp_path, f"cand{i}")
         cand = tmp_path / f"cand{i}.py"
         after = rw.ir_findings(cand, tmp_path / f"after{i}")
         assert not [f for f in after if f.detector == "uncoalesced_access"], [f.message for f in after]
 
 
 def test_transpose_rewrite_shape(rw):
-    src, what = tile_source(rw.task_path("row_transpose").read_text(), "row_transpose_kernel", 64, 64)
+    src, what = tile_source(rw.task_path("tile_2d").read_text(), "row_transpose_kernel", 64, 64)
     k = rw.function(src, "row_transpose_kernel")
     assert [a.arg for a in k.args.args][-3:] == ["TDX_ROWS", "TDX_BLOCK_R", "TDX_BLOCK_C"]
     assert ast.unparse(k.body[0].value) == "(tl.program_id(0) * TDX_BLOCK_R + tl.arange(0, TDX_BLOCK_R))[:, None]"

@@ -1,4 +1,4 @@
-"""An autotuned kernel whose config list holds one config twice (autotune_widen's motivating case)."""
+"""Showcase task of the autotune_widen family (bench/families/README.md). An autotuned kernel whose config list holds one config twice (autotune_widen's motivating case)."""
 
 import torch
 import triton

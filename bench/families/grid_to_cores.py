@@ -1,4 +1,4 @@
-"""A grid-stride kernel launched on a fixed 32 programs (grid_to_cores' motivating case)."""
+"""Showcase task of the grid_to_cores family (bench/families/README.md). A grid-stride kernel launched on a fixed 32 programs (grid_to_cores' motivating case)."""
 
 import torch
 import triton

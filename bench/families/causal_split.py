@@ -1,4 +1,4 @@
-"""A causal attention forward whose key loop masks every tile (causal_split's motivating case)."""
+"""Showcase task of the causal_split family (bench/families/README.md). A causal attention forward whose key loop masks every tile (causal_split's motivating case)."""
 
 import torch
 import triton

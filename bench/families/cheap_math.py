@@ -1,4 +1,4 @@
-"""libdevice pow with small integer exponents (cheap_math's motivating case) next to one it must keep."""
+"""Showcase task of the cheap_math family (bench/families/README.md). libdevice pow with small integer exponents (cheap_math's motivating case) next to one it must keep."""
 
 import torch
 import triton

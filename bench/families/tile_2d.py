@@ -1,4 +1,4 @@
-"""A naive transpose: one program per input row, the whole row as one block; the store walks a column of
+"""Showcase task of the tile_2d family (bench/families/README.md). A naive transpose: one program per input row, the whole row as one block; the store walks a column of
 the output (lanes M elements apart): tile_2d's motivating case."""
 
 import torch

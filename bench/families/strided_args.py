@@ -1,4 +1,4 @@
-"""The launcher makes a transposed copy (permute(...).contiguous()) before a kernel that indexes with the
+"""Showcase task of the strided_args family (bench/families/README.md). The launcher makes a transposed copy (permute(...).contiguous()) before a kernel that indexes with the
 strides it is given (strided_args' motivating case)."""
 
 import torch
