@@ -38,6 +38,11 @@ def test_strict_mask_splits_one_row_earlier(rw):
 
 
 def test_padding_mask_not_split(rw):
-    assert _causal(load_task(rw.task_path("bidir_attn"))) == []
-    _, props = rw.proposals("bidir_attn", "causal_split")
-    assert props == []
+    # the same kernel with a key-padding mask over every key tile instead of the causal one
+    src = rw.task_path("causal_split").read_text().replace(
+        "range(0, (start_m + 1) * BLOCK_M, BLOCK_N)", "range(0, N, BLOCK_N)").replace(
+        "tl.where(offs_m[:, None] >= (start_n + offs_n[None, :]), qk, float(\"-inf\"))",
+        "tl.where(cols[None, :] < N, qk, float(\"-inf\"))")
+    assert "cols[None, :] < N, qk" in src
+    assert _causal(parse_task_source(src, "bidir.py")) == []
+    assert causal_source(src) is None
