@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tritondx.tools.evidence import Finding, finding_id
 from tritondx.tools.task import TaskSpec
+from tritondx.tools.triage_patterns import source_patterns
 
 KERNEL_CLASSES = ("matmul-like", "attention-like", "reduction", "scan", "gather/scatter", "elementwise", "other")
 
@@ -174,6 +175,72 @@ def index_arith_loads(fn: ast.FunctionDef) -> tuple[list[ast.Call], list[ast.Cal
     return dm, ind
 
 
+#: calls whose result is a block (a tensor of offsets or a block pointer), not one scalar
+BLOCK_MAKERS = ("tl.arange", "tl.make_block_ptr", "tl.advance", "tl.make_tensor_descriptor", "tl.zeros", "tl.full")
+
+
+def tensor_names(fn: ast.FunctionDef) -> set[str]:
+    """Names that hold blocks: assigned (anywhere, loop-carried updates included) from an expression that
+    makes a block or reads a name that holds one. ``a_ptrs = a_ptr + rm[:, None] * s + rk[None, :]`` outside
+    a K-loop and ``a_ptrs += BLOCK_K`` inside it are both blocks."""
+    return _derived_names(fn, lambda value: any(c in BLOCK_MAKERS for c in _calls(value)))
+
+
+def tile_names(fn: ast.FunctionDef) -> set[str]:
+    """Names that hold 2-D (or higher) blocks: built with a ``[:, None]`` / ``[None, :]`` broadcast or a block
+    pointer, or read from a name that holds one."""
+    return _derived_names(fn, _is_tile_expr)
+
+
+def _is_tile_expr(e: ast.AST) -> bool:
+    return any(isinstance(n, ast.Subscript) and "None" in ast.unparse(n.slice) for n in ast.walk(e)) or \
+        any(c in ("tl.make_block_ptr", "tl.make_tensor_descriptor") for c in _calls(e))
+
+
+def _derived_names(fn: ast.FunctionDef, seed) -> set[str]:
+    pairs = [(t.id, n.value) for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+             and n.value is not None
+             for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+             for t in (t.elts if isinstance(t, ast.Tuple) else [t]) if isinstance(t, ast.Name)]
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, value in pairs:
+            if name not in out and (seed(value) or _names(value) & out):
+                out.add(name)
+                changed = True
+    return out
+
+
+def _is_block_value(load: ast.Call, block_names: set[str]) -> bool:
+    """A tl.load whose pointer is a block (offsets from tl.arange, a block pointer), not one element."""
+    ptr = load.args[0] if load.args else next((k.value for k in load.keywords if k.arg == "pointer"), None)
+    if ptr is None:
+        return False
+    return any(c in BLOCK_MAKERS for c in _calls(ptr)) or bool(_names(ptr) & block_names)
+
+
+def _row_loop_load(lp: ast.For, loads: list[ast.Call], block_names: set[str], tiles: set[str]) -> bool:
+    """A step-1 loop whose every load is a 1-D block (no ``[:, None]`` broadcast, no block pointer) and one of
+    whose addresses moves by ``index * stride`` with the loop index (directly or through a name assigned in the
+    loop): one row of a 2-D array per iteration."""
+    if not isinstance(lp.target, ast.Name) or len(lp.iter.args) == 3 or \
+            any(_is_tile_expr(c) or _names(c) & tiles for c in loads):
+        return False
+    i = lp.target.id
+    local = {t.id: n.value for n in ast.walk(lp) if isinstance(n, ast.Assign) for t in n.targets
+             if isinstance(t, ast.Name)}
+
+    def scaled(e: ast.AST, depth: int = 0) -> bool:
+        if any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult) and i in _names(b) for b in ast.walk(e)):
+            return True
+        return depth < 3 and any(scaled(local[n], depth + 1) for n in _names(e) if n in local and n != i)
+
+    return all(_is_block_value(c, block_names) for c in loads) and \
+        any(scaled(c.args[0]) for c in loads if c.args)
+
+
 def _int_value(expr: ast.expr, launch_fn: ast.FunctionDef) -> int | None:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, int):
         return expr.value
@@ -253,11 +320,18 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
             add("multi_pass_loops", f"{fn.name} walks the same range ({bound}) in {len(passes)} separate "
                                     "loops: the data is read from memory once per pass",
                 passes[1].lineno, ["fuse_passes"], severity="high", kernel=fn.name, passes=len(passes))
+        block_names = tensor_names(fn)
         for lp in ranged:
-            body_src = ast.unparse(lp)
-            if "tl.arange" not in body_src and "tl.load" in body_src:
-                add("scalar_loop", f"{fn.name} loads one element per iteration in a Python-level loop",
+            loads = [n for n in ast.walk(lp) if isinstance(n, ast.Call) and _call_name(n.func) == "tl.load"]
+            if loads and not any(_is_block_value(c, block_names) for c in loads):
+                add("scalar_loop", f"{fn.name} loads one element per iteration in a Python-level loop "
+                                   f"({len(loads)} scalar load{'s' if len(loads) > 1 else ''}, no block of offsets)",
                     lp.lineno, ["vectorize_scalar_loop"], severity="high", kernel=fn.name)
+            elif loads and _row_loop_load(lp, loads, block_names, tile_names(fn)):
+                add("row_loop", f"{fn.name} loads one 1-D row block per iteration of a loop over rows "
+                                f"({lp.target.id if isinstance(lp.target, ast.Name) else 'the loop index'} scales a "
+                                "stride): 2-D tiles would load several rows per step",
+                    lp.lineno, ["vectorize_scalar_loop"], severity="medium", kernel=fn.name)
         gathers = index_arith_loads(fn) if kclass in ("elementwise", "gather/scatter") else None
         if gathers:
             dm, ind = gathers
@@ -274,6 +348,8 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
                 if "[:, :, None]" in txt and "[None, :, :]" in txt:
                     add("mul_sum_dot", "matrix product written as broadcast multiply and tl.sum instead of tl.dot",
                         node.lineno, ["tl_dot"], severity="high", kernel=fn.name)
+    for pt in source_patterns(tree):
+        add(pt.detector, pt.message, pt.line, pt.suggests, severity=pt.severity, kernel=pt.kernel, **pt.metric)
     if "triton.autotune" not in spec.source and "autotune" not in spec.source:
         add("fixed_launch_config", "no autotuning: one hand-picked launch configuration", launch_fn.lineno,
             ["launch_config", "autotune"], severity="low")

@@ -52,10 +52,17 @@ FAMILY_TASKS = {
     "index_width": "bench/families/index_width.py",
     "autotune": "bench/families/autotune.py",
     "vectorize_scalar_loop": "bench/families/vectorize_scalar_loop.py",
+    "tile_2d": "bench/families/tile_2d.py",
+    "strided_args": "bench/families/strided_args.py",
+    "cheap_math": "bench/families/cheap_math.py",
+    "grid_to_cores": "bench/families/grid_to_cores.py",
+    "causal_split": "bench/families/causal_split.py",
+    "autotune_widen": "bench/families/autotune_widen.py",
 }
 #: table order
 ORDER = ["launch_config", "launch_search", "tl_dot", "fuse_passes", "fuse_launches", "vectorize_scalar_loop", "split_k",
-         "grouped_ordering", "pipelining", "persistent", "mask_removal", "index_width", "alignment_hints", "autotune"]
+         "grouped_ordering", "pipelining", "persistent", "mask_removal", "index_width", "alignment_hints", "autotune",
+         "tile_2d", "strided_args", "cheap_math", "grid_to_cores", "causal_split", "autotune_widen"]
 
 
 def run_one(family: str, task: str, out: Path, args, deadline: float) -> dict:

@@ -35,7 +35,7 @@ from tritondx.tools.ir.ssa import (
 #: Rewrite families a detector may suggest (ids of the rewrite catalog).
 REWRITE_FAMILIES = ("launch_config", "alignment_hints", "vectorize_scalar_loop", "tl_dot", "grouped_ordering",
                     "pipelining", "fuse_passes", "fuse_launches", "split_k", "persistent", "mask_removal",
-                    "index_width")
+                    "index_width", "tile_2d")
 
 
 @dataclass(frozen=True)
@@ -718,7 +718,7 @@ def _missing_alignment(det: Detector, k: KernelIR) -> list[Finding]:
     return out
 
 
-@detector("uncoalesced_access", "ir", ("ttgir",), ("alignment_hints", "launch_config"),
+@detector("uncoalesced_access", "ir", ("ttgir",), ("alignment_hints", "launch_config", "tile_2d"),
           "the layout's fastest dimension is not the pointer's contiguous one: consecutive lanes touch addresses "
           "a stride apart (strided or transposed access)")
 def _uncoalesced(det: Detector, k: KernelIR) -> list[Finding]:

@@ -462,6 +462,18 @@ def function_launch_sites(launch: cst.FunctionDef, kernels: dict[str, cst.Functi
     return out
 
 
+def host_launch_sites(module: cst.Module) -> list[tuple[cst.FunctionDef, LaunchSite]]:
+    """Kernel launches in every top-level host function (launch() and the helpers it calls), in source order."""
+    jit = jit_functions(module)
+    return [(s, site) for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in jit
+            for site in function_launch_sites(s, jit)]
+
+
+def launch_sites_in(module: cst.Module, launch: cst.FunctionDef) -> list[LaunchSite]:
+    """Kernel launches in one host function of ``module``."""
+    return function_launch_sites(launch, jit_functions(module))
+
+
 def local_assignment(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
     """Values assigned to ``name`` anywhere in ``fn`` (simple ``name = value`` and tuple unpacking)."""
     return list(_cached(f"assign:{name}", fn, lambda f: _local_assignment(f, name)))

@@ -11,8 +11,12 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     alignment,
     ascend,
     autotune,
+    autotune_widen,
+    causal_split,
+    cheap_math,
     dot,
     fuse_launches,
+    grid_to_cores,
     grouped,
     index_width,
     launch_config,
@@ -24,7 +28,9 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     pipelining,
     row_resident,
     row_templates,
+    strided_args,
     templates,
+    tile_2d,
     vectorize,
 )
 from tritondx.tools.evidence import Finding

@@ -18,10 +18,11 @@ REPO = Path(__file__).resolve().parents[3]
 SUITE = REPO / "bench" / "suite"
 EXAMPLES = REPO / "examples"
 KERNELS = Path(__file__).resolve().parent / "kernels"
+FAMILIES = REPO / "bench" / "families"
 
 
 def task_path(name: str) -> Path:
-    for folder in (SUITE, EXAMPLES, KERNELS):
+    for folder in (SUITE, EXAMPLES, FAMILIES, KERNELS):
         p = folder / (name if name.endswith(".py") else name + ".py")
         if p.exists():
             return p
@@ -74,6 +75,26 @@ def verify(name: str, source: str, tmp_path: Path, label: str = "cand") -> None:
     assert r.passed, f"{r.klass}: {r.reason}"
 
 
+def ir_findings(task: Path, out: Path, tier: str = "ir") -> list[Finding]:
+    """The task compiled for cuda:90 on CPU (the JIT-faithful capture) and the NVIDIA detectors of ``tier`` run
+    on it: how a family test checks that its motivating finding is gone from the candidate's IR."""
+    from tritondx.tools.ir.context import load_capture
+    from tritondx.tools.ir.detectors import run_detectors
+    from tritondx.tools.verifier import capture_ir
+    manifest, err = capture_ir(str(task), out, "cuda:90", per_pass=False, timeout=300)
+    assert manifest is not None, err
+    return run_detectors(load_capture(out / "manifest.json", task.read_text(), arch=90, source_path=str(task)), tier)
+
+
+def context_from(name: str, findings: list[Finding]) -> RewriteContext:
+    """The context the expert gets for a task whose findings came from a real capture (plus triage's)."""
+    spec = load_task(task_path(name))
+    kclass, tri = triage(spec)
+    dtypes, tols = _dtypes_and_tolerances(spec.source)
+    return RewriteContext(spec=spec, original=spec, kernel_class=kclass, findings=tri + list(findings),
+                          dtypes=dtypes, tolerances=tols)
+
+
 def tree(source: str) -> ast.Module:
     return ast.parse(source)
 
@@ -97,7 +118,8 @@ def rw():
     class H:
         pass
     h = H()
-    for f in (task_path, make_context, proposals, verify, tree, kernel_names, function, calls):
+    for f in (task_path, make_context, proposals, verify, tree, kernel_names, function, calls, ir_findings,
+              context_from):
         setattr(h, f.__name__, staticmethod(f))
     h.CATALOG = CATALOG
     h.SUITE = SUITE

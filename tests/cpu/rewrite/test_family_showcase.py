@@ -32,6 +32,8 @@ TIER = {
     "vectorize_scalar_loop": "triage", "autotune": "triage",
     "split_k": "ir", "persistent": "ir", "mask_removal": "ir", "index_width": "ir", "alignment_hints": "ir",
     "pipelining": "compiler", "grouped_ordering": "profile",
+    "strided_args": "triage", "cheap_math": "triage", "grid_to_cores": "triage", "causal_split": "triage",
+    "autotune_widen": "triage", "tile_2d": "ir",
 }
 
 

@@ -1,0 +1,256 @@
+"""Tier 0 source patterns that real kernels leave on the table (ast only; nothing runs, nothing compiles).
+
+Each check returns ``(detector, message, line, suggests, severity, kernel, metric)`` tuples that
+``triage()`` turns into findings; the source line quoted is the evidence:
+
+- ``pow_constant_exponent``: ``libdevice.pow(x, 2)`` in a kernel (a product does it exactly) -> cheap_math
+- ``fixed_program_count``: a grid-stride kernel (``range(pid, n, tl.num_programs(0))``) launched on a literal
+  number of programs (a core count of some other device) -> grid_to_cores
+- ``causal_mask_every_tile``: a ``rows[:, None] >= cols[None, :]`` mask built from the loop index on every
+  iteration of a loop over key tiles -> causal_split
+- ``tiny_autotune_space``: ``@triton.autotune`` with one or two distinct configs -> autotune_widen
+- ``wrapper_copy``: the launcher copies an input into a new layout (``.permute(...).contiguous()``) before
+  passing it, with its strides, to a kernel -> strided_args
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from tritondx.tools.rewrite.cheap_math import constant_exponent, is_pow
+
+
+@dataclass
+class Pattern:
+    detector: str
+    message: str
+    line: int | None
+    suggests: list[str]
+    severity: str = "medium"
+    kernel: str | None = None
+    metric: dict = field(default_factory=dict)
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"{_name(node.value)}.{node.attr}"
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def _jit(fn: ast.FunctionDef) -> bool:
+    return any("jit" in ast.unparse(d) for d in fn.decorator_list)
+
+
+def _kernels(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and _jit(n)]
+
+
+def _hosts(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and not _jit(n)]
+
+
+def _launches(host: ast.FunctionDef, kernels: set[str]) -> list[ast.Call]:
+    return [n for n in ast.walk(host) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
+            and _name(n.func.value) in kernels]
+
+
+def pow_patterns(tree: ast.Module) -> list[Pattern]:
+    out = []
+    for fn in _kernels(tree):
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Call) and is_pow(_name(n.func)) and constant_exponent(n) is not None:
+                e = constant_exponent(n)
+                out.append(Pattern("pow_constant_exponent",
+                                   f"{fn.name} calls {_name(n.func)}(x, {e}): a general powf (log/exp path) where "
+                                   f"{'x' if e == 1 else ' * '.join(['x'] * e)} is exact", n.lineno, ["cheap_math"],
+                                   "medium", fn.name, {"exponent": e}))
+    return out
+
+
+def grid_stride_loop(fn: ast.FunctionDef) -> tuple[int, str] | None:
+    """(axis, step) of ``for i in range(tl.program_id(a) [+...], n, step)`` where step is tl.num_programs(a)
+    or a parameter: the kernel walks its work with a stride of the program count."""
+    params = {a.arg for a in fn.args.args}
+    pids = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets
+            if isinstance(t, ast.Name) and isinstance(n.value, ast.Call) and _name(n.value.func) == "tl.program_id"}
+    for lp in (n for n in ast.walk(fn) if isinstance(n, ast.For)):
+        it = lp.iter
+        if not (isinstance(it, ast.Call) and _name(it.func) in ("range", "tl.range") and len(it.args) == 3):
+            continue
+        start, step = it.args[0], it.args[2]
+        start_pid = start if isinstance(start, ast.Call) else pids.get(start.id) if isinstance(start, ast.Name) else None
+        if not (isinstance(start_pid, ast.Call) and _name(start_pid.func) == "tl.program_id"):
+            continue
+        axis = start_pid.args[0].value if start_pid.args and isinstance(start_pid.args[0], ast.Constant) else 0
+        if isinstance(step, ast.Call) and _name(step.func) == "tl.num_programs" or \
+                isinstance(step, ast.Name) and step.id in params:
+            return axis, ast.unparse(step)
+    return None
+
+
+def int_constant(e: ast.expr, host: ast.FunctionDef, tree: ast.Module) -> int | None:
+    if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, ast.Name):
+        for scope in (host, tree):
+            vals = [n.value for n in ast.walk(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                    and isinstance(n.targets[0], ast.Name) and n.targets[0].id == e.id]
+            if len(vals) == 1:
+                return int_constant(vals[0], host, tree) if vals[0] is not e else None
+            if vals:
+                return None
+    return None
+
+
+def grid_element(host: ast.FunctionDef, call: ast.Call, axis: int) -> ast.expr | None:
+    grid = call.func.slice
+    if isinstance(grid, ast.Name):
+        vals = [n.value for n in ast.walk(host) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == grid.id]
+        grid = vals[0] if len(vals) == 1 else None
+    if isinstance(grid, ast.Lambda):
+        grid = grid.body
+    if isinstance(grid, ast.Tuple) and axis < len(grid.elts):
+        return grid.elts[axis]
+    return None
+
+
+def program_count_patterns(tree: ast.Module, sm_count: int = 132) -> list[Pattern]:
+    kernels = {k.name: k for k in _kernels(tree)}
+    out = []
+    for host in _hosts(tree):
+        for call in _launches(host, set(kernels)):
+            fn = kernels[_name(call.func.value)]
+            loop = grid_stride_loop(fn)
+            if loop is None:
+                continue
+            e = grid_element(host, call, loop[0])
+            n = int_constant(e, host, tree) if e is not None else None
+            if n is None:
+                continue
+            out.append(Pattern("fixed_program_count",
+                               f"{fn.name} walks its work with a stride of the program count ({loop[1]}) but is "
+                               f"launched on a fixed {n} programs (a core count of some device): "
+                               f"{'fewer programs than' if n < sm_count else 'not sized to'} the {sm_count} SMs "
+                               "here, whatever the problem size", call.lineno, ["grid_to_cores"],
+                               "high" if n < sm_count else "low", fn.name, {"programs": n, "sm_count": sm_count}))
+    return out
+
+
+def causal_compare(node: ast.AST, loop_var: str) -> bool:
+    """``a[:, None] >= b[None, :]`` (or <=, >, <) where the column side moves with the loop index."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and
+            isinstance(node.ops[0], (ast.GtE, ast.Gt, ast.LtE, ast.Lt))):
+        return False
+    sides = (ast.unparse(node.left), ast.unparse(node.comparators[0]))
+    names = [{n.id for n in ast.walk(s) if isinstance(n, ast.Name)} for s in (node.left, node.comparators[0])]
+    rowcol = ("[:, None]" in sides[0] and "[None, :]" in sides[1]) or ("[None, :]" in sides[0] and "[:, None]" in sides[1])
+    return rowcol and any(loop_var in ns for ns in names)
+
+
+def _program_names(fn: ast.FunctionDef) -> set[str]:
+    """Names whose value depends on tl.program_id (transitively)."""
+    pairs = [(t.id, n.value) for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets
+             if isinstance(t, ast.Name)]
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, v in pairs:
+            if name not in out and (any(isinstance(c, ast.Call) and _name(c.func) == "tl.program_id"
+                                        for c in ast.walk(v)) or {n.id for n in ast.walk(v) if isinstance(n, ast.Name)} & out):
+                out.add(name)
+                changed = True
+    return out
+
+
+def causal_patterns(tree: ast.Module) -> list[Pattern]:
+    """The loop must start where the key range starts (its lower bound independent of the program index):
+    a loop that already starts at the diagonal block (the second half of a split) only walks diagonal tiles."""
+    out = []
+    for fn in _kernels(tree):
+        pid_names = _program_names(fn)
+        for lp in (n for n in ast.walk(fn) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)):
+            if not (isinstance(lp.iter, ast.Call) and _name(lp.iter.func) in ("range", "tl.range")):
+                continue
+            start = lp.iter.args[0] if len(lp.iter.args) > 1 else None
+            if start is not None and ({n.id for n in ast.walk(start) if isinstance(n, ast.Name)} & pid_names or any(
+                    isinstance(c, ast.Call) and _name(c.func) == "tl.program_id" for c in ast.walk(start))):
+                continue
+            hit = next((n for n in ast.walk(lp) if causal_compare(n, lp.target.id)), None)
+            if hit is not None:
+                out.append(Pattern("causal_mask_every_tile",
+                                   f"{fn.name} builds the causal mask ({ast.unparse(hit)}) on every iteration of the "
+                                   f"loop over {lp.target.id}: only the tiles that cross the diagonal need it",
+                                   hit.lineno, ["causal_split"], "medium", fn.name))
+                break
+    return out
+
+
+def autotune_configs(fn: ast.FunctionDef) -> list[ast.Call] | None:
+    for d in fn.decorator_list:
+        if isinstance(d, ast.Call) and _name(d.func) in ("triton.autotune", "autotune"):
+            cfg = next((k.value for k in d.keywords if k.arg == "configs"), d.args[0] if d.args else None)
+            if isinstance(cfg, ast.List) and all(isinstance(c, ast.Call) for c in cfg.elts):
+                return list(cfg.elts)
+    return None
+
+
+def autotune_patterns(tree: ast.Module) -> list[Pattern]:
+    out = []
+    for fn in _kernels(tree):
+        cfgs = autotune_configs(fn)
+        if cfgs is None:
+            continue
+        distinct = {ast.unparse(c) for c in cfgs}
+        if len(distinct) <= 2:
+            out.append(Pattern("tiny_autotune_space",
+                               f"{fn.name} is autotuned over {len(distinct)} distinct config"
+                               f"{'s' if len(distinct) > 1 else ''} ({len(cfgs)} listed): the tuner has nothing "
+                               "to choose from", cfgs[0].lineno, ["autotune_widen"], "medium", fn.name,
+                               {"configs": len(distinct)}))
+    return out
+
+
+LAYOUT_METHODS = ("permute", "transpose", "t", "movedim", "swapaxes", "mT", "T")
+
+
+def layout_copy(e: ast.expr) -> bool:
+    """``x.permute(...).contiguous()`` / ``x.t().contiguous()`` / ``x.transpose(a, b).reshape(...)``: a copy
+    into a new layout (a transposed view made dense)."""
+    if not isinstance(e, ast.Call) or not isinstance(e.func, ast.Attribute) or e.func.attr not in ("contiguous", "reshape"):
+        return False
+    inner = e.func.value
+    while isinstance(inner, (ast.Call, ast.Attribute)):
+        attr = inner.func if isinstance(inner, ast.Call) else inner
+        if isinstance(attr, ast.Attribute) and attr.attr in LAYOUT_METHODS:
+            return True
+        inner = attr.value if isinstance(attr, ast.Attribute) else None
+    return False
+
+
+def wrapper_copy_patterns(tree: ast.Module) -> list[Pattern]:
+    kernels = {k.name for k in _kernels(tree)}
+    out = []
+    for host in _hosts(tree):
+        calls = _launches(host, kernels)
+        if not calls:
+            continue
+        passed = {n.id for c in calls for a in c.args for n in [a] if isinstance(n, ast.Name)}
+        for n in ast.walk(host):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
+                    n.targets[0].id in passed and layout_copy(n.value):
+                out.append(Pattern("wrapper_copy",
+                                   f"{host.name} copies {ast.unparse(n.value.func.value)} into a new layout "
+                                   f"({n.targets[0].id} = ...{n.value.func.attr}()) before the launch: one extra "
+                                   "read and write of the tensor that strides in the kernel would avoid",
+                                   n.lineno, ["strided_args"], "medium", None, {"tensor": n.targets[0].id}))
+    return out
+
+
+def source_patterns(tree: ast.Module) -> list[Pattern]:
+    return (pow_patterns(tree) + program_count_patterns(tree) + causal_patterns(tree) + autotune_patterns(tree)
+            + wrapper_copy_patterns(tree))
