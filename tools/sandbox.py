@@ -337,6 +337,9 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     cmd = [python or sys.executable, "-m", "tritondx.tools.worker", str(job_file), str(result_file)]
     job_env = scrubbed_env(env)
     job_env["HOME"] = str(workdir)
+    # the job's temporary files (compile scratch, caches it makes) go with its folder, even after a crash
+    (workdir / "tmp").mkdir()
+    job_env["TMPDIR"] = str(workdir / "tmp")
     job_env.setdefault("TRITON_CACHE_DIR", str(Path(tempfile.gettempdir()) / "tritondx-triton-cache"))
     if not network:
         iso = isolation()

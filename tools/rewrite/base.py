@@ -25,6 +25,8 @@ class RewriteContext:
     unmeasured_families: set[str] = field(default_factory=set)
     #: families to try first this round (suggestions of open findings never tried: tools/report/closure.py)
     prefer: set[str] = field(default_factory=set)
+    #: families a person's feedback said not to propose (tools/rewrite/feedback.py)
+    avoid: set[str] = field(default_factory=set)
 
     def motivating(self, family: str) -> list[Finding]:
         return [f for f in self.findings if family in f.suggests and f.id not in self.insufficient]
