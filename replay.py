@@ -16,6 +16,7 @@ random suffix in PostgreSQL, which many runs share).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -58,6 +59,9 @@ class Run:
         from tritondx.checkpoints import open_checkpointer
         from tritondx.graph import builder
         self.dir = resolve_run(str(run))
+        if not readonly and not os.access(self.dir, os.W_OK):
+            raise TritonDXError(f"{self.dir}: the run folder is read-only; `tritondx replay {self.dir} --checkpoint ID "
+                                "--fork --out NEW` continues it in a new folder")
         self.meta = load_run(self.dir)
         self.thread_id = self.meta["thread_id"]
         self.saver = open_checkpointer(self.dir, readonly=readonly)

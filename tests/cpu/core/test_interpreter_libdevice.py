@@ -151,9 +151,9 @@ def test_libdevice_kernel_verifies_on_cpu(tmp_path):
     assert v.passed, f"{v.klass}: {v.reason}"
 
 
-# corpus tasks the CPU probe rejected with "does not compile" before (libdevice pow, llrint)
-LIBDEVICE_CORPUS = ["tbg_kernl_llama_ff", "tbg_kernl_rbe_rope", "tbg_kernl_rms_matmul_qkv",
-                    "tbg_bnb_quant_global_transpose"]
+# two of the corpus tasks the CPU probe rejected with "does not compile" before (libdevice pow with a tensor
+# exponent, llrint); tbg_kernl_llama_ff and tbg_kernl_rms_matmul_qkv (pow(x, 2)) pass too, too slow to add here
+LIBDEVICE_CORPUS = ["tbg_kernl_rbe_rope", "tbg_bnb_quant_global_transpose"]
 
 
 @pytest.mark.parametrize("name", LIBDEVICE_CORPUS)

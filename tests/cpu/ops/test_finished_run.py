@@ -67,6 +67,9 @@ def test_read_only_run_folder_is_read(finished, ops, tmp_path):
                              f"--out {fork}", ops, tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"forked from checkpoint {cp}" in r.stdout and (fork / "report.json").exists()
+    # replay writes into the run: on a read-only folder that is one line, pointing at --fork
+    r = _read_only_shell(ro, f"$T replay {ro} -c {cp}", ops, tmp_path)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--fork" in r.stderr, r.stderr
     assert _digests(ro) == before
 
 
