@@ -258,14 +258,43 @@ def open_postgres(url: str):
     return saver
 
 
-def open_checkpointer(run_dir: Path | str, url: str | None = None):
+def sqlite_readonly(path: Path, timeout: float = 30) -> sqlite3.Connection:
+    """A connection that never writes: ``mode=ro``, plus ``immutable=1`` when no process has the database
+    open for writing (no ``-wal`` file: SQLite removes it when the last writer closes) or the folder cannot
+    be written (a read-only mount: SQLite could not make the WAL's ``-shm`` file there). So a finished run's
+    folder is read without leaving ``-wal``/``-shm`` files, and a running one still shows its latest writes."""
+    path = Path(path)
+    uri = path.resolve().as_uri() + "?mode=ro"
+    if not Path(f"{path}-wal").exists() or not os.access(path.parent, os.W_OK):
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout)
+
+
+def _readonly_saver(conn: sqlite3.Connection):
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    class ReadOnlySqliteSaver(SqliteSaver):
+        """Reads a run's checkpoints; its setup creates nothing (the tables are there or the run has none)."""
+
+        def setup(self) -> None:
+            self.is_setup = True
+
+    return ReadOnlySqliteSaver(conn, serde=StrictSerializer())
+
+
+def open_checkpointer(run_dir: Path | str, url: str | None = None, readonly: bool = False):
     """The run folder's saver: ``PatientSqliteSaver`` on ``checkpoints.sqlite``, or ``PostgresSaver`` when
     the run's store is PostgreSQL (``store_url``). Both use ``StrictSerializer``; close with
-    ``saver.conn.close()`` (or use ``checkpointer(...)`` as a context manager)."""
+    ``saver.conn.close()`` (or use ``checkpointer(...)`` as a context manager). ``readonly``: for commands
+    that only read (history, show, the source of a fork), which then work on a read-only run folder."""
     run_dir = Path(run_dir)
     pg = store_url(run_dir, url)
+    if readonly and pg is None:
+        return _readonly_saver(sqlite_readonly(run_dir / SQLITE_FILE))
     if pg is not None:
         saver = open_postgres(pg)
+        if readonly:
+            return saver
         if not (run_dir / MARKER_FILE).exists():
             tmp = run_dir / (MARKER_FILE + ".tmp")
             tmp.write_text(json.dumps({"store": "postgres", "url": strip_password(pg)}, indent=1))
@@ -300,7 +329,7 @@ def count_checkpoints(run_dir: Path | str, url: str | None = None) -> int | None
         return None
     if pg is None:
         try:
-            con = sqlite3.connect(f"file:{run_dir / SQLITE_FILE}?mode=ro", uri=True, timeout=30)
+            con = sqlite_readonly(run_dir / SQLITE_FILE)
             try:
                 return con.execute("select count(*) from checkpoints").fetchone()[0]
             finally:

@@ -121,6 +121,9 @@ def _print_result(report: dict, out: Optional[str] = None) -> None:
         typer.echo(f"paused, waiting for approval; continue with: tritondx resume {report['run_dir']}")
     elif report.get("status") == "empty":
         typer.echo(f"run {report['run_dir']}: nothing ran")
+    elif report.get("status") == "finished":
+        typer.echo(f"run {report['run_dir']} is finished (best {report.get('best') or '-'}): nothing to resume; "
+                   "its report is unchanged")
     else:
         _print_summary(report, report.get("run_dir", out or ""))
 
@@ -162,9 +165,9 @@ def history(run: str = typer.Argument(..., help="run folder, or run id under run
     """The checkpoints of a run, oldest first: step, node that wrote it, highest tier, best so far."""
     _use_checkpoint_url(checkpoint_url)
     from tritondx.replay import history as _history
+    rows = _history(run)  # an error is its one line, with no header before it
     typer.echo(f"{'step':>4}  {'checkpoint':<38} {'node':<16} {'tier':<9} {'round':>5}  {'best':<8} "
                f"{'speedup':<11} next")
-    rows = _history(run)
     for r in rows:
         wait = ("" if not r["waiting"] else "  [waiting for approval]" if r is rows[-1] else "  (asked a person)")
         typer.echo(f"{r['step']:>4}  {r['checkpoint_id']:<38} {r['node']:<16} {r['tier']:<9} {r['round']:>5}  "

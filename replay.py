@@ -16,6 +16,7 @@ random suffix in PostgreSQL, which many runs share).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -38,10 +39,11 @@ def runs_dir() -> Path:
 
 def resolve_run(run: str) -> Path:
     """A run folder path, or a run id (folder name) under the runs directory."""
-    for cand in (Path(run), runs_dir() / run):
+    places = list(dict.fromkeys([Path(run), runs_dir() / run]))
+    for cand in places:
         if (cand / "run.json").exists():
             return cand.resolve()
-    raise TritonDXError(f"{run}: no run folder (looked for run.json in {run} and {runs_dir() / run})")
+    raise TritonDXError(f"{run}: no run folder (looked for run.json in {' and '.join(map(str, places))})")
 
 
 def load_run(run_dir: Path) -> dict[str, Any]:
@@ -53,13 +55,16 @@ def load_run(run_dir: Path) -> dict[str, Any]:
 class Run:
     """A run folder with its compiled graph on its checkpoint database (use as a context manager)."""
 
-    def __init__(self, run: str | Path):
+    def __init__(self, run: str | Path, readonly: bool = False):
+        from tritondx.checkpoints import open_checkpointer
         from tritondx.graph import builder
-        from tritondx.runner import open_checkpointer
         self.dir = resolve_run(str(run))
+        if not readonly and not os.access(self.dir, os.W_OK):
+            raise TritonDXError(f"{self.dir}: the run folder is read-only; `tritondx replay {self.dir} --checkpoint ID "
+                                "--fork --out NEW` continues it in a new folder")
         self.meta = load_run(self.dir)
         self.thread_id = self.meta["thread_id"]
-        self.saver = open_checkpointer(self.dir)
+        self.saver = open_checkpointer(self.dir, readonly=readonly)
         self.graph = builder.compile(checkpointer=self.saver)
 
     def __enter__(self) -> "Run":
@@ -136,7 +141,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     from tritondx.checkpoints import has_store
     if has_store(run_dir):
         try:
-            with Run(run_dir) as run:
+            with Run(run_dir, readonly=True) as run:
                 snap = run.graph.get_state(run.config())
         except Exception as exc:  # a damaged or foreign database: say so in the listing
             row["status"] = f"unreadable ({type(exc).__name__})"
@@ -162,7 +167,7 @@ def list_runs(folder: Path | None = None) -> list[dict[str, Any]]:
 
 def history(run: str | Path) -> list[dict[str, Any]]:
     """Oldest first: step, checkpoint id, writer node, highest tier so far, best so far."""
-    with Run(run) as r:
+    with Run(run, readonly=True) as r:
         writers = r.writers()
         rows = []
         for s in reversed(r.snapshots()):
@@ -176,7 +181,7 @@ def history(run: str | Path) -> list[dict[str, Any]]:
 
 
 def show(run: str | Path, checkpoint: str | None) -> dict[str, Any]:
-    with Run(run) as r:
+    with Run(run, readonly=True) as r:
         s = r.find(checkpoint)
         cid = s.config["configurable"]["checkpoint_id"]
         return {"checkpoint_id": cid, "step": (s.metadata or {}).get("step"), "node": r.writers().get(cid),
@@ -239,11 +244,17 @@ def _finish(run_dir: Path, final: dict[str, Any], waiting: list, t0: float) -> d
 
 def resume(run: str | Path, approver=None, verbose: bool = False) -> dict[str, Any]:
     """Continue a paused (or interrupted) run from its latest checkpoint."""
-    from tritondx.runner import drive, setup_logging
+    from tritondx.logs import setup_logging
+    from tritondx.runner import drive
     t0 = time.time()
-    with Run(run) as r:
-        setup_logging(r.dir / "log.jsonl", verbose)
+    with Run(run, readonly=True) as r:
         snap = r.graph.get_state(r.config())
+        if not snap.interrupts and not snap.next and (r.dir / "report.json").exists():
+            # a finished run: nothing to do, and its report and log stay as they are
+            return {"status": "finished", "run_dir": str(r.dir), "best": (snap.values.get("best") or {}).get("id")}
+    with Run(run) as r:
+        snap = r.graph.get_state(r.config())
+        setup_logging(r.dir / "log.jsonl", verbose)
         if snap.interrupts:
             if approver is None:
                 return {"status": "paused", "run_dir": str(r.dir), "waiting": [i.value for i in snap.interrupts]}
@@ -259,7 +270,8 @@ def resume(run: str | Path, approver=None, verbose: bool = False) -> dict[str, A
 
 def replay(run: str | Path, checkpoint: str, approver=None, verbose: bool = False) -> dict[str, Any]:
     """Re-execute from a checkpoint in the same thread (input None); the run folder's outputs are rewritten."""
-    from tritondx.runner import drive, setup_logging
+    from tritondx.logs import setup_logging
+    from tritondx.runner import drive
     t0 = time.time()
     with Run(run) as r:
         setup_logging(r.dir / "log.jsonl", verbose)
@@ -292,13 +304,14 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
     from tritondx.config import RunConfig
     from tritondx.graph import builder
     from tritondx.checkpoints import open_checkpointer, store_url, thread_id_for
-    from tritondx.runner import drive, new_run_dir, setup_logging
+    from tritondx.logs import setup_logging
+    from tritondx.runner import drive, new_run_dir
     from tritondx.tools.backends.base import get_backend
     for t in (stop_after_tier, tier):
         if t is not None and t not in TIERS:
             raise TritonDXError(f"unknown tier {t!r}; one of {', '.join(TIERS)}")
     t0 = time.time()
-    with Run(run) as r:
+    with Run(run, readonly=True) as r:
         snap = r.find(checkpoint)
         cid = snap.config["configurable"]["checkpoint_id"]
         writer = r.writers().get(cid)
@@ -309,6 +322,8 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
     overrides = {k: v for k, v in {"backend": backend, "stop_after_tier": stop_after_tier,
                                    "max_rounds": max_rounds}.items() if v is not None}
     cfg = RunConfig(**{**(values.get("config") or meta.get("config") or {}), **overrides})
+    if backend is not None:
+        get_backend(backend)  # one line, before the new folder is made
     goto = [TIER_NODE[tier]] if tier else list(snap.next)
     if not goto:
         raise TritonDXError(f"checkpoint {cid} is the end of the run: pass --tier to force a tier, "

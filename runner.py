@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-import structlog
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
@@ -19,76 +18,23 @@ from tritondx.config import RunConfig
 from tritondx.errors import TaskFormatError, TritonDXError
 from tritondx.checkpoints import thread_id_for
 from tritondx.graph import RUNNER_WRITES_REPORT, builder
+from tritondx.logs import setup_logging
 from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task import load_task
 
 RUNS_DIR = Path(os.environ.get("TRITONDX_RUNS", "runs"))
 
 
-def setup_logging(log_file: Path | None, verbose: bool = False) -> None:
-    """structlog: JSON lines into the run's log file, short lines on stderr; secrets redacted."""
-    from tritondx.tools.llm.redact import RedactingFilter, redact_secrets
-    register_env_secrets()
-    handlers: list[logging.Handler] = []
-    console = logging.StreamHandler(sys.stderr)
-    console.setLevel(logging.DEBUG if verbose else logging.INFO)
-    console.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processor=structlog.dev.ConsoleRenderer(colors=False),
-        foreign_pre_chain=[structlog.processors.TimeStamper(fmt="%H:%M:%S")]))
-    handlers.append(console)
-    if log_file is not None:
-        fh = logging.FileHandler(log_file)
-        fh.setLevel(logging.DEBUG)
-        fh.setFormatter(structlog.stdlib.ProcessorFormatter(processor=structlog.processors.JSONRenderer()))
-        handlers.append(fh)
-    root = logging.getLogger()
-    for h in list(root.handlers):
-        root.removeHandler(h)
-    for h in handlers:
-        h.addFilter(RedactingFilter())  # stdlib records (httpx, openai, langgraph) are redacted too
-        root.addHandler(h)
-    root.setLevel(logging.DEBUG)
-    for noisy in ("httpx", "httpcore", "openai", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            structlog.processors.format_exc_info,
-            redact_secrets,
-            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
-        ],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        cache_logger_on_first_use=False,
-    )
-
-
-def register_env_secrets() -> None:
-    """Register with the log redactor every secret this process can see: the value of each environment
-    variable with a secret-looking name (API keys, tokens, passwords) and the credentials in a proxy URL,
-    so that none of them can reach a log line, a report or a checkpoint through an error message."""
-    from urllib.parse import urlsplit
-
-    from tritondx.tools.llm.redact import register_secret
-    from tritondx.tools.sandbox import SECRET_NAME
-    for name, value in os.environ.items():
-        if not value:
-            continue
-        if "PROXY" in name.upper():
-            try:
-                parts = urlsplit(value)
-                register_secret(parts.password)
-                if parts.password:
-                    register_secret(f"{parts.username}:{parts.password}")
-            except ValueError:
-                pass
-        elif SECRET_NAME.search(name):
-            register_secret(value)
-
-
 # Files whose presence means a folder already holds a run (or the start of one).
 RUN_MARKERS = ("run.json", "checkpoints.sqlite", "report.json")
+
+
+def check_run_settings(cfg: RunConfig) -> RunConfig:
+    """A backend without its device, or a target no compiler takes: one line before any folder is made."""
+    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.targets import check_target
+    get_backend(cfg.backend)
+    return cfg.model_copy(update={"target": check_target(cfg.target)})
 
 
 def new_run_dir(task_path: str, out: str | None) -> Path:
@@ -103,7 +49,13 @@ def new_run_dir(task_path: str, out: str | None) -> Path:
     else:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         folder = RUNS_DIR / f"{stamp}-{Path(task_path).stem}-{uuid.uuid4().hex[:6]}"
-    folder.mkdir(parents=True, exist_ok=True)
+    try:  # a read-only or foreign place: one line, nothing made
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise TritonDXError(f"{folder}: cannot write a run folder there ({exc.strerror or exc}); "
+                            "choose another --out") from None
     return folder
 
 
@@ -138,6 +90,7 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
              thread_id: str | None = None, approver: Approver | None = None) -> dict[str, Any]:
     """Optimize or diagnose one task. Raises TritonDXError with a one-line message on bad input."""
     load_task(task_path)  # a clear one-line error before anything is created
+    cfg = check_run_settings(cfg)
     before = set(os.listdir(out)) if out and os.path.isdir(out) else None  # None: the folder is ours
     run_dir = new_run_dir(task_path, out)
     setup_logging(run_dir / "log.jsonl", verbose)

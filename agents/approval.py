@@ -9,7 +9,8 @@ carries an ``action_request`` (action + args), a ``config`` saying which respons
 - ``reject`` (Agent Inbox: ``ignore``): it is dropped, recorded as rejected by a person;
 - ``edit``: ``response["args"]["source"]`` (or Agent Inbox's ``args.args.source``) replaces the candidate's source;
 - ``feedback`` (Agent Inbox: ``response``): the text goes to the rewriter as ``human_feedback`` and a new
-  rewrite round starts; this round's unverified proposals are dropped.
+  rewrite round starts; the candidates already approved or edited in this round are verified first, the one
+  answered with feedback and those not yet reviewed are dropped (``dropped_for_feedback``).
 
 The graph pauses at each ``interrupt``; the checkpoint keeps it paused across processes (``tritondx
 resume``), and ``Command(resume=[response])`` continues it. Without ``config.interactive`` both nodes
@@ -136,6 +137,14 @@ def _rejection(cid: str, reason: str) -> dict[str, Any]:
             "backend": "human"}
 
 
+# verification class of a candidate dropped because a person asked for a new round (not a rejection)
+DROPPED = "dropped_for_feedback"
+
+
+def _dropped(cid: str, reason: str) -> dict[str, Any]:
+    return {**_rejection(cid, reason), "klass": DROPPED}
+
+
 def _write_edit(state: DXState, c: dict[str, Any], source: str) -> dict[str, Any]:
     folder = run_dir(state) / "candidates"
     folder.mkdir(parents=True, exist_ok=True)
@@ -159,7 +168,7 @@ def approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
     decisions: list[dict] = []
     feedback: str | None = None
     rnd = state.get("round", 0)
-    for c in pending:
+    for at, c in enumerate(pending):
         response = interrupt([candidate_request(state, c)])[0]
         kind = response_kind(response)
         if kind == "accept":
@@ -182,18 +191,24 @@ def approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
             keep.append(c["id"])
             decisions.append({"node": "approval", "round": rnd, "candidate": c["id"], "decision": "edit",
                               "reason": f"{c['id']} ({c['family']}) edited by a person: {rec['path']}"})
-        else:  # feedback: this round is discarded, the rewriter gets the note
+        else:  # feedback: the rest of this round is dropped, the rewriter gets the note
             feedback = feedback_text(response) or "(empty feedback)"
             decisions.append({"node": "approval", "round": rnd, "candidate": c["id"], "decision": "feedback",
                               "reason": f"feedback for the rewriter: {feedback[:300]}"})
             break
     if feedback is not None:
-        dropped = [c["id"] for c in pending if c["id"] not in {r["id"] for r in rejected}]
-        rejected += [_rejection(cid, "dropped: a person asked for a new rewrite round with feedback")
-                     for cid in dropped]
-        log.info("feedback", round=rnd, dropped=dropped)
-        return Command(goto="rewriter", update={"verifications": rejected, "candidates": updated, "pending": [],
-                                                "human_feedback": feedback, "decisions": decisions})
+        # the person asked for a new round: what they approved or edited is still verified (and can win),
+        # the candidate they answered with feedback and the ones they never saw are dropped, saying so
+        rejected.append(_dropped(pending[at]["id"], "a person answered it with feedback instead of approving it"))
+        unseen = [c["id"] for c in pending[at + 1:]]
+        rejected += [_dropped(cid, "not reviewed: a person asked for a new rewrite round with feedback")
+                     for cid in unseen]
+        log.info("feedback", round=rnd, kept=keep, dropped=[r["id"] for r in rejected if r["klass"] == DROPPED])
+        update = {"verifications": rejected, "candidates": updated, "human_feedback": feedback,
+                  "decisions": decisions}
+        if keep:  # verify the kept ones first; the verifier then routes to the rewriter with the note
+            return Command(goto="verifier", update={**update, "pending": keep})
+        return Command(goto="rewriter", update={**update, "pending": []})
     log.info("reviewed", round=rnd, approved=keep, rejected=[r["id"] for r in rejected],
              edited=[r["id"] for r in updated])
     return Command(goto="verifier", update={"verifications": rejected, "candidates": updated, "pending": keep,

@@ -16,8 +16,9 @@ import json
 
 from tritondx.agents.common import backend_of, best_spec, findings, highest_tier, logger, run_config, run_dir
 from tritondx.state import DXState
-from tritondx.tools.rewrite.base import Proposal, RewriteContext
+from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
+from tritondx.tools.rewrite.feedback import FeedbackPlan, read_feedback
 from tritondx.tools.task import load_task
 
 
@@ -49,15 +50,33 @@ def _llm_proposals(state: DXState, ctx: RewriteContext, log) -> tuple[list[Propo
     return llm_propose(state, ctx, log)
 
 
+def _feedback_decision(rnd: int, note: str, by_llm: bool, plan: FeedbackPlan) -> dict:
+    """How this round used a person's note: by the model, mapped to families for the expert, or not at all."""
+    if by_llm:
+        how, used = "the model's prompt carried it", True
+    elif not plan.empty:
+        how, used = (f"offline expert: avoid {', '.join(plan.avoid) or '-'}; "
+                     f"try first {', '.join(plan.prefer) or '-'}"), True
+    else:
+        how, used = ("noted, offline expert cannot use free-text feedback (name a rewrite family to steer it, "
+                     "e.g. 'no launch_config' or 'try autotune')"), False
+    return {"node": "rewriter", "round": rnd, "decision": "feedback_used" if used else "feedback_noted",
+            "reason": f"{how}: {note[:200]}"}
+
+
 def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["verifier", "approval"]]:
     log = logger("rewriter", config)
     cfg = run_config(state)
     ctx = _context(state)
+    note = state.get("human_feedback")
+    plan = read_feedback(note, CATALOG)
+    ctx.avoid, ctx.prefer = set(plan.avoid), ctx.prefer | set(plan.prefer)
     proposals: list[Proposal] = []
     update: dict = {}
     if cfg.llm:
         proposals, usage = _llm_proposals(state, ctx, log)
         update["llm_usage"] = usage
+    by_llm = bool(proposals)
     rnd = state.get("round", 0) + 1
     trail: list[dict] = []
     if not proposals:
@@ -76,8 +95,6 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
                         "description": p.description, "motivated_by": p.motivated_by, "prediction": p.prediction,
                         "path": str(path), "parent": (state.get("best") or {}).get("id", "initial"),
                         "signature": p.signature, "origin": "llm" if p.family.startswith("llm") else "expert"})
-        if state.get("human_feedback"):
-            records[-1]["human_feedback"] = state["human_feedback"]
     if ctx.search_records:
         # every configuration of the launch search (emitted, pruned and why, over budget) is evidence of the round
         trail = folder / f"launch_search_r{rnd}.json"
@@ -89,8 +106,13 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
     log.info("proposed", round=rnd, tier=tier, candidates=[(r["id"], r["family"]) for r in records])
     update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
                    "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})
-    if state.get("human_feedback"):
-        log.info("human_feedback_used", feedback=state["human_feedback"][:200])
-        update["human_feedback"] = None  # consumed by this round
+    if note:
+        decision = _feedback_decision(rnd, note, by_llm, plan)
+        used = decision["decision"] == "feedback_used"
+        for r in records if used else []:
+            r["human_feedback"] = note
+        log.info("human_feedback_used" if used else "human_feedback_noted", how=decision["reason"][:300])
+        update["decisions"] = [decision]
+        update["human_feedback"] = None  # this round had its chance to use it
     # --interactive: a person reviews the candidates first (agents/approval.py)
     return Command(goto="approval" if cfg.interactive else "verifier", update=update)

@@ -112,7 +112,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         RoundFacts(pending=bool(pending), passed=bool(passed), can_time=backend.can_time, gain=gain,
                    roofline_fraction=best.get("roofline_fraction"), rounds=round_no,
                    rounds_at_tier=state.get("rounds_at_tier", 0), device_seconds=gpu_seconds,
-                   has_next_tier=tier_next is not None),
+                   has_next_tier=tier_next is not None, feedback_pending=bool(state.get("human_feedback"))),
         Limits(target_fraction=cfg.target_fraction, max_rounds=cfg.max_rounds, gpu_budget_s=cfg.gpu_budget_s,
                min_gain=cfg.min_gain, max_rounds_per_tier=cfg.max_rounds_per_tier))
     goto = {"stop": "__end__", "same_tier": "rewriter", "extra_round": "rewriter"}.get(outcome) or TIER_NODE[tier_next]
@@ -126,12 +126,18 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                                list(state.get("insufficient", [])) + insufficient)
         if forced:
             goto, reason, upd["force_families"] = "rewriter", forced[1], forced[0]
+    if goto == "__end__" and state.get("human_feedback"):
+        reason += "; the person's feedback is not used (no rewrite round follows)"
     upd["decisions"] = [{"node": "verifier", "round": round_no, "decision": goto, "reason": reason,
                          "passed": [c["id"] for c in passed], "gain": gain}]
     if goto in TIER_NODE.values() and goto != "rewriter":
         upd["rounds_at_tier"] = 0
     if goto == "__end__":
         upd["status"] = "done"
+    if pending:  # one line per round: which candidates passed, which failed and why
+        failed = {v.get("candidate_id", v["id"]): v.get("klass") for v in verifications if not v.get("passed")}
+        log.info("round_checked", round=round_no, passed=[c["id"] for c in passed],
+                 failed=[f"{cid} ({klass})" for cid, klass in failed.items()])
     log.info("decided", goto=goto, reason=reason, best=best.get("id"), speedup=best.get("speedup"))
     if goto == "__end__" and backend.name == "cuda" and cfg.ncu and cfg.final_profile and best.get("measured") \
             and not state.get("final_profile"):

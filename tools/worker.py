@@ -17,6 +17,10 @@ import traceback
 def main(job_path: str, result_path: str) -> int:
     from tritondx.tools.sandbox import watch_lifeline
     watch_lifeline()  # first thing: a job never outlives the run that started it
+    import os
+    if os.environ.get("TRITON_INTERPRET") == "1":  # before any task is imported: libdevice on CPU
+        from tritondx.tools.backends.interpreter_libdevice import install
+        install()
     with open(job_path) as f:
         job = json.load(f)
     kind = job["kind"]

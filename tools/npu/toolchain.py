@@ -43,7 +43,7 @@ REQUIREMENTS: tuple[str, ...] = (
 )
 
 INSTALL_HINT = (
-    "install it with `python -c 'from tritondx.tools.npu.toolchain import install; install()'` "
+    f"install it with `{sys.executable} -m tritondx.tools.npu.toolchain install` "
     f"(creates {DEFAULT_VENV}) or point ${ENV_VAR} at a Python that has triton-ascend 3.2"
 )
 
@@ -143,7 +143,7 @@ def install(path: str | Path | None = None, *, base_python: str | None = None,
     """
     venv = Path(path) if path is not None else DEFAULT_VENV
     base = base_python or sys.executable
-    stream = subprocess.DEVNULL if quiet else None
+    stream = subprocess.DEVNULL if quiet else 2  # pip's progress on stderr: stdout stays the caller's
     if not venv_python(venv).exists():
         proc = subprocess.run([base, "-m", "venv", str(venv)], stdout=stream, stderr=subprocess.PIPE, text=True)
         if proc.returncode != 0:

@@ -29,7 +29,8 @@ REACHED = ("proposed", "nothing_new", "proposed_nothing")
 OUTCOME_TEXT = {"nothing_new": "proposed only candidates already tried",
                 "proposed_nothing": "proposed nothing (its preconditions do not hold on this kernel)",
                 "skipped_unmeasured": "skipped: its last candidate could not be timed on this backend",
-                "not_reached": "not reached (the round's candidate limit was used by earlier families)"}
+                "not_reached": "not reached (the round's candidate limit was used by earlier families)",
+                "avoided_by_person": "not proposed: a person's feedback asked to avoid it"}
 
 
 class ClosureRow(BaseModel):
@@ -89,7 +90,8 @@ def close_findings(findings: list[dict[str, Any]], candidates: list[dict[str, An
             by_finding.setdefault(fid, []).append({**c, "best": c["id"] == best_id})
     outcome: dict[str, str] = {}
     for a in attempts:   # the most telling outcome per family over the run
-        order = ("proposed", "nothing_new", "proposed_nothing", "skipped_unmeasured", "not_reached")
+        order = ("proposed", "nothing_new", "proposed_nothing", "skipped_unmeasured", "not_reached",
+                 "avoided_by_person")
         cur = outcome.get(a["family"])
         if cur is None or order.index(a["outcome"]) < order.index(cur):
             outcome[a["family"]] = a["outcome"]

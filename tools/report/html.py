@@ -19,6 +19,9 @@ from typing import Any
 
 from tritondx.tools.evidence import TIERS
 
+# verification classes set by a person's answer, not by a check (agents/approval.py)
+BY_PERSON = ("rejected_by_human", "dropped_for_feedback")
+
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}
 main{max-width:1180px;margin:0 auto;padding:20px 28px 60px}
@@ -297,8 +300,8 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
             rc = [c for c in cands if c["round"] == r]
             labels += [f"r{r} passed", f"r{r} failed", f"r{r} by person"]
             vals += [sum(1 for c in rc if c.get("verified")),
-                     sum(1 for c in rc if c.get("verified") is False and c.get("rejection") != "rejected_by_human"),
-                     sum(1 for c in rc if c.get("rejection") == "rejected_by_human")]
+                     sum(1 for c in rc if c.get("verified") is False and c.get("rejection") not in BY_PERSON),
+                     sum(1 for c in rc if c.get("rejection") in BY_PERSON)]
         plots.append(_figure("outcomes", plot_bars(labels or ["none"], vals or [0], "Candidate outcomes per round",
                                                    "candidates"), "verified, rejected by checks, rejected by a person"))
     parts.append('<h2>Plots</h2><div class="plots">' + "".join(plots) + "</div>")
@@ -330,6 +333,8 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
             ok = '<span class="ok">yes</span>'
         elif c.get("rejection") == "rejected_by_human":
             ok = '<span class="human">rejected by a person</span>'
+        elif c.get("rejection") == "dropped_for_feedback":
+            ok = '<span class="human">not verified: dropped for feedback</span>'
         else:
             ok = f'<span class="bad">no ({_e(c.get("rejection"))})</span>'
         star = " ★" if c["id"] == b.get("id") else ""

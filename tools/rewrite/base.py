@@ -25,6 +25,8 @@ class RewriteContext:
     unmeasured_families: set[str] = field(default_factory=set)
     #: families to try first this round (suggestions of open findings never tried: tools/report/closure.py)
     prefer: set[str] = field(default_factory=set)
+    #: families a person's feedback said not to propose (tools/rewrite/feedback.py)
+    avoid: set[str] = field(default_factory=set)
 
     #: the backend times candidates (a GPU): the launch search may emit a batch timed in one bench job
     can_time: bool = False

@@ -2,7 +2,8 @@
 
 Families are tried in priority order (structural rewrites before configuration search); each
 family only fires when a finding that suggests it is present and not marked insufficient; a
-proposal already tried (same family, parameters and resulting source) is never proposed again.
+proposal already tried (same family, parameters and resulting source) is never proposed again. Families
+a person's feedback names come first, or not at all after a negation (tools/rewrite/feedback.py).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from tritondx.tools.task import parse_task_source
 def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None) -> list[Proposal]:
     """Up to ``limit`` new proposals. ``trail`` (when given) receives one record per motivated family:
     what it gave this round (``proposed``, ``nothing_new``, ``proposed_nothing``, ``not_reached``,
-    ``skipped_unmeasured``), the input of the closed-findings table (tools/report/closure.py)."""
+    ``skipped_unmeasured``, ``avoided_by_person``), the input of the closed-findings table (tools/report/closure.py)."""
     out: list[Proposal] = []
     seen_sources = {ctx.spec.source}
     by_id = {f.id: f for f in ctx.findings}
@@ -49,6 +50,9 @@ def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None
     families = sorted(CATALOG.values(), key=lambda f: (f.id not in ctx.prefer, f.priority))
     for family in families:
         if not (ctx.motivating(family.id) or any(ctx.motivating(a) for a in family.also)):
+            continue
+        if family.id in ctx.avoid:
+            _note(trail, family.id, "avoided_by_person", 0)
             continue
         if family.id in ctx.unmeasured_families:
             _note(trail, family.id, "skipped_unmeasured", 0)

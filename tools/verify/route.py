@@ -20,6 +20,7 @@ class RoundFacts(BaseModel):
     rounds_at_tier: int
     device_seconds: float
     has_next_tier: bool
+    feedback_pending: bool = False    # a person asked for a new rewrite round (agents/approval.py)
 
 
 class Limits(BaseModel):
@@ -53,6 +54,8 @@ def decide(f: RoundFacts, lim: Limits) -> tuple[Outcome, str]:
         return "stop", f"budget: {f.rounds} rewrite rounds done"
     if f.device_seconds >= lim.gpu_budget_s:
         return "stop", f"budget: {f.device_seconds:.0f} device seconds spent"
+    if f.feedback_pending:
+        return "same_tier", "a person asked for a new rewrite round with feedback"
     if f.gain is not None and f.gain >= lim.min_gain and f.rounds_at_tier < lim.max_rounds_per_tier:
         return "same_tier", f"round gained {f.gain:.2f}x: rewrite again with the same evidence"
     if f.has_next_tier:

@@ -79,6 +79,9 @@ class Runner:
         guard_mod.record_host_reads(self.guard)
         self.kept: list = []      # outputs of this group's calls, kept alive: same memory means a cache
         self.pool: list = []      # this group's input spans, reused: a data_ptr-keyed cache goes stale
+        if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):  # libdevice on CPU, before the import
+            from tritondx.tools.backends.interpreter_libdevice import install
+            install()
         spec = importlib.util.spec_from_file_location("candidate", candidate)
         self.mod = importlib.util.module_from_spec(spec)
         sys.modules["candidate"] = self.mod   # triton's JIT looks the module up for globals

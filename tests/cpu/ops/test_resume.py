@@ -48,16 +48,17 @@ def test_kill_at_prompt_then_resume_with_feedback(tmp_path, ops, cli, store):
     fb = [d for d in report["decisions"] if d["decision"] == "feedback"]
     assert fb and "power of two" in fb[0]["reason"] and fb[0]["node"] == "approval"
     r1 = [c for c in report["candidates"] if c["round"] == 1]
-    assert len(r1) == 4 and all(c["rejection"] == "rejected_by_human" for c in r1)  # the round was dropped
+    assert len(r1) == 4 and all(c["rejection"] == "dropped_for_feedback" for c in r1)  # nothing was approved
     later = [c for c in report["candidates"] if c["round"] > 1]
     assert len(later) == answered - 1
     assert all(c["rejection"] == "rejected_by_human" for c in later)
     assert report["best"]["id"] == "initial" and report["status"] == "done"
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
-    assert any(e.get("event") == "human_feedback_used" for e in log)  # the rewriter got the note
-    # a finished run resumes to a no-op that rewrites its outputs
+    # the rewriter got the note, and says the offline expert could not use it (it names no rewrite family)
+    assert any(e.get("event") == "human_feedback_noted" for e in log)
+    # a finished run resumes to a no-op that says so
     again = cli("resume", str(run), runs=runs)
-    assert again.returncode == 0 and "axpy_tiny_block" in again.stdout
+    assert again.returncode == 0 and "nothing to resume" in again.stdout
     if store:
         _postgres_run_checks(run, runs, store, cli, [tmp_path / "t1.txt", tmp_path / "t2.txt"], [listed, again])
 

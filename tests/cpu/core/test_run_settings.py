@@ -1,0 +1,133 @@
+"""Failures that used to look like success: a target no compiler takes, an Ascend target without its
+environment, a backend without its device are each one line and exit 2 before any run folder is made;
+a crashed job leaves no temporary folders behind."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tritondx.errors import BackendUnavailable
+from tritondx.tools import targets
+from tritondx.tools.npu import toolchain
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def _one_line_no_folder(r, out, *words):
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tritondx: error: "), r.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("target,words", [("cuda:999", ["sm_999", "cuda:90"]), ("cuda:ninety", ["unknown target"]),
+                                          ("ascend9999", ["unknown Ascend target"])])
+def test_bad_target_is_one_line_before_anything(cli, tmp_path, target, words):
+    out = tmp_path / "run"
+    r = cli("optimize", str(EXAMPLES / "add_tiny_block.py"), "--target", target, "--out", str(out))
+    _one_line_no_folder(r, out, *words)
+    if target == "cuda:999":  # diagnose goes through the same check
+        r = cli("diagnose", str(EXAMPLES / "add_tiny_block.py"), "--target", target, "--out", str(out))
+        _one_line_no_folder(r, out, *words)
+
+
+def test_ascend_target_without_its_environment_says_how(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv(toolchain.ENV_VAR, str(tmp_path / "no-such-python"))
+    out = tmp_path / "run"
+    r = cli("optimize", str(EXAMPLES / "add_tiny_block.py"), "--target", "ascend950", "--out", str(out))
+    _one_line_no_folder(r, out, "ascend950", "triton-ascend", "-m tritondx.tools.npu.toolchain install")
+
+
+def test_ascend_environment_is_installed_on_first_use(monkeypatch):
+    monkeypatch.delenv(toolchain.ENV_VAR, raising=False)
+    monkeypatch.delenv(targets.AUTO_INSTALL_ENV, raising=False)
+    installed = []
+
+    def find_python():
+        if not installed:
+            raise BackendUnavailable("no triton-ascend environment: the default venv does not exist; install it")
+        return "/npu-venv/bin/python"
+
+    monkeypatch.setattr(toolchain, "find_python", find_python)
+    monkeypatch.setattr(toolchain, "install", lambda *a, **k: installed.append(True) or "/npu-venv/bin/python")
+    lines = []
+    assert targets.check_target("ascend950", progress=lines.append) == "ascend950"
+    assert installed and len(lines) == 2
+    assert "installing it into" in lines[0] and "first use" in lines[0] and "ready" in lines[1]
+    # opted out: no install, one line saying how
+    installed.clear()
+    monkeypatch.setenv(targets.AUTO_INSTALL_ENV, "0")
+    with pytest.raises(BackendUnavailable, match="needs the triton-ascend environment"):
+        targets.check_target("ascend950", progress=lines.append)
+    assert not installed
+
+
+def test_known_cuda_targets_pass():
+    assert targets.check_target("cuda:90") == "cuda:90" and targets.check_target(None) is None
+    assert 90 in targets.cuda_capabilities() and 999 not in targets.cuda_capabilities()
+
+
+def test_backend_without_its_device_leaves_no_run_folder(cli, tmp_path):
+    from tritondx.tools.backends.base import get_backend
+    try:
+        get_backend("cuda")
+        pytest.skip("this host has a GPU")
+    except BackendUnavailable:
+        pass
+    out = tmp_path / "run"
+    r = cli("optimize", str(EXAMPLES / "add_tiny_block.py"), "--backend", "cuda", "--out", str(out))
+    _one_line_no_folder(r, out, "backend 'cuda' is not available")
+    r = cli("optimize", str(EXAMPLES / "add_tiny_block.py"), "--backend", "cuda")
+    assert r.returncode == 2 and not (tmp_path / "runs").exists()  # no folder under runs/ either
+
+
+CRASHING_TASK = '''
+import ctypes, tempfile
+import torch
+import triton
+import triton.language as tl
+
+open({marker!r}, "w").write(tempfile.mkdtemp(prefix="tdx-leak-"))
+
+
+@triton.jit
+def k(x_ptr, BLOCK: tl.constexpr):
+    pass
+
+
+def launch(x):
+    ctypes.string_at(0)  # a segfault in the job, as a compiler crash would be
+    return x
+
+
+def reference(x):
+    return x
+
+
+def make_inputs(shape, dtype, seed, device):
+    return (torch.randn(shape).to(device=device, dtype=dtype),)
+
+
+CHECK_SHAPES = [(17,)]
+BENCH_SHAPES = [(17,)]
+DTYPES = [torch.float32]
+'''
+
+
+def test_crashed_job_leaves_no_temporary_folder(tmp_path):
+    from tritondx.tools.verifier import capture_ir
+    import tempfile
+    import uuid
+    marker = Path(tempfile.gettempdir()) / f"tdx-marker-{uuid.uuid4().hex}.txt"  # jobs may write the temp dir
+    task = tmp_path / "crash.py"
+    task.write_text(CRASHING_TASK.format(marker=str(marker)))
+    manifest, error = capture_ir(str(task), tmp_path / "ir", "cuda:90", per_pass=False, timeout=300)
+    assert manifest is None and "segfault" in error
+    made = Path(marker.read_text())
+    marker.unlink()
+    assert made.name.startswith("tdx-leak-")
+    leaked = made.exists()
+    shutil.rmtree(made, ignore_errors=True)
+    assert not leaked, f"{made} outlived its job"

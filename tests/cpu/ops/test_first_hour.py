@@ -1,0 +1,89 @@
+"""The first hour with the README alone: it names the command and the test time, keeps two set-up-free
+commands; bootstrap shows what it installs; the test command sets up the triton-ascend environment the
+Ascend tests need (as CI did before), so CI runs just the README's command.
+
+The scripts run for real on a copy of the repository's scripts, with a stand-in `python3`/venv python
+that records what it is asked to do (no packages are installed)."""
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# A stand-in interpreter: logs its arguments; `import torch` fails (a fresh venv), pip and pytest succeed,
+# the toolchain `find` fails until `install` ran; `python3 -m venv DIR` makes DIR/bin/python (this script).
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+echo "$*" >> "$FAKE_LOG"
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then mkdir -p "$3/bin"; cp "$0" "$3/bin/python"; exit 0; fi
+if [ "$1" = "-c" ]; then exit 1; fi
+if [ "$2" = "pip" ]; then echo "Collecting something"; exit 0; fi
+if [ "$2" = "tritondx.tools.npu.toolchain" ] && [ "$3" = "find" ]; then [ -f "$FAKE_LOG.npu" ]; exit $?; fi
+if [ "$2" = "tritondx.tools.npu.toolchain" ] && [ "$3" = "install" ]; then touch "$FAKE_LOG.npu"; exit 0; fi
+exit 0
+"""
+
+
+def _sandbox(tmp_path):
+    root = tmp_path / "clone"
+    shutil.copytree(ROOT / "scripts", root / "scripts")
+    shutil.copy(ROOT / "pyproject.toml", root)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "python3"
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    log = tmp_path / "calls.log"
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "FAKE_LOG": str(log)}
+    env.pop("TRITONDX_VENV", None)
+    return root, env, log
+
+
+def _run(script, root, env):
+    return subprocess.run(["bash", str(root / "scripts" / script)], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_bootstrap_says_what_it_installs(tmp_path):
+    root, env, log = _sandbox(tmp_path)
+    r = _run("bootstrap.sh", root, env)
+    assert r.returncode == 0, r.stderr
+    err = r.stderr
+    assert "bootstrap: installing torch 2.13.0 (CPU) ..." in err and "bootstrap: installing tritondx" in err
+    assert "Collecting something" in err  # pip's own progress is shown, not silenced
+    assert re.search(r"bootstrap: ready in \d+ s: the command is .*/\.venv/bin/tritondx", err)
+    pips = [ln for ln in log.read_text().splitlines() if " pip " in f" {ln} "]
+    assert pips and all("-q" not in ln.split() for ln in pips), pips
+    again = _run("bootstrap.sh", root, env)  # nothing changed: silent and quick
+    assert again.returncode == 0 and again.stderr == ""
+
+
+def test_test_command_sets_up_the_ascend_environment(tmp_path):
+    root, env, log = _sandbox(tmp_path)
+    r = _run("test.sh", root, env)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    install = [i for i, c in enumerate(calls) if c == "-m tritondx.tools.npu.toolchain install"]
+    pytest_call = [i for i, c in enumerate(calls) if c.startswith("-m pytest tests/cpu")]
+    assert install and pytest_call and install[0] < pytest_call[0]
+    assert "installing the triton-ascend environment" in r.stderr and "minutes on 2 cores" in r.stderr
+    again = _run("test.sh", root, env)  # installed now: not again
+    assert again.returncode == 0
+    assert log.read_text().splitlines().count("-m tritondx.tools.npu.toolchain install") == 1
+
+
+def test_ci_runs_the_readme_command_only():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "bash scripts/test.sh" in ci and "toolchain" not in ci and "bootstrap" not in ci
+
+
+def test_readme_names_the_command_and_the_cost():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    assert [b.strip() for b in blocks] == ["bash scripts/run-example.sh", "bash scripts/test.sh"]
+    assert ".venv/bin/tritondx" in section and "minutes on 2 cores" in section
+    assert "triton-ascend" in section
