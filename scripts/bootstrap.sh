@@ -13,13 +13,13 @@ start=$(date +%s)
 say() { echo "bootstrap: $*" >&2; }
 say "setting up $venv (first run, or pyproject.toml changed)"
 [ -x "$venv/bin/python" ] || { say "creating the virtual environment ..."; python3 -m venv "$venv"; }
-pip=("$venv/bin/python" -m pip --disable-pip-version-check --progress-bar on)
+pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 # A CPU build of torch is enough here; pin it so an unpinned "torch" does not pull a multi-GB CUDA build.
 if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
   say "installing torch ${TRITONDX_TORCH:-2.13.0} (CPU) ..."
-  "${pip[@]}" install "torch==${TRITONDX_TORCH:-2.13.0}" >&2
+  "${pip[@]}" install --progress-bar on "torch==${TRITONDX_TORCH:-2.13.0}" >&2
 fi
 say "installing tritondx and its dependencies (triton, langgraph, ...) ..."
-"${pip[@]}" install -e "$root[test]" >&2
+"${pip[@]}" install --progress-bar on -e "$root[test]" >&2
 echo "$want" > "$stamp"
 say "ready in $(( $(date +%s) - start )) s: the command is $venv/bin/tritondx"
