@@ -19,7 +19,6 @@ from tritondx.errors import TaskFormatError, TritonDXError
 from tritondx.checkpoints import thread_id_for
 from tritondx.graph import RUNNER_WRITES_REPORT, builder
 from tritondx.logs import setup_logging
-
 from tritondx.state import add_seconds
 from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task import load_task
