@@ -18,7 +18,28 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from tritondx.tools.rewrite.cheap_math import constant_exponent, is_pow
+
+
+#: spellings of the libdevice pow across Triton versions (tl.math.pow in 2.x, libdevice in 3.x)
+POW_NAMES = ("tl.extra.cuda.libdevice.pow", "libdevice.pow", "tl.math.pow", "triton.language.extra.cuda.libdevice.pow",
+             "tl.extra.libdevice.pow")
+#: integral exponents whose product form is the same function as pow (see tools/rewrite/cheap_math.py)
+EXACT_EXPONENTS = (1, 2, 3, 4)
+
+
+def is_pow(name: str) -> bool:
+    return name in POW_NAMES or name.endswith("libdevice.pow")
+
+
+def constant_exponent(call: ast.Call) -> int | None:
+    """The exponent of a pow call when it is an integral literal with an exact product form."""
+    if len(call.args) != 2 or call.keywords:
+        return None
+    e = call.args[1]
+    v = e.value if isinstance(e, ast.Constant) else None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
+        return None
+    return int(v) if int(v) in EXACT_EXPONENTS else None
 
 
 @dataclass

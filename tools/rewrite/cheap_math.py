@@ -17,34 +17,11 @@ import ast
 
 import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import dotted, insert_before_function, jit_functions, parse, stmts
+from tritondx.tools.rewrite.cst_util import code_of, dotted, insert_before_function, jit_functions, parse, stmts
+from tritondx.tools.triage_patterns import constant_exponent, is_pow
 
-#: spellings of the libdevice pow across Triton versions (tl.math.pow in 2.x, libdevice in 3.x)
-POW_NAMES = ("tl.extra.cuda.libdevice.pow", "libdevice.pow", "tl.math.pow", "triton.language.extra.cuda.libdevice.pow",
-             "tl.extra.libdevice.pow")
 #: exponent -> product (x is the helper's argument)
 PRODUCTS = {1: "x", 2: "x * x", 3: "x * x * x", 4: "x2 * x2"}
-
-
-def constant_exponent(call: ast.Call | cst.Call) -> int | None:
-    """The exponent of a pow call when it is an integral literal with an exact product form."""
-    if isinstance(call, ast.Call):
-        if len(call.args) != 2 or call.keywords:
-            return None
-        e = call.args[1]
-        v = e.value if isinstance(e, ast.Constant) else None
-    else:
-        if len(call.args) != 2 or any(a.keyword for a in call.args):
-            return None
-        e = call.args[1].value
-        v = int(e.value, 0) if isinstance(e, cst.Integer) else float(e.value) if isinstance(e, cst.Float) else None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
-        return None
-    return int(v) if int(v) in PRODUCTS else None
-
-
-def is_pow(name: str) -> bool:
-    return name in POW_NAMES or name.endswith("libdevice.pow")
 
 
 def _helper(n: int) -> str:
@@ -60,7 +37,7 @@ def cheap_pow_source(source: str) -> tuple[str, dict[str, int]] | None:
     class T(cst.CSTTransformer):
         def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
             if is_pow(dotted(original.func)):
-                n = constant_exponent(original)
+                n = constant_exponent(ast.parse(code_of(original), mode="eval").body)
                 if n is not None:
                     counts[n] = counts.get(n, 0) + 1
                     return updated.with_changes(func=cst.Name(f"_tdx_pow{n}"), args=[updated.args[0].with_changes(

@@ -123,4 +123,5 @@ def rw():
         setattr(h, f.__name__, staticmethod(f))
     h.CATALOG = CATALOG
     h.SUITE = SUITE
+    h.REPO = REPO
     return h
