@@ -26,7 +26,8 @@ from pydantic import BaseModel
 from tritondx.tools.verify.evaluator import UNKNOWN, Evaluator, dotted, module_constants
 
 MAX_DEPTH = 8          # helper -> helper -> kernel call depth followed
-MAX_STATEMENTS = 20000 # statements evaluated per walk (loops are walked once)
+MAX_STATEMENTS = 20000 # statements evaluated per walk
+MAX_UNROLL = 64        # a loop over more (or unknown) values is walked once, its variable unknown
 
 
 class Branch(BaseModel):
@@ -300,6 +301,16 @@ class _Walker:
                     res = self.block(s.body if t else s.orelse, env, fn, depth)
                 if res:
                     return res
+            elif isinstance(s, ast.For) and (items := self._items(s.iter, ev)) is not None:
+                for item in items:   # a loop over known values (a tuple, a short range): run it for real
+                    self.assign(s.target, item, env)
+                    res = self.block(s.body, env, fn, depth)
+                    if res:
+                        return res
+                else:
+                    res = self.block(s.orelse, env, fn, depth)
+                    if res:
+                        return res
             elif isinstance(s, (ast.For, ast.While, ast.AsyncFor)):
                 inner = dict(env)
                 if isinstance(s, (ast.For, ast.AsyncFor)):
@@ -320,6 +331,18 @@ class _Walker:
                 if res:
                     return res
         return None
+
+    @staticmethod
+    def _items(node: ast.AST, ev: Evaluator) -> tuple | None:
+        """The values a ``for`` walks when they are known and few (a tuple of arguments, ``range(3)``)."""
+        if isinstance(node, ast.Call) and dotted(node.func) == "range" and not node.keywords:
+            args = [ev.eval(a) for a in node.args]
+            if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args) and len(args) <= 3:
+                r = range(*args)
+                return tuple(r) if len(r) <= MAX_UNROLL else None
+            return None
+        v = ev.eval(node)
+        return v if isinstance(v, tuple) and len(v) <= MAX_UNROLL else None
 
     def _both(self, a: list[ast.stmt], b: list[ast.stmt], env: dict[str, Any], fn: str, depth: int):
         ea, eb = dict(env), dict(env)

@@ -138,7 +138,6 @@ class _Planner:
         self.dtypes = [dtype_name(to_dtype(d)) for d in task_mod.DTYPES]
         # sizes are derived from CHECK_SHAPES only (benchmark shapes, when listed, are checked as they are)
         self.int_listed = [norm_shape(s) for s in task_mod.CHECK_SHAPES if sh.is_int_shape(norm_shape(s))]
-        self.cap = sh.budget(self.size_class, self.int_listed) if self.int_listed else 0
         self.plan = CasePlan(cases=[])
         self.branches = [BranchCoverage(branch=b) for b in added_branches(original_source, candidate_source)]
         self._walks: dict[tuple[str, str], Walk | None] = {}      # the candidate's launcher per size
@@ -189,6 +188,20 @@ class _Planner:
             self._walks[key] = None if inputs is None else walk_launch(self.cand_src, inputs, self.cand_tree)
             self._inputs[key] = inputs
         return self._walks[key]
+
+    def input_elems(self, shape: Any, dtype: str) -> int:
+        """Elements of every tensor input at ``shape`` (what a case costs), from the inputs of its walk;
+        the shape's product when they could not be made."""
+        self.walk(shape, dtype, real_cap=POOL_REAL_INPUTS_CAP)
+        inputs = self._inputs.get((repr(shape), dtype))
+        if inputs is None:
+            return sh.numel(shape) if sh.is_int_shape(shape) else 0
+        return sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
+
+    def input_cap(self, dtype: str) -> int:
+        """The size budget in input elements: the device's, or the largest listed shape's if larger."""
+        listed = max((self.input_elems(s, dtype) for s in self.int_listed), default=0)
+        return max(listed, sh.ELEMENT_BUDGET[sh.device_kind(self.size_class)])
 
     def original_walk(self, shape: Any, dtype: str) -> Walk | None:
         """The original launcher evaluated on the same inputs (its asserts and raises)."""
@@ -310,7 +323,7 @@ class _Planner:
             hits = {(k, t) for k, ts in w.outcomes.items() for t in ts if (k, t) in open_sides}
             if not hits:
                 continue
-            if sh.numel(shape) <= self.cap:
+            if self.input_elems(shape, dtype) <= self.input_cap(dtype):
                 sides = sorted(f"{k.rsplit(':', 1)[0]} {t}" for k, t in hits)
                 if self.add(shape, dtype, f"derived: reaches {', '.join(sides)[:160]}"):
                     chosen += 1

@@ -68,6 +68,9 @@ _PURE_CALLS = {
     "math.prod": math.prod, "math.gcd": math.gcd,
 }
 _NUMBER_TYPES = (bool, int, float)
+#: the types ``isinstance`` may test against
+_ISINSTANCE_TYPES = {"torch.Tensor": torch.Tensor, "int": int, "float": float, "bool": bool, "tuple": tuple,
+                     "list": list, "str": str, "torch.dtype": torch.dtype}
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -243,6 +246,12 @@ class Evaluator:
                                                                        "float", "half", "to", "t", "transpose"):
                 return UNKNOWN if node.func.attr not in ("contiguous",) else base
         name = dotted(node.func)
+        if name == "isinstance" and len(node.args) == 2 and not kwargs:
+            kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            types = [_ISINSTANCE_TYPES.get(dotted(k) or "") for k in kinds]
+            if args[0] is UNKNOWN or any(t is None for t in types):
+                return UNKNOWN
+            return isinstance(args[0], tuple(types))
         if name in self.calls:
             return self.calls[name](args, kwargs)
         fn = _PURE_CALLS.get(name or "")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 
+from tritondx.tools.backends.base import get_backend
+from tritondx.tools.verifier import verify_candidate
+
 
 def test_int64_cast_made_conditional(rw, tmp_path):
     _, props = rw.proposals("int64_channel_scale", "index_width", detector="int64_index_arithmetic")
@@ -16,7 +19,13 @@ def test_int64_cast_made_conditional(rw, tmp_path):
                 and isinstance(n.func, ast.Subscript))
     assert ast.unparse({kw.arg: kw.value for kw in call.keywords}["WIDE_INDEX"]).startswith("_tdx_wide_index(x, s, out")
     assert "2 ** 30" in ast.unparse(rw.function(p.source, "_tdx_wide_index"))
-    rw.verify("int64_channel_scale", p.source, tmp_path)
+    # Every checked case passes (the int32 side), but the int64 side is reached only from 2**30 elements,
+    # beyond the CPU size budget: not verified here (tools/verify/cases.py; a GPU checks it at the bench shape).
+    path = tmp_path / "cand.py"
+    path.write_text(p.source)
+    r = verify_candidate(str(rw.task_path("int64_channel_scale")), str(path), "cand", get_backend("interpreter"))
+    assert r.klass == "unchecked_branch" and "WIDE_INDEX" in r.reason and "beyond the CPU size budget" in r.reason, \
+        f"{r.klass}: {r.reason}"
 
 
 def test_suite_groupnorm(rw):

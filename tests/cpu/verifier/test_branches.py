@@ -99,3 +99,24 @@ def test_walk_reports_failed_asserts():
     src = "def launch(x):\n    N = x.shape[0]\n    assert N <= 4096, 'too big'\n"
     assert walk_launch(src, (torch.empty(5000),)).failed_asserts
     assert not walk_launch(src, (torch.empty(100),)).failed_asserts
+
+
+def test_walk_runs_loops_over_known_values():
+    """A helper looping over its arguments (`for a in args: if isinstance(a, torch.Tensor) and
+    a.numel() >= 2 ** 30`) is evaluated per argument, not left dynamic."""
+    src = '''
+def wide(*args):
+    for a in args:
+        n = a.numel() if isinstance(a, torch.Tensor) else abs(a) if isinstance(a, int) else 0
+        if n >= 2 ** 30:
+            return True
+    return False
+def launch(x):
+    W = wide(x, x.shape[0])
+    if W:
+        pass
+'''
+    w = walk_launch(src, (torch.empty(100),))
+    by_line = {int(k.split(":")[1]): v for k, v in w.outcomes.items()}
+    assert by_line[5] == {False} and by_line[10] == {False}
+    assert 2 ** 30 in w.constants
