@@ -90,7 +90,8 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
                       "run_speedup": r.get("speedup"),
                       "best_family": (r.get("best") or {}).get("family"),
                       "rewrites_applied": _lineage(r), "speed": r["speed"],
-                      "analysis_seconds": r.get("analysis_seconds"), "node_seconds": r.get("node_seconds")})
+                      "analysis_seconds": r.get("analysis_seconds"), "node_seconds": r.get("node_seconds"),
+                      "phase_seconds": r.get("phase_seconds")})
         cands = [c for c in r["candidates"] if c.get("measurement")]
         # per-tier ablation: best measured speedup using evidence up to each tier
         entry["best_by_tier"] = {t: max([1.0] + [c["measurement"]["speedup"] for c in cands
@@ -98,6 +99,8 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
                                  for t in TIERS}
         entry["candidates"] = len(r["candidates"])
         entry["rejected"] = sum(1 for c in r["candidates"] if c["verified"] is False)
+    if final and final.get("seconds"):  # the final bench (baselines) is the batch's, after the run
+        entry["phase_seconds"] = {**(entry.get("phase_seconds") or {}), "final_bench": round(final["seconds"], 3)}
     if final and "shapes" in final:
         t0 = _per_variant_geo(final, "initial")
         tb = _per_variant_geo(final, "best") or t0
@@ -149,11 +152,26 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
         agg["gpu_seconds"] = sum(r.get("gpu_seconds") or 0 for r in results)
         agg["device_seconds"] = sum(r.get("device_seconds") or 0 for r in results)
         agg["analysis_seconds"] = sum(r.get("analysis_seconds") or 0 for r in results)
+    phases: dict[str, float] = {}
+    for r in results:
+        for k, v in (r.get("phase_seconds") or {}).items():
+            phases[k] = round(phases.get(k, 0.0) + v, 3)
+    if phases:
+        agg["phase_seconds"] = phases
     return agg
+
+
+def device_held_line(h: dict[str, Any]) -> str:
+    """One line: how much of the batch's wall time the device was held (tools/gpulock.HeldSampler)."""
+    gpus = f" x{h['devices']} devices" if h.get("devices", 1) > 1 else ""
+    return (f"device held {h['held_s']:.0f} s of {h['wall_s']:.0f} s wall{gpus} ({h['held_fraction']:.0%}); "
+            f"of which exclusive (timing) {h['exclusive_s']:.0f} s")
 
 
 def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
     agg = aggregate(results)
+    if meta.get("device_held"):
+        agg["device_held"] = meta["device_held"]
     _atomic_write(out / "results.json", json.dumps({"meta": meta, "aggregate": agg, "results": results},
                                                    indent=1, default=str))
     lines = [f"# tritondx batch: {meta.get('suite')}", "",
@@ -175,6 +193,11 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
                                                      if agg.get("device_seconds") else ""))
         lines.append("- ablation (geomean when stopping after each tier): " + ", ".join(
             f"{t} {v:.2f}x" for t, v in agg["ablation_geomean_by_tier"].items() if v))
+    if meta.get("device_held"):
+        lines.append("- " + device_held_line(meta["device_held"]))
+    if agg.get("phase_seconds"):
+        from tritondx.tools.phases import table_md
+        lines += ["", "## Where the time went (all tasks, wall seconds per phase)", ""] + table_md(agg["phase_seconds"])
     lines += ["", "| task | class | initial (us) | optimized (us) | speedup | roofline before -> after | "
                   "eager (us) | compile (us) | tiers | rewrites | wall (s) |", "|" + "---|" * 11]
     for r in sorted(results, key=lambda r: r["task"]):
@@ -480,10 +503,22 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
             bar.update(bar_id, advance=1, description=f"{entry['task']}: "
                        + (f"{entry['speedup']:.2f}x" if entry.get("speedup") else entry["status"]))
 
+    from tritondx.tools.gpulock import HeldSampler
+    sampler = HeldSampler([s["TRITONDX_LOCK_DIR"] for s in slots] if not ray_address else [])
+    sampler.__enter__()
+
+    def held_meta() -> None:
+        if sampler.folders:
+            meta["device_held"] = sampler.summary()
+
+    def on_result_held(entry: dict[str, Any]) -> None:
+        held_meta()
+        on_result(entry)
+
     try:
         if ray_address:
             _run_ray(todo, ray_address, be.name, workers, out_dir, extra_args, final_rounds, env_extra, not_after,
-                     on_result)
+                     on_result_held)
         else:
             free: queue.Queue[dict[str, str]] = queue.Queue()
             for s in slots:
@@ -500,8 +535,10 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
             with ThreadPoolExecutor(max_workers=len(slots)) as pool:
                 futures = {pool.submit(one, t): t for t in todo}
                 for fut in as_completed(futures):
-                    on_result(fut.result())
+                    on_result_held(fut.result())
     finally:
+        sampler.__exit__(None, None, None)
+        held_meta()
         if bar:
             bar.stop()
     return write_summary(out_dir, results, meta)

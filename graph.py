@@ -29,6 +29,7 @@ from tritondx.agents.rewriter import rewriter_node
 from tritondx.agents.triage import triage_node
 from tritondx.agents.verifier import verifier_node
 from tritondx.state import DXState
+from tritondx.tools.phases import with_node_rest
 
 
 
@@ -71,7 +72,9 @@ def timed(name: str, node):
         t0 = time.monotonic()
         cmd = node(state, config)
         if isinstance(cmd, Command) and isinstance(cmd.update, dict):
-            cmd.update["node_seconds"] = {name: time.monotonic() - t0}
+            wall = time.monotonic() - t0
+            cmd.update["node_seconds"] = {name: wall}
+            cmd.update["phase_seconds"] = with_node_rest(name, wall, cmd.update.get("phase_seconds"))
         _write_report_at_end(cmd, state, config)
         return cmd
     return run

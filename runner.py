@@ -19,6 +19,7 @@ from tritondx.config import RunConfig
 from tritondx.errors import TaskFormatError, TritonDXError
 from tritondx.checkpoints import thread_id_for
 from tritondx.graph import RUNNER_WRITES_REPORT, builder
+from tritondx.state import add_seconds
 from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task import load_task
 
@@ -163,7 +164,21 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     wall = time.time() - t0
     if waiting:  # paused for a person (no approver here): `tritondx resume RUN` picks it up
         return {"status": "paused", "run_dir": str(run_dir), "waiting": waiting}
+    before_graph = t0 - process_started()  # the CLI's imports, the task check, the checkpointer
+    if before_graph > 0:
+        final = {**final, "phase_seconds": add_seconds(final.get("phase_seconds"), {"startup": before_graph})}
     return finish(run_dir, final, wall)
+
+
+def process_started() -> float:
+    """When this process started (epoch seconds; Linux /proc), else now."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(float(ln.split()[1]) for ln in Path("/proc/stat").read_text().splitlines()
+                    if ln.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return time.time()
 
 
 def discard_run_dir(run_dir: Path, before: set[str] | None) -> None:

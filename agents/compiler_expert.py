@@ -10,18 +10,20 @@ from langgraph.types import Command
 from tritondx.agents.common import best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.analysis import analyze_tier
+from tritondx.tools.phases import Phases
 
 
 def compiler_expert_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "__end__"]]:
     log = logger("compiler_expert", config)
     cfg = run_config(state)
     goto = "__end__" if cfg.mode == "diagnose" else "rewriter"
+    ph = Phases()
     found, artifacts, note = analyze_tier("compiler", best_path(state), state["target"], run_dir(state),
-                                          state.get("round", 0))
+                                          state.get("round", 0), phases=ph)
     for f in found:  # the version the evidence was read from
         f.subject = (state.get("best") or {}).get("id") or "initial"
     log.info("passes_analyzed", findings=len(found), note=note)
-    update = {"tiers_done": ["compiler"], "findings": dump(found), "artifacts": artifacts}
+    update = {"tiers_done": ["compiler"], "findings": dump(found), "artifacts": artifacts, "phase_seconds": ph.seconds}
     if cfg.mode == "diagnose":
         update["status"] = "diagnosed"
     if note:

@@ -10,18 +10,20 @@ from langgraph.types import Command
 from tritondx.agents.common import best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.analysis import analyze_tier
+from tritondx.tools.phases import Phases
 
 
 def ir_analyst_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "compiler_expert"]]:
     log = logger("ir_analyst", config)
     cfg = run_config(state)
     goto = "compiler_expert" if cfg.mode == "diagnose" or cfg.all_tiers else "rewriter"
+    ph = Phases()
     found, artifacts, note = analyze_tier("ir", best_path(state), state["target"], run_dir(state),
-                                          state.get("round", 0))
+                                          state.get("round", 0), phases=ph)
     for f in found:  # the version the evidence was read from
         f.subject = (state.get("best") or {}).get("id") or "initial"
     log.info("ir_analyzed", findings=len(found), target=state["target"], note=note)
-    update = {"tiers_done": ["ir"], "findings": dump(found), "artifacts": artifacts}
+    update = {"tiers_done": ["ir"], "findings": dump(found), "artifacts": artifacts, "phase_seconds": ph.seconds}
     if note:
         update["decisions"] = [{"node": "ir_analyst", "decision": "capture note", "reason": note}]
     return Command(goto=goto, update=update)

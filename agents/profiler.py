@@ -12,6 +12,7 @@ from tritondx.agents.common import backend_of, best_path, dump, logger, run_conf
 from tritondx.state import DXState
 from tritondx.tools.evidence import ArtifactRef
 from tritondx.tools.ncu import counter_findings, counter_summary, measured_work, profile_counters
+from tritondx.tools.phases import Phases
 from tritondx.tools.profiler import roofline_findings
 from tritondx.tools.verifier import bench_variants
 from tritondx.tools.work import first_bench_shape, work_for_bench
@@ -24,13 +25,15 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
     log = logger("profiler", config)
     cfg = run_config(state)
     out: dict = {"ncu": None, "kernels": {}}
+    ph = Phases()
     arts: dict = {}
     paths = {"initial": state["task_path"]}
     if best_path(state) != state["task_path"]:
         paths["best"] = best_path(state)
     notes = []
     for label, path in paths.items():
-        rows, note = profile_counters(path)  # the launch job holds the device lock while ncu replays
+        with ph.time("ncu"):
+            rows, note = profile_counters(path)  # the launch job holds the device lock while ncu replays
         if rows:
             out["kernels"][label] = counter_summary(rows)
             ref = ArtifactRef.write(run_dir(state) / "artifacts", f"ncu_final_{label}.json",
@@ -42,6 +45,7 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
     log.info("final_profile", kernels={k: len(v) for k, v in out["kernels"].items()}, note="; ".join(notes)[:200])
     goto = "final_approval" if cfg.interactive else "__end__"
     return Command(goto=goto, update={"final_profile": out, "artifacts": arts, "status": "done",
+                                      "phase_seconds": ph.seconds,
                                       "decisions": [{"node": "profiler", "decision": "final profile",
                                                      "reason": "ncu counters of the initial and best kernels"
                                                      if out["kernels"] else out["ncu"]}]})
@@ -64,8 +68,11 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
     variants = [{"id": "initial", "path": state["task_path"]}]
     if best_path(state) != state["task_path"]:
         variants.append({"id": "best", "path": best_path(state)})
-    result, error, seconds = bench_variants(state["task_path"], variants, backend, rounds=cfg.bench_rounds,
-                                            timeout=cfg.bench_timeout_s)
+    ph = Phases()
+    with ph.time("bench"):
+        result, error, seconds = bench_variants(state["task_path"], variants, backend, rounds=cfg.bench_rounds,
+                                                timeout=cfg.bench_timeout_s)
+    update["phase_seconds"] = ph.seconds
     update["gpu_seconds"] = state.get("gpu_seconds", 0.0) + seconds
     update["device_seconds"] = state.get("device_seconds", 0.0) + (result or {}).get("device_seconds", 0.0)
     if result is None:
@@ -76,7 +83,8 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
                             json.dumps(result, indent=1), "profile")
     found, ncu_work = [], None
     if cfg.ncu and backend.name == "cuda":
-        rows, note = profile_counters(best_path(state))  # the launch job takes the device lock itself
+        with ph.time("ncu"):
+            rows, note = profile_counters(best_path(state))  # the launch job takes the device lock itself
         if rows:
             found += counter_findings(rows)
             ncu_work = measured_work(rows)

@@ -12,6 +12,7 @@ from tritondx.agents.common import dump, ensure_run_dir, logger, run_config
 from tritondx.errors import TaskFormatError
 from tritondx.state import DXState
 from tritondx.tools.backends.base import get_backend
+from tritondx.tools.phases import Phases
 from tritondx.tools.task import load_task
 from tritondx.tools.triage import triage
 from tritondx.tools.verifier import probe_task
@@ -25,9 +26,11 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
     if not initial.exists():
         shutil.copyfile(state["task_path"], initial)
     backend = get_backend(cfg.backend)
+    ph = Phases()
     try:
         spec = load_task(initial)
-        probe = probe_task(str(initial), backend)
+        with ph.time("probe"):
+            probe = probe_task(str(initial), backend)
     except TaskFormatError as exc:  # name the user's file, not the run folder's copy of it
         raise TaskFormatError(state["task_path"], exc.problem) from None
     kclass, found = triage(spec)
@@ -39,4 +42,5 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
         "backend": backend.name, "target": target, "probe": probe, "findings": dump(found), "tiers_done": ["triage"],
         "best": {"id": "initial", "path": str(initial), "median_ms": None, "speedup": 1.0},
         "round": 0, "rounds_at_tier": 0, "gpu_seconds": 0.0, "device_seconds": 0.0, "status": "running",
+        "phase_seconds": ph.seconds,
     })

@@ -17,6 +17,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.phases import Phases
 from tritondx.tools.report.closure import untried_route
 from tritondx.tools.selection import unmeasured_choice
 from tritondx.tools.evidence import ArtifactRef
@@ -42,8 +43,10 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     device_seconds = state.get("device_seconds", 0.0)
     round_no = state.get("round", 0)
 
-    verdicts = verify_all(state["task_path"], pending, backend, state.get("probe", {}).get("ops", []),
-                          cfg.verify_timeout_s, cfg.verify_parallel)
+    ph = Phases()
+    with ph.time("verify"):
+        verdicts = verify_all(state["task_path"], pending, backend, state.get("probe", {}).get("ops", []),
+                              cfg.verify_timeout_s, cfg.verify_parallel)
     verifications, passed = [], []
     for c, v in zip(pending, verdicts):
         if backend.can_time:
@@ -60,7 +63,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     bench_artifacts: dict = {}
     gain = None
     if passed and backend.can_time:
-        timed = time_round(state["task_path"], best, passed, backend, cfg.bench_rounds, cfg.bench_timeout_s)
+        with ph.time("bench"):
+            timed = time_round(state["task_path"], best, passed, backend, cfg.bench_rounds, cfg.bench_timeout_s)
         gpu_seconds += timed.seconds
         device_seconds += timed.device_seconds
         verifications += timed.rejected
@@ -83,7 +87,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                 passed.remove(c)
             winner, why = pick(timed.result, summary, measured, {c["id"] for c in passed}, prev_id)
             if winner and why and backend.name == "cuda" and cfg.ncu:
-                hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend)
+                with ph.time("hwcheck"):
+                    hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend)
                 winner["hardware"] = hw.model_dump()
                 log.info("hardware_check", candidate=winner["id"], confirmed=hw.confirmed, note=hw.note[:200])
                 if not hw.confirmed and not hw.note.startswith(NCU_MISSING):
@@ -120,7 +125,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         reason = f"escalate to {tier_next}: {reason}"
     upd: dict = {"verifications": verifications, "measurements": measured, "best": best, "pending": [],
                  "gpu_seconds": gpu_seconds, "device_seconds": device_seconds, "insufficient": insufficient,
-                 "artifacts": bench_artifacts}
+                 "artifacts": bench_artifacts, "phase_seconds": ph.seconds}
     if goto == "__end__" and reason == "no tier left":   # every finding closed: try what was never tried
         forced = untried_route(state.get("findings", []), list(cands.values()), state.get("family_attempts", []),
                                list(state.get("insufficient", [])) + insufficient)

@@ -10,6 +10,7 @@ from typing import Any
 from tritondx.tools.evidence import ArtifactRef, Finding, Tier
 from tritondx.tools.ir.context import KernelIR, load_capture
 from tritondx.tools.ir.detectors import resource_report, run_detectors
+from tritondx.tools.phases import Phases
 from tritondx.tools.verifier import capture_ir
 
 
@@ -45,13 +46,16 @@ def attribute_sources(found: list[Finding], kernels: list[KernelIR]) -> None:
 
 
 def analyze_tier(tier: Tier, task_path: str, target: str, run_dir: Path, round_: int,
-                 sm_count: int | None = None) -> tuple[list[Finding], dict[str, Any], str]:
-    """(findings, artifacts by name, note). The note says why nothing was found, if so."""
+                 sm_count: int | None = None, phases: Phases | None = None) -> tuple[list[Finding], dict[str, Any], str]:
+    """(findings, artifacts by name, note). The note says why nothing was found, if so. ``phases``:
+    where the capture job's seconds are added (``ir_compile``)."""
+    phases = phases or Phases()
     if target.startswith("ascend"):
         from tritondx.tools.npu_bridge import analyze_ascend
         return analyze_ascend(tier, task_path, target, run_dir, round_)
     out_dir = run_dir / "ir" / f"{tier}_round{round_}"
-    manifest, error = capture_ir(task_path, out_dir, target, per_pass=(tier == "compiler"))
+    with phases.time("ir_compile"):
+        manifest, error = capture_ir(task_path, out_dir, target, per_pass=(tier == "compiler"))
     if manifest is None:
         return [], {}, f"IR capture for {target} failed: {error}"
     arch = int(target.partition(":")[2] or 90)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import difflib
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 from tritondx.tools.evidence import TIERS
+from tritondx.tools.phases import table_md
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
 from tritondx.tools.report.recheck import recheck_best
 
@@ -49,9 +51,19 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "measurements": state.get("measurements", []),
         "final_profile": state.get("final_profile"),
         "node_seconds": state.get("node_seconds", {}),
+        "phase_seconds": run_phases(state, wall),
         "analysis_seconds": round(sum(v for k, v in (state.get("node_seconds") or {}).items()
                                       if k in ("triage", "profiler", "ir_analyst", "compiler_expert")), 3),
     }
+
+
+def run_phases(state: dict[str, Any], wall: float) -> dict[str, float]:
+    """Seconds per phase (tools/phases.py); ``startup``: the run's wall time outside every node."""
+    out = dict(state.get("phase_seconds") or {})
+    outside = wall - sum((state.get("node_seconds") or {}).values())
+    if outside > 0:
+        out["startup"] = round(outside, 3)
+    return out
 
 
 def closed_findings(run_dir: Path, state: dict[str, Any], candidates: list[dict[str, Any]]) -> list[ClosureRow]:
@@ -146,6 +158,8 @@ def _md(report: dict[str, Any], diff: str) -> str:
               f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s "
               f"(holding the device: {report.get('device_seconds') or 0:.1f} s)",
               f"- how the result was chosen: {report.get('best_rule')}", ""]
+    if report.get("phase_seconds"):
+        lines += ["## Where the time went", ""] + table_md(report["phase_seconds"], report["wall_seconds"]) + [""]
     lines += _profile_md(report)
     lines += closure_md([ClosureRow(**r) for r in report.get("closure") or []])
     lines += ["## Why it was slow: evidence by tier", ""]
@@ -182,6 +196,7 @@ def _md(report: dict[str, Any], diff: str) -> str:
 
 
 def write_outputs(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str, Any]:
+    t0 = time.monotonic()
     report = build_report(run_dir, state, wall)
     best = state.get("best") or {}
     initial = Path(state["task_path"])
@@ -190,6 +205,8 @@ def write_outputs(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str
         shutil.copyfile(best_path, run_dir / "optimized_task.py")
     diff = "".join(difflib.unified_diff(initial.read_text().splitlines(True), best_path.read_text().splitlines(True),
                                         "initial", "optimized"))
+    # the report's own phase: building it (the best version's detector re-run included), written last
+    report["phase_seconds"]["report"] = round(time.monotonic() - t0, 3)
     (run_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
     (run_dir / "report.md").write_text(_md(report, diff))
     try:

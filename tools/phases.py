@@ -1,0 +1,63 @@
+"""Where a run's time goes: wall seconds per phase (probe, analysis per tier, IR compile, verify,
+bench, rewrite, report), summed over the run.
+
+A node times the job-running parts it calls with ``Phases.time(name)``; whatever the node spends
+outside them is its own phase (``NODE_PHASE``, added by the graph's ``timed`` wrapper), so the phases
+of a node always add up to its wall time. ``startup`` (the CLI, the graph, the checkpointer) is the
+run's wall time not spent in any node, filled in by the report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+#: the phase a node's own time (outside the jobs it timed) belongs to
+NODE_PHASE = {"triage": "analysis:triage", "profiler": "analysis:profile", "ir_analyst": "analysis:ir",
+              "compiler_expert": "analysis:compiler", "rewriter": "rewrite", "verifier": "select"}
+#: the order phases are shown in
+ORDER = ("startup", "probe", "analysis:triage", "analysis:profile", "ir_compile", "analysis:ir",
+         "analysis:compiler", "rewrite", "verify", "bench", "hwcheck", "ncu", "select", "report")
+
+
+class Phases:
+    """Seconds per phase inside one node."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def time(self, name: str):
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add(name, time.monotonic() - t0)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + max(0.0, seconds), 3)
+
+
+def with_node_rest(node: str, node_wall: float, timed: dict[str, float] | None) -> dict[str, float]:
+    """``timed`` plus the node's remaining wall seconds under its own phase."""
+    out = dict(timed or {})
+    rest = node_wall - sum(out.values())
+    own = NODE_PHASE.get(node, node)
+    out[own] = round(out.get(own, 0.0) + max(0.0, rest), 3)
+    return out
+
+
+def ordered(seconds: dict[str, float]) -> list[tuple[str, float]]:
+    """(phase, seconds) in ``ORDER``, unknown phases last."""
+    known = [(k, seconds[k]) for k in ORDER if k in seconds]
+    return known + sorted((k, v) for k, v in seconds.items() if k not in ORDER)
+
+
+def table_md(seconds: dict[str, float], wall: float | None = None) -> list[str]:
+    """A markdown table of the phases and their share of ``wall``."""
+    if not seconds:
+        return []
+    total = wall or sum(seconds.values()) or 1.0
+    lines = ["| phase | seconds | share |", "|---|---|---|"]
+    lines += [f"| {k} | {v:.1f} | {v / total:.0%} |" for k, v in ordered(seconds)]
+    return lines
