@@ -12,7 +12,7 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from tritondx.agents.common import best_spec, findings, highest_tier, logger, run_config, run_dir
+from tritondx.agents.common import backend_of, best_spec, findings, highest_tier, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.rewrite.base import Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
@@ -48,7 +48,10 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
     rnd = state.get("round", 0) + 1
     trail: list[dict] = []
     if not proposals:
-        proposals = propose(ctx, limit=cfg.candidates_per_round, trail=trail)
+        # without timing no candidate can win on speed: verify fewer of them per round
+        limit = cfg.candidates_per_round if backend_of(state).can_time else \
+            min(cfg.candidates_per_round, cfg.untimed_candidates_per_round)
+        proposals = propose(ctx, limit=limit, trail=trail)
     update["family_attempts"] = [{**t, "round": rnd} for t in trail]
     update["force_families"] = []
     tier = highest_tier(state)

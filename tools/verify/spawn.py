@@ -76,17 +76,21 @@ class RunnerDied(Exception):
 class RunnerProcess:
     """One candidate runner for the whole judge job (started once, not per shape)."""
 
-    def __init__(self, candidate: str, device: str, allowed_ops: list[str], hide: list[str],
-                 answer_cap: int = 1 << 34, wrap: list[str] | None = None) -> None:
-        """``wrap``: a command put in front of the sandboxed runner, outside its namespaces (ncu)."""
+    def __init__(self, candidate: str | None, device: str, allowed_ops: list[str], hide: list[str],
+                 answer_cap: int = 1 << 34, wrap: list[str] | None = None, script: Path = RUNNER_PY,
+                 extra_fds: tuple[int, ...] = (), hello: dict[str, Any] | None = None) -> None:
+        """``wrap``: a command put in front of the sandboxed runner, outside its namespaces (ncu).
+        ``script``, ``extra_fds``, ``hello``: what a warm runner (``warm.py``) starts instead: its
+        script, descriptors it gets after the three pipes, its first message."""
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
-        self.source = Path(candidate).read_text()
+        self.source = Path(candidate).read_text() if candidate else ""
         self.answer_cap = answer_cap
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
-        env = scrubbed_env({"HOME": str(self.dir), FDS_ENV: f"{req_r},{ans_w},{ev_w}", "OMP_NUM_THREADS": "1"})
-        cmd = [sys.executable, "-P", str(RUNNER_PY)]
+        fds = (req_r, ans_w, ev_w, *extra_fds)
+        env = scrubbed_env({"HOME": str(self.dir), FDS_ENV: ",".join(map(str, fds)), "OMP_NUM_THREADS": "1"})
+        cmd = [sys.executable, "-P", str(script)]
         iso = isolation()
         if iso.readonly:  # a mount namespace: a fresh /tmp, and the judge's folders hidden
             mounts = "".join(f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(h)} 2>/dev/null; " for h in hide)
@@ -106,15 +110,15 @@ class RunnerProcess:
                 os._exit(137)
 
         self.proc = subprocess.Popen(cmd, cwd=self.dir, env=env, stdin=subprocess.DEVNULL, stdout=self._stderr,
-                                     stderr=self._stderr, pass_fds=(req_r, ans_w, ev_w), preexec_fn=preexec)
-        for fd in (req_r, ans_w, ev_w):
+                                     stderr=self._stderr, pass_fds=fds, preexec_fn=preexec)
+        for fd in fds:
             os.close(fd)
         self.req = os.fdopen(req_w, "wb")
         self.ans = os.fdopen(ans_r, "rb")
         self.evidence: list[str] = []
         self._ev = threading.Thread(target=self._drain, args=(ev_r,), daemon=True)
         self._ev.start()
-        self.hello = self._ask({"device": device, "allowed_ops": allowed_ops, "source": self.source})
+        self.hello = self._ask(hello or {"device": device, "allowed_ops": allowed_ops, "source": self.source})
 
     def _drain(self, fd: int) -> None:
         buf = b""
