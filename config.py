@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 ENV_KNOBS = {
     "candidates_per_round": "TRITONDX_CANDIDATES_PER_ROUND",
-    "untimed_candidates_per_round": "TRITONDX_UNTIMED_CANDIDATES_PER_ROUND",
+    "untimed_per_family": "TRITONDX_UNTIMED_PER_FAMILY",
     "verify_timeout_s": "TRITONDX_VERIFY_TIMEOUT",
     "verify_parallel": "TRITONDX_VERIFY_PARALLEL",
     "bench_timeout_s": "TRITONDX_BENCH_TIMEOUT",
@@ -26,9 +26,9 @@ class RunConfig(BaseModel):
     target: str | None = Field(None, description="IR target, e.g. cuda:90 or ascend950; default from the backend")
     max_rounds: int = Field(6, description="rewrite rounds in all tiers together")
     candidates_per_round: int = 4
-    untimed_candidates_per_round: int = Field(2, description="the per-round cap on a backend that cannot time "
-                                                             "kernels (the interpreter): every candidate is "
-                                                             "verified, none can be measured")
+    untimed_per_family: int = Field(1, description="on a backend that cannot time kernels (the interpreter): "
+                                                   "candidates per rewrite family and round (variants that differ "
+                                                   "only in tuning values cannot be told apart without timing)")
     max_rounds_per_tier: int = 2
     target_fraction: float = Field(0.8, description="stop when the best kernel reaches this roofline fraction")
     min_gain: float = Field(1.05, description="a round must improve the best time by this factor to stay in a tier")

@@ -48,10 +48,10 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
     rnd = state.get("round", 0) + 1
     trail: list[dict] = []
     if not proposals:
-        # without timing no candidate can win on speed: verify fewer of them per round
-        limit = cfg.candidates_per_round if backend_of(state).can_time else \
-            min(cfg.candidates_per_round, cfg.untimed_candidates_per_round)
-        proposals = propose(ctx, limit=limit, trail=trail)
+        # without timing, variants of one family that differ in tuning values cannot be told apart:
+        # verify fewer of them per round (every family still gets its candidate)
+        per_family = None if backend_of(state).can_time else cfg.untimed_per_family
+        proposals = propose(ctx, limit=cfg.candidates_per_round, trail=trail, per_family=per_family)
     update["family_attempts"] = [{**t, "round": rnd} for t in trail]
     update["force_families"] = []
     tier = highest_tier(state)

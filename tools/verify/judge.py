@@ -332,7 +332,8 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     device = job["device"]
     cands = job["candidates"]
     parallel = max(1, int(job.get("parallel") or 1)) if not device.startswith("cuda") else 1
-    parallel = min(parallel, max(1, len(cands)))
+    # each warm runner costs one Python start (torch, Triton): one serves a few candidates best
+    parallel = min(parallel, max(1, len(cands) // 3))
     # the warm runners start (Python, torch, Triton) while this process loads the original and makes
     # the cases' inputs and references
     starter = ThreadPoolExecutor(max_workers=1)  # kept until the end (see below)

@@ -73,15 +73,17 @@ def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: 
 
 
 def verify_round(task_path: str, candidates: list[dict], backend: Backend, allowed_ops: list[str], timeout: float,
-                 parallel: int, alone: bool = False) -> list[Verdict]:
+                 parallel: int, alone: bool = False, static_policy: bool = True) -> list[Verdict]:
     """The candidates that pass the static policy in ONE judge job (one original, one set of cases and
     inputs, warm runners); ``timeout`` is per candidate. A candidate that ran out of device memory
-    beside other jobs of a batch is checked once more with the device alone (``run_device_job``)."""
+    beside other jobs of a batch is checked once more with the device alone (``run_device_job``).
+    ``static_policy=False``: the run-time checks alone (the adversarial suite)."""
     orig_src = Path(task_path).read_text()
     out: dict[str, Verdict] = {}
     todo = []
     for c in candidates:
-        bad = policy_check(Path(c["path"]).read_text(), orig_src) if c["path"] != task_path else None
+        bad = policy_check(Path(c["path"]).read_text(), orig_src) if c["path"] != task_path and static_policy \
+            else None
         if bad:
             out[c["id"]] = Verdict(candidate_id=c["id"], passed=False, klass=bad[0], reason=bad[1],
                                    backend=backend.name, ran=["static policy"])
@@ -110,11 +112,13 @@ def verify_round(task_path: str, candidates: list[dict], backend: Backend, allow
         overhead = max(0.0, r.seconds - own) / n  # start-up of the job, the original, the cases: shared
         for c in todo:
             a = answers.get(c["id"])
-            out[c["id"]] = _verdict_from(c, a, key, backend, float((a or {}).get("seconds") or 0.0) + overhead, True)
+            out[c["id"]] = _verdict_from(c, a, key, backend, float((a or {}).get("seconds") or 0.0) + overhead,
+                                         static_policy)
         oom = [c for c in todo if out[c["id"]].klass == "out_of_memory"]
         if oom and backend.can_time and not alone and os.environ.get("TRITONDX_LOCK_DIR"):
             log.info("verify_retry_alone", candidates=[c["id"] for c in oom])
-            for v in verify_round(task_path, oom, backend, allowed_ops, timeout, 1, alone=True):
+            for v in verify_round(task_path, oom, backend, allowed_ops, timeout, 1, alone=True,
+                                  static_policy=static_policy):
                 v.seconds += out[v.candidate_id].seconds
                 out[v.candidate_id] = v
     return [out[c["id"]] for c in candidates]
