@@ -140,11 +140,15 @@ class RunnerProcess:
         except (EOFError, BrokenPipeError, wire.WireError, ValueError, OSError) as exc:
             raise self._died(exc) from None
 
-    def _died(self, exc: BaseException) -> RunnerDied:
+    def _exit_code(self, timeout: float) -> int | None:
+        """The runner's exit status, waiting up to ``timeout`` s (None: still running)."""
         try:
-            rc = self.proc.wait(timeout=10)
+            return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            rc = None
+            return None
+
+    def _died(self, exc: BaseException) -> RunnerDied:
+        rc = self._exit_code(10)
         tail = self.stderr_tail()
         if rc is None:
             return RunnerDied("error", f"the candidate's runner broke the protocol ({exc})")

@@ -21,7 +21,6 @@ from typing import Any
 
 import structlog
 
-from tritondx.tools.sandbox import classify
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess
 
 log = structlog.get_logger(__name__)
@@ -112,17 +111,8 @@ class ForkedRunner(RunnerProcess):
                 self.rc = None
         return self.rc
 
-    def _died(self, exc: BaseException) -> RunnerDied:
-        rc = self._end("wait", 10)
-        tail = self.stderr_tail()
-        if rc is None:
-            return RunnerDied("error", f"the candidate's runner broke the protocol ({exc})")
-        kind = classify(rc, tail, False)
-        last = next((ln.strip() for ln in reversed(tail.splitlines()) if ln.strip()), "(no output)")
-        if kind == "ok":
-            return RunnerDied("no_result", "the candidate's process exited (code 0) without answering "
-                                           "(os._exit() or sys.exit() in candidate code?)")
-        return RunnerDied(kind, f"the candidate's process ended (code {rc}): {last[:300]}")
+    def _exit_code(self, timeout: float) -> int | None:
+        return self._end("wait", timeout)
 
     def close(self) -> list[str]:
         """End the child and everything it started (the zygote kills and cleans up after it)."""
