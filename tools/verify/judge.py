@@ -109,7 +109,8 @@ def _check_diag(diag: dict, where: str, allowed: set[str]) -> None:
 
 class CaseData:
     """Inputs and reference outputs of the check cases, made once per (shape, dtype, seed, values) and
-    shared by every candidate a judge job checks (a round's candidates get the same cases)."""
+    shared by every candidate a judge job checks (a round's candidates get the same cases). Both are
+    kept on the host (the runner gets bytes anyway): between checks the judge holds no device memory."""
 
     def __init__(self, orig, device: str) -> None:
         self.orig, self.device = orig, device
@@ -123,9 +124,10 @@ class CaseData:
             if key not in self._made:
                 inputs = make_case_inputs(self.orig, case, self.device)
                 _check_inputs(inputs, where)
-                snapshot = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
                 refs = tuple(r.detach().cpu() if isinstance(r, torch.Tensor) else r for r in as_tuple(
-                    self.orig.reference(*[s.clone() if isinstance(s, torch.Tensor) else s for s in snapshot])))
+                    self.orig.reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])))
+                snapshot = [t.detach().cpu().clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+                del inputs
                 ref_aliases = [isinstance(r, torch.Tensor) and _aliases(r, snapshot) for r in as_tuple(refs)]
                 self._made[key] = (snapshot, refs, ref_aliases)
             return self._made[key]
