@@ -93,10 +93,15 @@ def test_jobs_cannot_write_the_trusted_layer(tmp_path):
     (and only there is the layer used at all: ``enabled``)."""
     if not triton_cache.enabled():
         pytest.skip("the sandbox here does not make the whole file system read-only: the layer stays off")
+    import shutil
     from tritondx.tools.sandbox import run_job
-    d = triton_cache.trusted_dir("a task source " + os.urandom(4).hex(), tmp_path)
-    d.mkdir(parents=True)
-    task = tmp_path / "writer.py"
-    task.write_text(f"open({str(d / 'poison')!r}, 'w').write('x')\n")
-    run_job({"kind": "probe", "task": str(task), "device": "cpu"}, timeout=120)
-    assert not (d / "poison").exists()
+    root = Path.home() / ".cache" / f"tritondx-test-{os.urandom(4).hex()}"  # where the layer lives: not /tmp
+    try:
+        d = triton_cache.trusted_dir("a task source", root)
+        d.mkdir(parents=True)
+        task = tmp_path / "writer.py"
+        task.write_text(f"open({str(d / 'poison')!r}, 'w').write('x')\n")
+        run_job({"kind": "probe", "task": str(task), "device": "cpu"}, timeout=120)
+        assert d.is_dir() and not (d / "poison").exists()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
