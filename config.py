@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 ENV_KNOBS = {
     "candidates_per_round": "TRITONDX_CANDIDATES_PER_ROUND",
+    "untimed_per_family": "TRITONDX_UNTIMED_PER_FAMILY",
     "verify_timeout_s": "TRITONDX_VERIFY_TIMEOUT",
     "verify_parallel": "TRITONDX_VERIFY_PARALLEL",
     "bench_timeout_s": "TRITONDX_BENCH_TIMEOUT",
@@ -29,6 +30,10 @@ class RunConfig(BaseModel):
     candidates_per_round: int = 4
     search_budget_s: float = Field(30.0, description="device seconds per round for the launch-space search's "
                                                      "configurations (on a backend that times)")
+
+    untimed_per_family: int = Field(1, description="on a backend that cannot time kernels (the interpreter): "
+                                                   "candidates per rewrite family and round (variants that differ "
+                                                   "only in tuning values cannot be told apart without timing)")
     max_rounds_per_tier: int = 2
     target_fraction: float = Field(0.8, description="stop when the best kernel reaches this roofline fraction")
     min_gain: float = Field(1.05, description="a round must improve the best time by this factor to stay in a tier")

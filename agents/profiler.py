@@ -8,7 +8,7 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from tritondx.agents.common import backend_of, best_path, dump, logger, run_config, run_dir
+from tritondx.agents.common import TIER_NODE, backend_of, best_path, dump, logger, next_tier, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence import ArtifactRef
 from tritondx.tools.ncu import counter_findings, counter_summary, measured_work, profile_counters
@@ -51,7 +51,8 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
                                                      if out["kernels"] else out["ncu"]}]})
 
 
-def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "ir_analyst", "final_approval",
+def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "ir_analyst",
+                                                                          "compiler_expert", "final_approval",
                                                                           "__end__"]]:
     if state.get("status") == "final_profile":
         return final_profile(state, config)
@@ -62,8 +63,14 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
     update: dict = {"tiers_done": ["profile"]}
     if not backend.can_time:
         log.info("not_measured", backend=backend.name)
-        update["decisions"] = [{"node": "profiler", "decision": "no timing",
-                                "reason": f"{backend.describe()}: speed not measured, no profile evidence recorded"}]
+        reason = f"{backend.describe()}: speed not measured, no profile evidence recorded"
+        nxt = next_tier({**state, "tiers_done": [*state.get("tiers_done", []), "profile"]})
+        if goto == "rewriter" and nxt is not None:
+            # no new evidence: a rewrite round now would repeat the last one; gather the next tier's first
+            goto = TIER_NODE[nxt]
+            reason += f"; on to the {nxt} tier without a rewrite round"
+            update["rounds_at_tier"] = 0
+        update["decisions"] = [{"node": "profiler", "decision": "no timing", "reason": reason}]
         return Command(goto=goto, update=update)
     variants = [{"id": "initial", "path": state["task_path"]}]
     if best_path(state) != state["task_path"]:

@@ -80,7 +80,11 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
     rnd = state.get("round", 0) + 1
     trail: list[dict] = []
     if not proposals:
-        proposals = propose(ctx, limit=cfg.candidates_per_round, trail=trail)
+        # without timing, variants of one family that differ in tuning values cannot be told apart:
+        # verify fewer of them per round (every family still gets its candidate); a person reviewing
+        # candidates (--interactive) sees them all
+        per_family = None if backend_of(state).can_time or cfg.interactive else cfg.untimed_per_family
+        proposals = propose(ctx, limit=cfg.candidates_per_round, trail=trail, per_family=per_family)
     update["family_attempts"] = [{**t, "round": rnd} for t in trail]
     update["force_families"] = []
     tier = highest_tier(state)

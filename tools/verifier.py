@@ -9,6 +9,7 @@ from typing import Any
 import structlog
 
 from tritondx.errors import TaskFormatError
+from tritondx.tools import triton_cache
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.sandbox import JobResult, run_job
 from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error
@@ -58,8 +59,11 @@ def probe_task(task_path: str, backend: Backend, timeout: float | None = None) -
     default memory limit, so an oversized shape fails fast instead of exhausting the host."""
     timeout = probe_timeout() if timeout is None else timeout
     memory_bytes = DEFAULT_MEMORY_BYTES.get(backend.name)
+    env, cache = backend.job_env(), {}
+    if triton_cache.enabled():  # only the original runs here: its compiles fill the task's trusted layer
+        cache = {"cache_dir": triton_cache.writer_env(Path(task_path).read_text())["TRITON_CACHE_DIR"]}
     r = run_job({"kind": "probe", "task": str(Path(task_path).resolve()), "device": backend.torch_device},
-                timeout=timeout, env=backend.job_env(), memory_bytes=memory_bytes, gpu_lock=backend.can_time)
+                timeout=timeout, env=env, memory_bytes=memory_bytes, gpu_lock=backend.can_time, **cache)
     if not r.ok:
         raise TaskFormatError(task_path, _probe_failure(r, timeout, memory_bytes))
     res = r.result or {}

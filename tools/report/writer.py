@@ -61,8 +61,8 @@ def run_phases(state: dict[str, Any], wall: float) -> dict[str, float]:
     """Seconds per phase (tools/phases.py); ``startup``: the run's wall time outside every node."""
     out = dict(state.get("phase_seconds") or {})
     outside = wall - sum((state.get("node_seconds") or {}).values())
-    if outside > 0:
-        out["startup"] = round(outside, 3)
+    if outside > 0:  # added to what came before the graph (the CLI's imports: runner.py)
+        out["startup"] = round(out.get("startup", 0.0) + outside, 3)
     return out
 
 

@@ -39,8 +39,9 @@ from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.task import parse_task_source
 
 
-def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None) -> list[Proposal]:
-    """Up to ``limit`` new proposals. ``trail`` (when given) receives one record per motivated family:
+def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None,
+            per_family: int | None = None) -> list[Proposal]:
+    """Up to ``limit`` new proposals (at most ``per_family`` of one family, when given). ``trail`` (when given) receives one record per motivated family:
     what it gave this round (``proposed``, ``nothing_new``, ``proposed_nothing``, ``not_reached``,
     ``skipped_unmeasured``, ``avoided_by_person``), the input of the closed-findings table (tools/report/closure.py)."""
     out: list[Proposal] = []
@@ -66,7 +67,7 @@ def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None
         made, fresh = 0, 0
         for p in family.fn(ctx):
             made += 1
-            if not in_batch and len(out) >= limit:
+            if not in_batch and (len(out) >= limit or (per_family is not None and fresh >= per_family)):
                 break
             if p.signature in ctx.tried or p.source in seen_sources:
                 continue

@@ -2,7 +2,7 @@
 candidate code).
 
 It loads the ORIGINAL task (the user's own code: its reference may launch the original's Triton
-kernels), plans the check cases (``cases.plan_cases``: seeds drawn here), makes each case's
+kernels), plans the check cases (``cases.plan_checks``: seeds drawn here), makes each case's
 inputs, computes the reference, and sends the inputs to the candidate's runner (``spawn.py``, a
 separate sandboxed process started once for all cases). The runner sends back outputs as bytes
 plus diagnostics; the comparison and every decision happen here. The verdict goes back to the
@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -105,29 +107,70 @@ def _check_diag(diag: dict, where: str, allowed: set[str]) -> None:
                                              "(pre-run / launch hooks run unobserved)")
 
 
+class CaseData:
+    """Inputs and reference outputs of the check cases, made once per (shape, dtype, seed, values) and
+    shared by every candidate a judge job checks (a round's candidates get the same cases). Both are
+    kept on the host (the runner gets bytes anyway): between checks the judge holds no device memory."""
+
+    def __init__(self, orig, device: str) -> None:
+        self.orig, self.device = orig, device
+        self._made: dict[tuple, tuple] = {}
+        self._lock = threading.Lock()
+
+    def get(self, case, where: str) -> tuple[list, tuple, list]:
+        """(inputs, reference outputs on the host, which reference outputs alias an input)."""
+        key = (case.dtype, repr(case.shape), case.seed, case.values)
+        with self._lock:
+            if key not in self._made:
+                inputs = make_case_inputs(self.orig, case, self.device)
+                if case.values == "normal":  # stressed values are scaled normal ones
+                    _check_inputs(inputs, where, self.orig.reference)
+                refs = tuple(r.detach().cpu() if isinstance(r, torch.Tensor) else r for r in as_tuple(
+                    self.orig.reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])))
+                snapshot = [t.detach().cpu().clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+                del inputs
+                ref_aliases = [isinstance(r, torch.Tensor) and _aliases(r, snapshot) for r in as_tuple(refs)]
+                self._made[key] = (snapshot, refs, ref_aliases)
+            return self._made[key]
+
+
 class Judge:
-    def __init__(self, job: dict[str, Any]) -> None:
+    def __init__(self, job: dict[str, Any], orig=None, cases: list | None = None, data: CaseData | None = None,
+                 pool=None) -> None:
+        """One candidate's checks. A round's judge (``verify_round``) hands every candidate the same
+        loaded original, cases and case data, and a runner pool (``warm.py``); alone, it makes its own."""
         self.job = job
         self.device = job["device"]
-        self.orig = load_module(job["task"], "orig")
+        self.orig = orig if orig is not None else load_module(job["task"], "orig")
         self.allowed = set(job.get("allowed_ops", []))
         self.rng = random.Random(secrets.randbits(64))
         self.records: list[dict] = []
+        self.cases = cases
+        self.data = data or CaseData(self.orig, self.device)
+        self.pool = pool
 
     def run(self) -> dict[str, Any]:
-        orig_src = Path(self.job["task"]).read_text()
-        cand_src = Path(self.job["candidate"]).read_text()
-        # listed shapes, derived sizes, both sides of every added branch, value stress; fresh seeds
-        self.plan = plan_checks(self.orig, orig_src, cand_src, self.device,
-                                include_bench=bool(self.job.get("include_bench")))
-        cases = self.plan.cases
+        cases = self.cases
+        self.plan = None
+        if cases is None:
+            orig_src = Path(self.job["task"]).read_text()
+            cand_src = Path(self.job["candidate"]).read_text()
+            # listed shapes, derived sizes, both sides of every added branch, value stress; fresh seeds
+            self.plan = plan_checks(self.orig, orig_src, cand_src, self.device,
+                                    include_bench=bool(self.job.get("include_bench")))
+            cases = self.plan.cases
         if not cases:
             raise Rejected("no_checks", "the check planner gave no cases: nothing would be verified")
         become_subreaper()
+        zygote = None
         try:
-            runner = RunnerProcess(self.job["candidate"], self.device, sorted(self.allowed), hide=[os.getcwd()])
+            if self.pool is not None:
+                runner, zygote = self.pool.runner(self.job["candidate"], sorted(self.allowed))
+            else:
+                runner = RunnerProcess(self.job["candidate"], self.device, sorted(self.allowed), hide=[os.getcwd()])
         except RunnerDied as exc:
             raise Rejected(exc.kind, exc.message) from None
+        self.runner = runner
         try:
             self._hello(runner.hello)
             groups: dict[tuple, list] = {}
@@ -141,6 +184,8 @@ class Judge:
             raise Rejected(exc.kind, exc.message) from None
         finally:
             evidence = runner.close()
+            if self.pool is not None:
+                self.pool.release(zygote)
         streamed = sorted({op for op in evidence if op} - self._allowed_all())
         if any(op.startswith(HOST_READ_PREFIX) for op in streamed):
             raise Rejected("host_compute", f"the recorder streamed host reads of tensor data {streamed[:6]}")
@@ -148,10 +193,11 @@ class Judge:
             raise Rejected("torch_compute", f"the recorder streamed torch compute ops {streamed[:6]} "
                                             "(outputs must come from Triton kernels)")
         # every case passed; an added branch side no case reached still leaves code unchecked
-        unchecked = self.plan.rejection()
+        unchecked = self.plan.rejection() if self.plan is not None else None
         if unchecked:
             raise Rejected(*unchecked)
-        return {"passed": True, "checks": self.records, "ran": self.ran(), "coverage": self.plan.summary()}
+        return {"passed": True, "checks": self.records, "ran": self.ran(),
+                "coverage": self.plan.summary() if self.plan is not None else []}
 
     def ran(self) -> list[str]:
         return ["values vs reference (judge)", "fresh seeds per call", "kernels-off (all / random subset)",
@@ -175,13 +221,8 @@ class Judge:
         for k, case in enumerate(group):
             dtype = to_dtype(case.dtype)
             where = f"{case.label()} seed {case.seed}"
-            inputs = make_case_inputs(self.orig, case, self.device)
-            if case.values == "normal":
-                _check_inputs(inputs, where, self.orig.reference)
-            snapshot = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
-            refs = tuple(r.detach().cpu() if isinstance(r, torch.Tensor) else r for r in as_tuple(
-                self.orig.reference(*[s.clone() if isinstance(s, torch.Tensor) else s for s in snapshot])))
-            ref_aliases = [isinstance(r, torch.Tensor) and _aliases(r, snapshot) for r in as_tuple(refs)]
+            snapshot, refs, ref_aliases = self.data.get(case, where)
+            inputs = snapshot  # sent as bytes: the runner's copy is its own
             # the group's first call is a plain one (compiles, autotuning); later cases put the
             # kernels-off call before or after the plain one at random
             off_first = k > 0 and self.rng.random() < 0.5
@@ -262,10 +303,98 @@ class Judge:
 
 
 def verify(job: dict[str, Any]) -> dict[str, Any]:
-    """Job kind ``verify``. The seal key is taken out of the environment before anything else runs."""
+    """Job kind ``verify``. The seal key is taken out of the environment before anything else runs.
+    With ``candidates`` (a round): every candidate, each verdict sealed (``verify_round``)."""
     key = seal.take_key()
+    if "candidates" in job:
+        return verify_round(job, key)
     try:
         result = Judge(job).run()
     except Rejected as exc:
         result = {"passed": False, "class": exc.klass, "error": exc.reason}
     return seal.sign(key, result)
+
+
+def _watchdog(judge: Judge, seconds: float, fired: list) -> threading.Timer:
+    """Ends the candidate's runner when its checks take longer than ``seconds`` (the judge's next
+    read then fails and the candidate is rejected with a timeout)."""
+    def fire() -> None:
+        fired.append(True)
+        runner = getattr(judge, "runner", None)
+        if runner is None:
+            return
+        try:
+            if hasattr(runner, "zygote"):
+                runner._end("kill", 5)
+            else:
+                runner.proc.kill()
+        except Exception:  # noqa: BLE001 - the runner may be gone already
+            pass
+    t = threading.Timer(seconds, fire)
+    t.daemon = True
+    t.start()
+    return t
+
+
+def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
+    """Every candidate of a round in one judge job: the original loaded once, one plan of check cases
+    (the same seeds for all: drawn here, never sent anywhere but as inputs), each case's inputs and
+    reference made once (``CaseData``), runners forked by warm runners (``warm.py``) where that is
+    safe. ``parallel`` candidates at once on a CPU device (one at a time on a GPU: device phases
+    are per process). Returns ``{"verdicts": {id: sealed result}, "runners": "warm"|"cold: why"}``."""
+    from tritondx.tools.gpulock import usage
+    from tritondx.tools.verify.warm import RunnerPool
+    from concurrent.futures import ThreadPoolExecutor
+    device = job["device"]
+    cands = job["candidates"]
+    parallel = max(1, int(job.get("parallel") or 1)) if not device.startswith("cuda") else 1
+    # each warm runner costs one Python start (torch, Triton): one serves a few candidates best
+    parallel = min(parallel, max(1, len(cands) // 3))
+    # the warm runners start (Python, torch, Triton) while this process loads the original and makes
+    # the cases' inputs and references
+    starter = ThreadPoolExecutor(max_workers=1)  # kept until the end (see below)
+    pool_f = starter.submit(RunnerPool, device, [os.getcwd()], parallel) if len(cands) > 1 else None
+    orig = load_module(job["task"], "orig")
+    orig_src = Path(job["task"]).read_text()
+    per_timeout = float(job.get("timeout_per_candidate") or 600)
+    # each candidate's judge plans its own checks (the branches it must reach are its own); the loaded
+    # original, the case data made for identical cases, and the warm runners are shared
+    cases, plan_error = None, ""
+    data = CaseData(orig, device)
+    pool = pool_f.result() if pool_f is not None else None
+
+    def one(c: dict) -> dict[str, Any]:
+        t0, u0 = time.monotonic(), usage()
+        fired: list = []
+        judge = Judge({**job, "candidate": c["path"]}, orig=orig, cases=cases, data=data, pool=pool)
+        timer = _watchdog(judge, per_timeout, fired)
+        try:
+            if plan_error:
+                raise Rejected("exception", plan_error)
+            result = judge.run()
+        except Rejected as exc:
+            result = {"passed": False, "class": exc.klass, "error": exc.reason}
+        finally:
+            timer.cancel()
+        if fired:
+            result = {"passed": False, "class": "timeout",
+                      "error": f"the candidate's checks did not finish within {per_timeout:.0f} s"}
+        u1 = usage()
+        result = {**result, "seconds": round(time.monotonic() - t0, 3),
+                  "device_usage": {k: round(u1[k] - u0.get(k, 0.0), 4) for k in u1}}
+        return seal.sign(key, result)
+
+    try:
+        if parallel > 1:
+            with ThreadPoolExecutor(max_workers=parallel) as ex:
+                results = list(ex.map(one, cands))
+        else:
+            results = [one(c) for c in cands]
+    finally:
+        runners = (f"warm ({pool.forked} forked)" if pool is not None and pool.warm
+                   else f"cold: {pool.why_cold if pool else 'one candidate'}")
+        if pool is not None:
+            pool.close()
+        # only now: the zygotes die with the thread that started them (parent-death signal)
+        starter.shutdown(wait=True)
+    return {"verdicts": {c["id"]: r for c, r in zip(cands, results)}, "runners": runners}

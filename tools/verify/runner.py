@@ -23,6 +23,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _load_sibling(name: str):
+    if f"_dx_runner_{name}" in sys.modules:  # loaded once by a warm runner (zygote.py) before it forked
+        return sys.modules[f"_dx_runner_{name}"]
     spec = importlib.util.spec_from_file_location(f"_dx_runner_{name}", os.path.join(HERE, f"{name}.py"))
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
@@ -141,6 +143,11 @@ class Runner:
 
 def main() -> int:
     req_fd, ans_fd, ev_fd = (int(x) for x in os.environ.pop("TRITONDX_RUNNER_FDS").split(","))
+    return serve(req_fd, ans_fd, ev_fd)
+
+
+def serve(req_fd: int, ans_fd: int, ev_fd: int) -> int:
+    """The runner's protocol on these descriptors (a cold runner's, or a warm runner's forked child)."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)     # the candidate's prints go to stderr, never into the protocol

@@ -79,20 +79,23 @@ class RunnerDied(Exception):
 class RunnerProcess:
     """One candidate runner for the whole judge job (started once, not per shape)."""
 
-    def __init__(self, candidate: str, device: str, allowed_ops: list[str], hide: list[str],
-                 answer_cap: int = 1 << 34, wrap: list[str] | None = None) -> None:
+    def __init__(self, candidate: str | None, device: str, allowed_ops: list[str], hide: list[str],
+                 answer_cap: int = 1 << 34, wrap: list[str] | None = None, script: Path = RUNNER_PY,
+                 extra_fds: tuple[int, ...] = (), hello: dict[str, Any] | None = None) -> None:
         """``wrap``: a command put in front of the runner (ncu). A wrapped runner gets no namespaces:
         a profiler's injected threads make ``unshare`` of a user namespace fail (EINVAL, seen with
         ncu 2025.3 on the H200); it keeps the scrubbed environment, its private folder and the
-        parent-death signal."""
+        parent-death signal. ``script``, ``extra_fds``, ``hello``: what a warm runner (``warm.py``)
+        starts instead: its script, descriptors it gets after the three pipes, its first message."""
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
-        self.source = Path(candidate).read_text()
+        self.source = Path(candidate).read_text() if candidate else ""
         self.answer_cap = answer_cap
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
-        env = scrubbed_env({"HOME": str(self.dir), FDS_ENV: f"{req_r},{ans_w},{ev_w}", "OMP_NUM_THREADS": "1"})
-        cmd = [sys.executable, "-P", str(RUNNER_PY)]
+        fds = (req_r, ans_w, ev_w, *extra_fds)
+        env = scrubbed_env({"HOME": str(self.dir), FDS_ENV: ",".join(map(str, fds)), "OMP_NUM_THREADS": "1"})
+        cmd = [sys.executable, "-P", str(script)]
         iso = isolation() if not wrap else Isolation()
         if iso.readonly:  # a mount namespace: a fresh /tmp (or other jobs' folders hidden), the judge's hidden
             if _needs_host_tmp(env):
@@ -115,15 +118,15 @@ class RunnerProcess:
                 os._exit(137)
 
         self.proc = subprocess.Popen(cmd, cwd=self.dir, env=env, stdin=subprocess.DEVNULL, stdout=self._stderr,
-                                     stderr=self._stderr, pass_fds=(req_r, ans_w, ev_w), preexec_fn=preexec)
-        for fd in (req_r, ans_w, ev_w):
+                                     stderr=self._stderr, pass_fds=fds, preexec_fn=preexec)
+        for fd in fds:
             os.close(fd)
         self.req = os.fdopen(req_w, "wb")
         self.ans = os.fdopen(ans_r, "rb")
         self.evidence: list[str] = []
         self._ev = threading.Thread(target=self._drain, args=(ev_r,), daemon=True)
         self._ev.start()
-        self.hello = self._ask({"device": device, "allowed_ops": allowed_ops, "source": self.source})
+        self.hello = self._ask(hello or {"device": device, "allowed_ops": allowed_ops, "source": self.source})
 
     def _drain(self, fd: int) -> None:
         buf = b""
@@ -145,11 +148,15 @@ class RunnerProcess:
         except (EOFError, BrokenPipeError, wire.WireError, ValueError, OSError) as exc:
             raise self._died(exc) from None
 
-    def _died(self, exc: BaseException) -> RunnerDied:
+    def _exit_code(self, timeout: float) -> int | None:
+        """The runner's exit status, waiting up to ``timeout`` s (None: still running)."""
         try:
-            rc = self.proc.wait(timeout=10)
+            return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            rc = None
+            return None
+
+    def _died(self, exc: BaseException) -> RunnerDied:
+        rc = self._exit_code(10)
         tail = self.stderr_tail()
         if rc is None:
             return RunnerDied("error", f"the candidate's runner broke the protocol ({exc})")

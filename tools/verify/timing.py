@@ -10,6 +10,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
+from tritondx.tools import triton_cache
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.verify.jobs import job_error, run_device_job
 from tritondx.tools.verify.records import HardwareCheck
@@ -28,7 +29,8 @@ def bench_variants(task_path: str, variants: list[dict[str, str]], backend: Back
     job = {"kind": "bench", "task": str(Path(task_path).resolve()),
            "variants": [{"id": v["id"], "path": str(Path(v["path"]).resolve())} for v in variants],
            "rounds": rounds, "baselines": baselines, "ceilings_file": str(CEILINGS_FILE)}
-    r, seconds, device_s = run_device_job(job, backend, timeout)
+    extra = triton_cache.reader_env(Path(task_path).read_text()) if triton_cache.enabled() else {}
+    r, seconds, device_s = run_device_job(job, backend, timeout, extra_env=extra)
     if r.ok and r.result and "shapes" in r.result:
         return {**r.result, "device_seconds": round(device_s, 4)}, "", seconds
     klass, reason = job_error(r)

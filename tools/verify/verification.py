@@ -4,14 +4,20 @@ when the judge sealed it (``seal.py``)."""
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import structlog
+
+from tritondx.tools import triton_cache
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.verify import seal
+from tritondx.tools.gpulock import JOB_ALONE_ENV, held_seconds
+from tritondx.tools.sandbox import run_job
 from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error, run_device_job
 from tritondx.tools.verify.policy import check as policy_check
 from tritondx.tools.verify.records import CheckRecord, Verdict
+
+log = structlog.get_logger(__name__)
 
 
 def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, backend: Backend,
@@ -50,12 +56,76 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
                    seconds=seconds, device_s=device_s, ran=ran)
 
 
+def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: float, ran_static: bool) -> Verdict:
+    """One candidate's verdict out of a round job's answer (``judge.verify_round``)."""
+    ran = (["static policy"] if ran_static else []) + list((r or {}).get("ran") or [])
+    device_s = held_seconds((r or {}).get("device_usage"))
+    if r and r.get("passed") is True:
+        if not seal.valid(key, r):
+            return Verdict(candidate_id=c["id"], passed=False, klass="verdict_forgery", backend=backend.name,
+                           reason="the job's answer says passed but does not carry the judge's seal (a result "
+                                  "written by candidate code?)", seconds=seconds, device_s=device_s, ran=ran)
+        records = [CheckRecord(**x) for x in r.get("checks", [])]
+        return Verdict(candidate_id=c["id"], passed=True, backend=backend.name, checks=len(records), records=records,
+                       ran=ran, seconds=seconds, device_s=device_s, speed_measured=False)
+    klass, reason = (r.get("class", "error"), r.get("error", "")) if r else ("no_result", "the judge sent no verdict")
+    return Verdict(candidate_id=c["id"], passed=False, klass=klass, reason=str(reason)[:600], backend=backend.name,
+                   seconds=seconds, device_s=device_s, ran=ran)
+
+
+def verify_round(task_path: str, candidates: list[dict], backend: Backend, allowed_ops: list[str], timeout: float,
+                 parallel: int, alone: bool = False, static_policy: bool = True) -> list[Verdict]:
+    """The candidates that pass the static policy in ONE judge job (one original, one set of cases and
+    inputs, warm runners); ``timeout`` is per candidate. A candidate that ran out of device memory
+    beside other jobs of a batch is checked once more with the device alone (``run_device_job``).
+    ``static_policy=False``: the run-time checks alone (the adversarial suite)."""
+    orig_src = Path(task_path).read_text()
+    out: dict[str, Verdict] = {}
+    todo = []
+    for c in candidates:
+        bad = policy_check(Path(c["path"]).read_text(), orig_src) if c["path"] != task_path and static_policy \
+            else None
+        if bad:
+            out[c["id"]] = Verdict(candidate_id=c["id"], passed=False, klass=bad[0], reason=bad[1],
+                                   backend=backend.name, ran=["static policy"])
+        else:
+            todo.append(c)
+    if todo:
+        key = seal.new_key()
+        job = {"kind": "verify", "task": str(Path(task_path).resolve()), "device": backend.torch_device,
+               "include_bench": backend.can_time, "allowed_ops": allowed_ops or [],
+               "candidates": [{"id": c["id"], "path": str(Path(c["path"]).resolve())} for c in todo],
+               "timeout_per_candidate": timeout, "parallel": max(1, min(parallel, os.cpu_count() or 1))}
+        extra = {seal.SEAL_ENV: key, **({JOB_ALONE_ENV: "1"} if alone else {})}
+        if triton_cache.enabled():  # read the original's trusted compiles, never write them
+            extra.update(triton_cache.reader_env(orig_src))
+        n = len(todo)
+        budget = timeout * n / (job["parallel"] if not backend.can_time else 1) + 120
+        r = run_job(job, timeout=budget, env={**backend.job_env(), **extra},
+                    memory_bytes=DEFAULT_MEMORY_BYTES.get(backend.name), gpu_lock=backend.can_time)
+        answers = (r.result or {}).get("verdicts") if r.ok and r.result else None
+        if answers is None:
+            klass, reason = job_error(r)
+            answers = {c["id"]: {"passed": False, "class": klass, "error": reason} for c in todo}
+        else:
+            log.debug("verify_round", candidates=n, runners=(r.result or {}).get("runners"), seconds=round(r.seconds, 2))
+        own = sum(float((answers.get(c["id"]) or {}).get("seconds") or 0.0) for c in todo)
+        overhead = max(0.0, r.seconds - own) / n  # start-up of the job, the original, the cases: shared
+        for c in todo:
+            a = answers.get(c["id"])
+            out[c["id"]] = _verdict_from(c, a, key, backend, float((a or {}).get("seconds") or 0.0) + overhead,
+                                         static_policy)
+        oom = [c for c in todo if out[c["id"]].klass == "out_of_memory"]
+        if oom and backend.can_time and not alone and os.environ.get("TRITONDX_LOCK_DIR"):
+            log.info("verify_retry_alone", candidates=[c["id"] for c in oom])
+            for v in verify_round(task_path, oom, backend, allowed_ops, timeout, 1, alone=True,
+                                  static_policy=static_policy):
+                v.seconds += out[v.candidate_id].seconds
+                out[v.candidate_id] = v
+    return [out[c["id"]] for c in candidates]
+
+
 def verify_all(task_path: str, candidates: list[dict], backend: Backend, allowed_ops: list[str], timeout: float,
                parallel: int) -> list[Verdict]:
-    """Each candidate in its own judge job; several at once (they only share the device)."""
-    def one(c: dict) -> Verdict:
-        return verify_candidate(task_path, c["path"], c["id"], backend, include_bench=backend.can_time,
-                                allowed_ops=allowed_ops, timeout=timeout)
-
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, os.cpu_count() or 1))) as pool:
-        return list(pool.map(one, candidates))
+    """Every candidate of a round: one judge job for all of them (``verify_round``)."""
+    return verify_round(task_path, candidates, backend, allowed_ops, timeout, parallel)

@@ -30,7 +30,7 @@ def _proposals(folder: Path) -> list[Proposal]:
     return out
 
 
-def propose(ctx, limit: int = 4) -> list[Proposal]:
+def propose(ctx, limit: int = 4, **_) -> list[Proposal]:  # trail, per_family: not used here
     for folder in FOLDERS:
         mine = _proposals(folder)
         if not any(p.signature in ctx.tried for p in mine):

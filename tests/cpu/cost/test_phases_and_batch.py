@@ -1,0 +1,100 @@
+"""Where time goes: seconds per phase in report.json / report.md, and the batch's device-held line."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from langgraph.types import Command
+
+from tritondx.batch import summarize_task, write_summary
+from tritondx.graph import timed
+from tritondx.tools.gpulock import HeldSampler
+from tritondx.tools.phases import Phases
+from tritondx.tools.report.writer import write_outputs
+
+
+def test_a_node_phases_add_up_to_its_wall_time():
+    def node(state, config):
+        ph = Phases()
+        with ph.time("verify"):
+            time.sleep(0.2)
+        time.sleep(0.1)  # the node's own work: its phase ("select" for the verifier)
+        return Command(goto="__end__", update={"phase_seconds": ph.seconds})
+
+    cmd = timed("verifier", node)({}, {"configurable": {"tritondx_runner_writes_report": True}})
+    ph = cmd.update["phase_seconds"]
+    assert ph["verify"] >= 0.19 and ph["select"] >= 0.09
+    assert abs(sum(ph.values()) - cmd.update["node_seconds"]["verifier"]) < 0.01
+
+
+def test_report_json_and_md_carry_the_phases_and_the_batch_sums_them(tmp_path):
+    task = tmp_path / "task_initial.py"
+    task.write_text("x = 1\n")
+    state = {"task_path": str(task), "task_name": "t", "config": {"mode": "optimize"}, "best": {"id": "initial"},
+             "node_seconds": {"triage": 3.0, "verifier": 5.0},
+             "phase_seconds": {"probe": 2.5, "analysis:triage": 0.5, "verify": 4.0, "select": 1.0}}
+    write_outputs(tmp_path, state, wall=10.0)
+    rep = json.loads((tmp_path / "report.json").read_text())
+    ph = rep["phase_seconds"]
+    assert ph["probe"] == 2.5 and ph["verify"] == 4.0 and ph["startup"] == 2.0 and "report" in ph
+    md = (tmp_path / "report.md").read_text()
+    assert "## Where the time went" in md and "| verify | 4.0 | 40% |" in md
+    entry = summarize_task(str(task), tmp_path, 0, 11.0, {"seconds": 3.0, "error": "x"}, "")
+    assert entry["phase_seconds"]["final_bench"] == 3.0 and entry["phase_seconds"]["verify"] == 4.0
+    meta = {"suite": "s", "device_held": {"wall_s": 20.0, "devices": 1, "held_s": 12.0, "exclusive_s": 4.0,
+                                          "held_fraction": 0.6}}
+    write_summary(tmp_path, [entry, {**entry, "task": "u"}], meta)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "device held 12 s of 20 s wall (60%); of which exclusive (timing) 4 s" in summary
+    assert "| verify | 8.0 |" in summary
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["aggregate"]["device_held"]["held_fraction"] == 0.6 and res["meta"]["device_held"]["held_s"] == 12.0
+
+
+def test_the_sampler_counts_shared_and_exclusive_holds(tmp_path):
+    lock = tmp_path / "gpu.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+
+    def hold():
+        time.sleep(0.2)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        time.sleep(0.6)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        time.sleep(0.6)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        time.sleep(0.2)
+
+    with HeldSampler([tmp_path], interval=0.02) as s:
+        t = threading.Thread(target=hold)
+        t.start()
+        t.join()
+    os.close(fd)
+    h = s.summary()
+    assert 0.9 < h["held_s"] < 1.5 and 0.4 < h["exclusive_s"] < 0.8, h
+    assert 0.5 < h["held_fraction"] < 0.85
+
+
+def test_round_benches_never_time_torch_baselines(monkeypatch):
+    """torch eager / torch.compile are timed once per task, by the batch's final bench; a round's bench
+    and the profile tier's bench never ask for them."""
+    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.verify import timing
+    jobs = []
+
+    def fake(job, backend, timeout, memory_bytes=None, extra_env=None, **kw):
+        jobs.append(job)
+        from tritondx.tools.sandbox import JobResult
+        return JobResult(kind="error", returncode=1, seconds=0.0, message="x"), 0.0, 0.0
+
+    monkeypatch.setattr(timing, "run_device_job", fake)
+    be = get_backend("interpreter")
+    monkeypatch.setattr(type(be), "can_time", property(lambda self: True))
+    here = Path(__file__).resolve().parents[1] / "verifier" / "tiny_axpy.py"
+    timing.time_round(str(here), {}, [{"id": "c1", "path": str(here)}], be, 3, 60)
+    assert jobs and all(j["kind"] == "bench" and j["baselines"] is False for j in jobs)

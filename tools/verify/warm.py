@@ -1,0 +1,190 @@
+"""Warm runners, judge side: one zygote (``zygote.py``) per judge slot forks a fresh runner per candidate.
+
+A cold runner (``spawn.RunnerProcess``) starts Python and imports torch and Triton for every
+candidate: seconds each, most of a CPU verification. The zygote is started the same way, once, and
+forks a child per candidate, one at a time; the child speaks the runner's protocol on pipes the
+judge made (handed over with SCM_RIGHTS), so ``ForkedRunner`` is used exactly like a
+``RunnerProcess``. What stops one candidate from leaving anything for the next is in ``zygote.py``;
+where the zygote cannot guarantee it (a writable mount it does not own), it says so at start and
+the judge uses cold runners (``runner_for``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess
+
+log = structlog.get_logger(__name__)
+
+ZYGOTE_PY = Path(__file__).with_name("zygote.py")
+#: ``TRITONDX_WARM_RUNNERS=0`` turns warm runners off (every candidate gets a cold runner)
+WARM_ENV = "TRITONDX_WARM_RUNNERS"
+
+
+class Zygote:
+    """One warm runner process; ``fork`` gives a ``ForkedRunner`` (one at a time)."""
+
+    def __init__(self, device: str, hide: list[str]) -> None:
+        self.ctl, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.lock = threading.Lock()
+        self.device = device
+        fd = child.detach()  # RunnerProcess hands it to the zygote and closes it here
+        try:
+            self.proc = RunnerProcess(None, device, [], hide, script=ZYGOTE_PY, extra_fds=(fd,),
+                                      hello={"zygote": True, "device": device})
+        except BaseException:
+            self.ctl.close()
+            raise
+        self.ok = isinstance(self.proc.hello, dict) and bool(self.proc.hello.get("ok"))
+        self.why = "" if self.ok else str((self.proc.hello or {}).get("why", "no answer"))[:300]
+        self._buf = b""
+
+    def request(self, msg: dict[str, Any], fds: list[int] = ()) -> dict[str, Any]:
+        with self.lock:
+            data = json.dumps(msg).encode() + b"\n"
+            if fds:
+                socket.send_fds(self.ctl, [data], list(fds))
+            else:
+                self.ctl.sendall(data)
+            while b"\n" not in self._buf:
+                chunk = self.ctl.recv(65536)
+                if not chunk:
+                    raise RunnerDied("crashed", "the warm runner ended")
+                self._buf += chunk
+            line, self._buf = self._buf.split(b"\n", 1)
+            return json.loads(line)
+
+    def fork(self, candidate: str, allowed_ops: list[str], answer_cap: int = 1 << 34) -> "ForkedRunner":
+        return ForkedRunner(self, candidate, allowed_ops, answer_cap)
+
+    def close(self) -> None:
+        try:
+            self.ctl.close()
+        finally:
+            self.proc.close()
+
+
+class ForkedRunner(RunnerProcess):
+    """A runner forked by a ``Zygote``: the same protocol and answers as a cold ``RunnerProcess``."""
+
+    def __init__(self, zygote: Zygote, candidate: str, allowed_ops: list[str], answer_cap: int) -> None:
+        self.zygote = zygote
+        self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
+        self.source = Path(candidate).read_text()
+        self.answer_cap = answer_cap
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        ev_r, ev_w = os.pipe()
+        self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-", dir=self.dir)[1])
+        self._stderr = open(self.stderr_path, "wb")
+        try:
+            reply = zygote.request({"op": "fork"}, [req_r, ans_w, ev_w, self._stderr.fileno()])
+        finally:
+            for fd in (req_r, ans_w, ev_w):
+                os.close(fd)
+        self.pid = reply.get("pid")
+        self.rc: int | None = None
+        self.req = os.fdopen(req_w, "wb")
+        self.ans = os.fdopen(ans_r, "rb")
+        self.evidence: list[str] = []
+        self._ev = threading.Thread(target=self._drain, args=(ev_r,), daemon=True)
+        self._ev.start()
+        if not self.pid:
+            self.req.close()
+            raise RunnerDied("error", f"the warm runner did not fork: {reply.get('error', reply)}")
+        self.hello = self._ask({"device": zygote.device, "allowed_ops": allowed_ops, "source": self.source})
+
+    def _end(self, op: str, timeout: float) -> int | None:
+        if self.rc is None:
+            try:
+                self.rc = self.zygote.request({"op": op, "timeout": timeout}).get("rc")
+            except (OSError, RunnerDied, ValueError):
+                self.rc = None
+        return self.rc
+
+    def _exit_code(self, timeout: float) -> int | None:
+        return self._end("wait", timeout)
+
+    def close(self) -> list[str]:
+        """End the child and everything it started (the zygote kills and cleans up after it)."""
+        try:
+            self.req.close()
+        except OSError:
+            pass
+        if self._end("wait", 5) is None:
+            self._end("kill", 5)
+        self._ev.join(timeout=5)
+        self.ans.close()
+        self._stderr.close()
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return self.evidence
+
+
+class RunnerPool:
+    """Runners for the candidates of one judge job: forked by a zygote where it is safe, else cold."""
+
+    def __init__(self, device: str, hide: list[str], slots: int = 1) -> None:
+        self.device, self.hide = device, hide
+        self.free: list[Zygote] = []
+        self.lock = threading.Lock()
+        self.why_cold = ""
+        self.forked = 0
+        if os.environ.get(WARM_ENV, "1") == "0":
+            self.why_cold = f"{WARM_ENV}=0"
+            return
+        for _ in range(max(1, slots)):
+            try:
+                z = Zygote(device, hide)
+            except Exception as exc:  # noqa: BLE001 - no warm runner: cold ones, as before
+                self.why_cold = f"the warm runner did not start: {exc}"
+                break
+            if not z.ok:
+                self.why_cold = z.why
+                z.close()
+                break
+            self.free.append(z)
+        if self.why_cold:
+            log.info("warm_runner_off", why=self.why_cold)
+
+    @property
+    def warm(self) -> bool:
+        return self.forked > 0
+
+    def runner(self, candidate: str, allowed_ops: list[str]) -> tuple[RunnerProcess, Zygote | None]:
+        """A runner for ``candidate`` and the zygote it came from (give it back with ``release``)."""
+        with self.lock:
+            z = self.free.pop() if self.free else None
+        if z is None:
+            return RunnerProcess(candidate, self.device, allowed_ops, hide=self.hide), None
+        try:
+            runner = z.fork(candidate, allowed_ops)
+            self.forked += 1
+            return runner, z
+        except BaseException:
+            self.release(z)
+            raise
+
+    def release(self, z: Zygote | None) -> None:
+        """Back into the pool, unless the zygote ended (a candidate may kill it: later ones go cold)."""
+        if z is None:
+            return
+        if z.proc.proc.poll() is not None:
+            z.close()
+            return
+        with self.lock:
+            self.free.append(z)
+
+    def close(self) -> None:
+        for z in self.free:
+            z.close()
+        self.free = []

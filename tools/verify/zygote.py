@@ -1,0 +1,296 @@
+"""A warm runner (untrusted side): imports torch and Triton once, then forks one fresh runner per
+candidate, one at a time.
+
+Run as a script, ``python -P zygote.py``, by the judge (``warm.py``) exactly where a cold runner
+would run (``spawn.RunnerProcess``: scrubbed environment, its own namespaces); it imports no
+``tritondx.tools.verify`` module and never imports candidate code itself. Requests come on a Unix
+socket (fd in ``TRITONDX_RUNNER_FDS``) with the child's protocol descriptors attached (SCM_RIGHTS):
+``fork`` starts a child that runs ``runner.serve`` on them; ``wait`` / ``kill`` end it.
+
+What one candidate could leave for the next, and why it cannot:
+- files: at start the zygote makes every mount read-only and puts fresh tmpfs mounts over /tmp,
+  /var/tmp, /dev/shm and /run (where its namespace lets it); it then checks that every writable
+  mount is one of those and refuses to serve otherwise (the judge falls back to a cold runner per
+  candidate). Each child gets an empty folder there (cwd, HOME, TMPDIR, its Triton cache); after the
+  child ends, everything in those mounts is deleted before the next child starts.
+- processes: the zygote is the subreaper of everything a child starts; after the child ends, every
+  process left under the zygote is killed. Children run one at a time.
+- System V IPC objects (they outlive processes) are removed after each child.
+- memory: the zygote is non-dumpable (and so are its children), so a child cannot read or write
+  another process's memory or ``/proc`` details.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PRIVATE_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+#: mounts a process may keep writable and that hold no files a child could leave (kernel views)
+KERNEL_MOUNTS = ("/proc", "/sys", "/dev/pts", "/dev/mqueue")
+CHILD_DIR = "/tmp/tritondx-candidate"
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 4, 36
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+_LOCKED_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
+                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
+MAX_MSG = 1 << 16
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+
+def _prctl(option: int, arg: int) -> None:
+    _libc.prctl(option, arg, 0, 0, 0)
+
+
+def _mounts() -> list[tuple[str, list[str], str]]:
+    """(mount point, per-mount options, fs type) from /proc/self/mountinfo."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            parts = left.split()
+            mp = parts[4].encode().decode("unicode_escape")
+            out.append((mp, parts[5].split(","), right.split()[0] if right else ""))
+    return out
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith(r + "/") for r in roots)
+
+
+def make_private() -> list[str]:
+    """Every mount read-only, fresh tmpfs over ``PRIVATE_MOUNTS`` (where the namespace allows it);
+    returns the writable mounts this zygote owns (those it empties between children)."""
+    own = []
+    for mp, opts, _ in _mounts():
+        if "rw" in opts and not _under(mp, KERNEL_MOUNTS):
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+            for o in opts:
+                flags |= _LOCKED_FLAGS.get(o, 0)
+            _libc.mount(None, mp.encode(), None, flags, None)  # checked below, through mountinfo
+    for d in PRIVATE_MOUNTS:
+        if os.path.isdir(d) and _libc.mount(b"tritondx", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                                            b"mode=1777,size=2g") == 0:
+            own.append(d)
+    return own
+
+
+def unsafe_mounts(own: list[str]) -> list[str]:
+    """Writable mounts that are not this zygote's own fresh tmpfs (where a child could leave a file)."""
+    seen: dict[str, bool] = {}
+    for mp, opts, _ in _mounts():  # in mount order: a later mount hides what lies on or under it
+        for old in [m for m in seen if m == mp or m.startswith(mp.rstrip("/") + "/")]:
+            del seen[old]
+        seen[mp] = "rw" in opts
+    return [mp for mp, rw in seen.items() if rw and mp not in own and not _under(mp, KERNEL_MOUNTS)]
+
+
+def _wipe(own: list[str]) -> None:
+    for d in own:
+        for name in os.listdir(d):
+            p = os.path.join(d, name)
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
+
+
+def _remove_sysv_ipc() -> None:
+    """System V shared memory, semaphores and message queues outlive their processes: remove them all."""
+    for kind, call, cmd in (("shm", _libc.shmctl, 0), ("sem", _libc.semctl, 0), ("msg", _libc.msgctl, 0)):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            ident = int(row.split()[1])
+            if kind == "sem":
+                call(ident, 0, cmd, None)  # IPC_RMID == 0
+            else:
+                call(ident, cmd, None)
+
+
+def _children() -> list[int]:
+    me, out = os.getpid(), []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def _kill_leftovers() -> None:
+    for _ in range(50):
+        kids = _children()
+        if not kids:
+            return
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for k in kids:
+            try:
+                os.waitpid(k, 0)
+            except ChildProcessError:
+                pass
+        time.sleep(0.01)
+
+
+def _child(ctl: socket.socket, fds: list[int], seq: int, parent: int) -> None:
+    """In the forked child: a fresh session and folder, then the runner's protocol."""
+    try:
+        ctl.close()
+        os.setsid()
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(137)
+        req, ans, ev, err = fds
+        os.dup2(err, 2)
+        os.close(err)
+        folder = f"{CHILD_DIR}-{seq}"
+        os.makedirs(folder, mode=0o700)
+        os.chdir(folder)
+        os.environ.update(HOME=folder, TMPDIR=folder, TRITON_CACHE_DIR=os.path.join(folder, ".triton"))
+        import tempfile
+        tempfile.tempdir = None
+        runner = sys.modules["_dx_runner_runner"]
+        rc = runner.serve(req, ans, ev)
+    except BaseException:  # noqa: BLE001 - the runner answers for itself; this is the last resort
+        import traceback
+        traceback.print_exc()
+        rc = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc or 0)
+
+
+def _preload() -> None:
+    """What every runner imports, once: torch, Triton, and the runner's own modules (by path)."""
+    import importlib.util
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+    spec = importlib.util.spec_from_file_location("_dx_runner_runner", os.path.join(HERE, "runner.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    for name in ("guard", "wire"):
+        mod._load_sibling(name)
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        import triton.runtime.interpreter  # noqa: F401
+        import tritondx.tools.taskmod  # noqa: F401
+
+
+def _send(ctl: socket.socket, msg: dict) -> None:
+    ctl.sendall(json.dumps(msg).encode() + b"\n")
+
+
+def _hello(req_fd: int, ans_fd: int, ev_fd: int) -> tuple[dict, object]:
+    """The first message comes like a cold runner's (``spawn.RunnerProcess``): over the wire pipes."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_dx_runner_wire", os.path.join(HERE, "wire.py"))
+    wire = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = wire
+    spec.loader.exec_module(wire)
+    req, ans = os.fdopen(req_fd, "rb"), os.fdopen(ans_fd, "wb")
+    os.close(ev_fd)  # the zygote records nothing; each child gets its own evidence channel
+    return wire.recv(req), (wire, req, ans)
+
+
+def main() -> int:
+    req_fd, ans_fd, ev_fd, ctl_fd = (int(x) for x in os.environ.pop("TRITONDX_RUNNER_FDS").split(","))
+    ctl = socket.socket(fileno=ctl_fd)
+    _prctl(_PR_SET_DUMPABLE, 0)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    _, (wire, req, ans) = _hello(req_fd, ans_fd, ev_fd)
+    own = make_private()
+    bad = unsafe_mounts(own)
+    if bad:
+        wire.send(ans, {"ok": False, "why": f"writable mounts a candidate could leave files in: {bad[:4]}"})
+        return 0
+    _wipe(own)
+    try:
+        _preload()
+    except BaseException as exc:  # noqa: BLE001
+        wire.send(ans, {"ok": False, "why": f"preload failed: {type(exc).__name__}: {exc}"})
+        return 0
+    wire.send(ans, {"ok": True, "private": own, "pid": os.getpid()})
+    req.close()
+    ans.close()
+    current, seq = None, 0
+    buf = b""
+    while True:
+        msg, fds, _, _ = socket.recv_fds(ctl, MAX_MSG, 4)
+        if not msg:
+            return 0
+        buf += msg
+        if not buf.endswith(b"\n"):
+            for fd in fds:
+                os.close(fd)
+            continue
+        req, buf = json.loads(buf), b""
+        op = req.get("op")
+        if op == "fork":
+            if current is not None or len(fds) != 4:
+                for fd in fds:
+                    os.close(fd)
+                _send(ctl, {"error": "a child is still running" if current is not None else "want 4 descriptors"})
+                continue
+            seq += 1
+            pid = os.fork()
+            if pid == 0:
+                _child(ctl, fds, seq, os.getppid())
+            for fd in fds:
+                os.close(fd)
+            current = pid
+            _send(ctl, {"pid": pid})
+        elif op in ("wait", "kill"):
+            rc = None
+            if current is not None:
+                if op == "kill":
+                    try:
+                        os.kill(current, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                deadline = time.monotonic() + float(req.get("timeout", 0))
+                while True:
+                    done, status = os.waitpid(current, os.WNOHANG)
+                    if done:
+                        rc = os.waitstatus_to_exitcode(status)
+                        break
+                    if time.monotonic() >= deadline:
+                        break
+                    time.sleep(0.01)
+                if rc is not None:  # the child is gone: nothing of it stays for the next one
+                    current = None
+                    _kill_leftovers()
+                    _remove_sysv_ipc()
+                    _wipe(own)
+            _send(ctl, {"rc": rc, "running": current is not None})
+        else:
+            _send(ctl, {"error": f"unknown op {op!r}"})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
