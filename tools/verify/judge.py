@@ -32,6 +32,7 @@ from tritondx.tools.sandbox import ILLEGAL_ACCESS_RE
 from tritondx.tools.taskmod import as_tuple, load_module, tolerance, to_dtype
 from tritondx.tools.verify import seal
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
+from tritondx.tools.verify.coverage import trace_verdict
 from tritondx.tools.verify.compare import compare, is_constant, unchanged
 from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
@@ -145,6 +146,7 @@ class Judge:
         self.allowed = set(job.get("allowed_ops", []))
         self.rng = random.Random(secrets.randbits(64))
         self.records: list[dict] = []
+        self.lines: set[int] = set()   # candidate lines the runner saw run (untrusted: used against it)
         self.cases = cases
         self.data = data or CaseData(self.orig, self.device)
         self.pool = pool
@@ -196,6 +198,10 @@ class Judge:
         unchecked = self.plan.rejection() if self.plan is not None else None
         if unchecked:
             raise Rejected(*unchecked)
+        if self.plan is not None:  # branches the judge could not evaluate: the runner's line trace, against it
+            traced = trace_verdict(self.plan.branches, self.lines, kernel_lines_traced=not self.device.startswith("cuda"))
+            if traced:
+                raise Rejected("unchecked_branch", "; ".join(traced[:3])[:600])
         return {"passed": True, "checks": self.records, "ran": self.ran(),
                 "coverage": self.plan.summary() if self.plan is not None else []}
 
@@ -233,6 +239,7 @@ class Judge:
             if off is None:
                 off = runner.call(list(inputs), mask, skip_rest=mode == "all")
             diag = ans.get("diag") or {}
+            self.lines.update(x for x in diag.get("lines") or [] if isinstance(x, int))
             _check_diag(diag, where, self.allowed)
             for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
                 if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape

@@ -14,9 +14,11 @@ Python thread started later gets its own op recorder, and the timing functions a
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
+import threading
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,6 +60,30 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [""])[0][:300]
 
 
+
+@contextlib.contextmanager
+def _line_trace(path: str, lines: set):
+    """Record the line numbers of ``path`` that run (all threads) while the block runs."""
+    def local(frame, event, arg):
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return local
+
+    def glob(frame, event, arg):
+        if frame.f_code.co_filename == path:
+            lines.add(frame.f_lineno)
+            return local
+        return None
+
+    old = sys.gettrace()
+    sys.settrace(glob)
+    threading.settrace(glob)
+    try:
+        yield
+    finally:
+        sys.settrace(old)
+        threading.settrace(old)  # type: ignore[arg-type]
+
 class Runner:
     def __init__(self, candidate: str, hello: dict, evidence_fd: int) -> None:
         import torch
@@ -84,6 +110,7 @@ class Runner:
         if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):  # libdevice on CPU, before the import
             from tritondx.tools.backends.interpreter_libdevice import install
             install()
+        self.cand_path = candidate
         spec = importlib.util.spec_from_file_location("candidate", candidate)
         self.mod = importlib.util.module_from_spec(spec)
         sys.modules["candidate"] = self.mod   # triton's JIT looks the module up for globals
@@ -101,9 +128,14 @@ class Runner:
             if profile:
                 torch.cuda.synchronize()
                 torch.cuda.profiler.start()
-            with guard.watch(poison=not profile, skip_kernels=skip_rest, skip_mask=tuple(skip_mask)):
+            lines: set[int] = set()
+            with guard.watch(poison=not profile, skip_kernels=skip_rest, skip_mask=tuple(skip_mask)), \
+                    _line_trace(self.cand_path, lines):
                 out = self.mod.launch(*args)
                 outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            # lines of the candidate file that ran (under the interpreter kernel bodies too): the judge
+            # uses them only against the candidate (a branch side it could not evaluate that never ran)
+            diag["lines"] = sorted(lines)
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()
             if profile:

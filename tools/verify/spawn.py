@@ -76,6 +76,19 @@ class RunnerDied(Exception):
         super().__init__(f"{kind}: {message}")
 
 
+#: the runner's own namespaces (user, mount, PID, network): its mount script needs a mount namespace
+#: it may mount in, which the job sandbox's bwrap/unshare views do not give (their prefix is only a marker)
+RUNNER_NAMESPACES = ["unshare", "-rn", "--pid", "--fork", "--kill-child", "--mount-proc"]
+
+
+def _namespaces(iso: Isolation) -> list[str]:
+    """The prefix that gives a runner its namespaces: a full set where the sandbox found user namespaces
+    working, the network namespace alone where only that works, else none."""
+    if iso.mechanism in ("bwrap", "unshare"):
+        return list(RUNNER_NAMESPACES)
+    return list(iso.prefix)
+
+
 class RunnerProcess:
     """One candidate runner for the whole judge job (started once, not per shape)."""
 
@@ -107,7 +120,7 @@ class RunnerProcess:
                            f"cd {PRIVATE_DIR} || exit 97; export HOME={PRIVATE_DIR} TMPDIR={PRIVATE_DIR} "
                            f"TRITON_CACHE_DIR={PRIVATE_DIR}/.triton; ")
             cmd = ["sh", "-c", mounts + 'exec "$@"', "sh"] + cmd
-        cmd = (wrap or []) + iso.prefix + cmd
+        cmd = (wrap or []) + _namespaces(iso) + cmd
         self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-")[1])
         self._stderr = open(self.stderr_path, "wb")
         parent = os.getpid()

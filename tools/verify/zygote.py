@@ -26,6 +26,7 @@ import ctypes
 import json
 import os
 import shutil
+import stat
 import signal
 import socket
 import sys
@@ -105,6 +106,61 @@ def _wipe(own: list[str]) -> None:
                     os.unlink(p)
                 except OSError:
                     pass
+
+
+def _tree(root: str, skip: set[str]) -> dict[str, tuple]:
+    """Every path under ``root`` (not crossing into other mounts in ``skip``), with what identifies its content."""
+    out: dict[str, tuple] = {}
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if os.path.join(d, x) not in skip]
+        for name in dirs + files:
+            p = os.path.join(d, name)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            out[p] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns)
+    return out
+
+
+class Snapshots:
+    """Writable mounts the zygote cannot make its own (no capability to remount: under bubblewrap the
+    job's /dev, /tmp and scratch are shared by every child). Their content is recorded before the first
+    child; after each child, whatever is new is removed, and a recorded entry that changed (a child
+    rewrote a file the next one would read) ends warm mode: the zygote exits and later candidates
+    get cold runners."""
+
+    def __init__(self, mounts: list[str]) -> None:
+        self.mounts = [m for m in mounts if os.path.isdir(m)]
+        self.skip = {mp for mp, _, _ in _mounts()} - set(self.mounts)
+        self.before = {m: _tree(m, self.skip) for m in self.mounts}
+
+    def restore(self) -> bool:
+        """Remove what children added; False when something recorded was changed."""
+        clean = True
+        for m in self.mounts:
+            old = self.before[m]
+            for p, ident in sorted(_tree(m, self.skip).items(), key=lambda kv: -len(kv[0])):
+                if p not in old:
+                    try:
+                        if os.path.isdir(p) and not os.path.islink(p):
+                            shutil.rmtree(p, ignore_errors=True)
+                        else:
+                            os.unlink(p)
+                    except OSError:
+                        clean = False
+                elif ident != old[p] and not os.path.isdir(p):
+                    clean = False
+            if any(not os.path.lexists(p) for p in old):
+                clean = False
+        return clean
+
+
+def _char_device(path: str) -> bool:
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _remove_sysv_ipc() -> None:
@@ -225,7 +281,11 @@ def main() -> int:
     os.dup2(2, 1)
     _, (wire, req, ans) = _hello(req_fd, ans_fd, ev_fd)
     own = make_private()
-    bad = unsafe_mounts(own)
+    # a bind-mounted character device (/dev/null, /dev/zero, ...) keeps nothing a child writes
+    bad = [m for m in unsafe_mounts(own) if not _char_device(m)]
+    snaps = Snapshots(bad) if bad and all(os.path.isdir(m) for m in bad) else None
+    if snaps is not None:
+        bad = []
     if bad:
         wire.send(ans, {"ok": False, "why": f"writable mounts a candidate could leave files in: {bad[:4]}"})
         return 0
@@ -287,6 +347,9 @@ def main() -> int:
                     _kill_leftovers()
                     _remove_sysv_ipc()
                     _wipe(own)
+                    if snaps is not None and not snaps.restore():
+                        _send(ctl, {"rc": rc, "running": False})
+                        return 0  # a child changed what the next one would find: later candidates go cold
             _send(ctl, {"rc": rc, "running": current is not None})
         else:
             _send(ctl, {"error": f"unknown op {op!r}"})

@@ -36,7 +36,7 @@ def test_cheats_rejected_and_honest_passes_through_one_warm_runner():
     for cid, _, case in order:
         v = by_id[cid]
         if case is None:
-            assert v.passed and v.checks == cases.CHECKS, f"{cid}: {v.klass} {v.reason}"
+            assert v.passed and v.checks > cases.CHECKS, f"{cid}: {v.klass} {v.reason}"  # listed + derived cases
             continue
         assert not v.passed and v.klass == case.expect, f"{cid}: {v.klass} ({v.reason}), want {case.expect}"
         for part in case.reason:
