@@ -160,6 +160,9 @@ def test_a_bench_that_runs_out_of_device_memory_in_a_batch_is_retried_alone(tmp_
 
     monkeypatch.setattr(jobs, "run_job", fake_run_job)
     monkeypatch.setenv("TRITONDX_LOCK_DIR", str(tmp_path))
+    task = tmp_path / "t.py"   # the bench reads the task's source (its trusted Triton cache layer)
+    task.write_text("")
+    monkeypatch.chdir(tmp_path)
     result, error, seconds = verifier.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
     assert result["shapes"] == [] and error == "" and seconds == 3.0
     assert result["device_seconds"] == 1.75  # both attempts held the device; waits are not counted

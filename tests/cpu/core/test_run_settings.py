@@ -116,7 +116,10 @@ DTYPES = [torch.float32]
 '''
 
 
-def test_crashed_job_leaves_no_temporary_folder(tmp_path):
+def test_crashed_job_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    # without a sandbox (a host with neither bubblewrap nor unshare) the job sees the host's temp dir;
+    # its temporary files must still live in its job folder, so nothing outlives a crash
+    monkeypatch.setenv("TRITONDX_SANDBOX", "none")
     from tritondx.tools.verifier import capture_ir
     import tempfile
     import uuid
