@@ -250,6 +250,10 @@ class _Planner:
             return f"the reference rejects it ({type(exc).__name__}: {str(exc)[:120]})"
         if not all_finite(refs):
             return "the reference is not finite on it"
+        try:  # the original kernel itself (trusted: the user's code) must run on a derived size
+            self.mod.launch(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
+        except Exception as exc:  # noqa: BLE001
+            return f"the original kernel rejects it ({type(exc).__name__}: {str(exc)[:120]})"
         return None
 
     def add(self, shape: Any, dtype: str, why: str, values: str = "normal", check: bool = True) -> bool:

@@ -104,7 +104,25 @@ def test_candidate_correct_under_interpreter(rounds, case, stem, target, det, fa
     backend = get_backend("interpreter")
     for i, path in enumerate(r["paths"]):
         res = verify_candidate(str(KERNELS / f"{stem}.py"), str(path), f"{case}{i}", backend)
+        if case in KNOWN_UNVERIFIED:
+            # what the derived checks found (a side beyond the CPU budget): must stay found
+            klass, words = KNOWN_UNVERIFIED[case]
+            assert res.klass == klass and words in res.reason, f"{case} candidate {i}: {res.klass}: {res.reason}"
+            continue
         assert res.passed, f"{case} candidate {i}: {res.klass}: {res.reason}"
+
+
+#: candidates the verifier's derived checks (tools/verify/cases.py) do not verify on CPU, and why:
+#: int32_indices adds `if WIDE_INDEX`, true only from 2**30 elements: beyond the CPU size budget (a GPU
+#: checks it at the bench shape), like index_width's candidate.
+#: ub_retile's candidates crash the interpreter process on a derived size ("corrupted size vs. prev_size"):
+#: found by the derived checks on 2026-12-01 and not investigated yet (an out-of-bounds access of the
+#: re-tiled kernel, or of the interpreter): open, kept rejected here until it is understood.
+KNOWN_UNVERIFIED = {
+    "int64": ("unchecked_branch", "beyond the CPU size budget"),
+    "ub_overflow": ("segfault", "segfault"),
+    "ub_double": ("segfault", "segfault"),
+}
 
 
 def test_grid_fold_uses_the_target_cores(rounds):
