@@ -101,7 +101,8 @@ def _common(obs: dict, run_dir: Path):
     """What holds with or without namespaces: scrubbed environment, private working directory."""
     assert obs["leaked"] == [], f"secrets reached the candidate: {obs['leaked']}"
     cwd = Path(obs["cwd"])
-    assert cwd.name.startswith("tritondx-job-") and str(cwd).startswith(tempfile.gettempdir())
+    # the candidate runs in its own runner folder (tools/verify/spawn.py), not in the judge job's
+    assert cwd.name.startswith("tritondx-runner") and str(cwd).startswith(tempfile.gettempdir())
     assert run_dir not in cwd.parents and obs["home"] == obs["cwd"]
     assert obs["w_cwd"] == "written"            # its own scratch space
     assert not cwd.exists(), "the job's private directory was not removed"
