@@ -126,8 +126,8 @@ def _meta_inputs(task_mod: Any, shape: Any, dtype: torch.dtype, cap: int) -> tup
 
 class _Planner:
     def __init__(self, task_mod: Any, original_source: str, candidate_source: str, device: str,
-                 include_bench: bool, size_class: str | None):
-        self.mod, self.device = task_mod, device
+                 include_bench: bool, size_class: str | None, contract: Any = None):
+        self.mod, self.device, self.contract = task_mod, device, contract
         self.size_class = size_class or sh.device_kind(device)   # "cpu" / "cuda": the size budget
         self.orig_src, self.cand_src = original_source, candidate_source
         self.orig_tree, self.cand_tree = ast.parse(original_source), ast.parse(candidate_source)
@@ -250,11 +250,16 @@ class _Planner:
             return f"the reference rejects it ({type(exc).__name__}: {str(exc)[:120]})"
         if not all_finite(refs):
             return "the reference is not finite on it"
-        try:  # the original kernel itself (trusted: the user's code) must run on a derived size
-            self.mod.launch(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
-        except Exception as exc:  # noqa: BLE001
-            return f"the original kernel rejects it ({type(exc).__name__}: {str(exc)[:120]})"
-        return None
+        return self.original_contract(shape, dtype, values, inputs, refs)
+
+    # --- the original's contract (contract.py: the original runs in a runner process of its own) -------
+    def original_contract(self, shape: Any, dtype: str, values: str, inputs: tuple, refs: tuple) -> str | None:
+        """None when the original kernel computes the reference on these inputs (or no contract check
+        is wired in: plans made outside a judge); else why the case is outside its contract."""
+        if self.contract is None:
+            return None
+        problem = self.contract.check(shape, dtype, values, inputs, refs)
+        return None if problem is None else f"outside the original kernel's contract: {problem}"
 
     def add(self, shape: Any, dtype: str, why: str, values: str = "normal", check: bool = True) -> bool:
         if check:
@@ -396,10 +401,12 @@ class _Planner:
 
 
 def plan_checks(task_mod: Any, original_source: str, candidate_source: str, device: str,
-                include_bench: bool = False, size_class: str | None = None) -> CasePlan:
+                include_bench: bool = False, size_class: str | None = None, contract: Any = None) -> CasePlan:
     """The full plan: cases, dropped cases, branch coverage (see the module docstring). ``size_class``
-    ("cpu"/"cuda") picks the size budget; None: the device's own."""
-    return _Planner(task_mod, original_source, candidate_source, device, include_bench, size_class).build()
+    ("cpu"/"cuda") picks the size budget; None: the device's own. ``contract``: a
+    ``contract.OriginalContract`` (the judge's), which drops derived cases the original gets wrong."""
+    return _Planner(task_mod, original_source, candidate_source, device, include_bench, size_class,
+                    contract).build()
 
 
 def plan_cases(task_mod: Any, original_source: str, candidate_source: str, device: str) -> list[CheckCase]:

@@ -32,6 +32,7 @@ from tritondx.tools.sandbox import ILLEGAL_ACCESS_RE
 from tritondx.tools.taskmod import as_tuple, load_module, tolerance, to_dtype
 from tritondx.tools.verify import seal
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
+from tritondx.tools.verify.contract import OriginalContract
 from tritondx.tools.verify.coverage import trace_verdict
 from tritondx.tools.verify.compare import compare, is_constant, unchanged
 from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
@@ -137,7 +138,7 @@ class CaseData:
 
 class Judge:
     def __init__(self, job: dict[str, Any], orig=None, cases: list | None = None, data: CaseData | None = None,
-                 pool=None) -> None:
+                 pool=None, contract: OriginalContract | None = None) -> None:
         """One candidate's checks. A round's judge (``verify_round``) hands every candidate the same
         loaded original, cases and case data, and a runner pool (``warm.py``); alone, it makes its own."""
         self.job = job
@@ -150,6 +151,7 @@ class Judge:
         self.cases = cases
         self.data = data or CaseData(self.orig, self.device)
         self.pool = pool
+        self.contract = contract
 
     def run(self) -> dict[str, Any]:
         cases = self.cases
@@ -157,9 +159,18 @@ class Judge:
         if cases is None:
             orig_src = Path(self.job["task"]).read_text()
             cand_src = Path(self.job["candidate"]).read_text()
-            # listed shapes, derived sizes, both sides of every added branch, value stress; fresh seeds
-            self.plan = plan_checks(self.orig, orig_src, cand_src, self.device,
-                                    include_bench=bool(self.job.get("include_bench")))
+            # listed shapes, derived sizes, both sides of every added branch, value stress; fresh seeds;
+            # derived cases the original itself gets wrong dropped (its own runner: contract.py)
+            own = self.contract is None
+            contract = self.contract or OriginalContract(self.job["task"], self.orig, self.device, [os.getcwd()])
+            if own:
+                contract.prestart()
+            try:
+                self.plan = plan_checks(self.orig, orig_src, cand_src, self.device,
+                                        include_bench=bool(self.job.get("include_bench")), contract=contract)
+            finally:
+                if own:
+                    contract.close()
             cases = self.plan.cases
         if not cases:
             raise Rejected("no_checks", "the check planner gave no cases: nothing would be verified")
@@ -368,12 +379,15 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     # original, the case data made for identical cases, and the warm runners are shared
     cases, plan_error = None, ""
     data = CaseData(orig, device)
+    contract = OriginalContract(job["task"], orig, device, [os.getcwd()])
+    contract.prestart()
     pool = pool_f.result() if pool_f is not None else None
 
     def one(c: dict) -> dict[str, Any]:
         t0, u0 = time.monotonic(), usage()
         fired: list = []
-        judge = Judge({**job, "candidate": c["path"]}, orig=orig, cases=cases, data=data, pool=pool)
+        judge = Judge({**job, "candidate": c["path"]}, orig=orig, cases=cases, data=data, pool=pool,
+                      contract=contract)
         timer = _watchdog(judge, per_timeout, fired)
         try:
             if plan_error:
@@ -402,6 +416,7 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
                    else f"cold: {pool.why_cold if pool else 'one candidate'}")
         if pool is not None:
             pool.close()
+        contract.close()
         # only now: the zygotes die with the thread that started them (parent-death signal)
         starter.shutdown(wait=True)
     return {"verdicts": {c["id"]: r for c, r in zip(cands, results)}, "runners": runners}

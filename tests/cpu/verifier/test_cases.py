@@ -9,6 +9,7 @@ import pytest
 from tritondx.tools.taskmod import load_module, tolerance
 from tritondx.tools.verify.buffers import degenerate_inputs, written_buffers
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
+from tritondx.tools.verify.contract import OriginalContract
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"
@@ -16,9 +17,15 @@ CHECKS = HERE / "checks"
 CORPUS = HERE.parents[2].parent / "shared" / "corpus"
 
 
-def plan(task: Path, cand: Path | str, size_class: str | None = None):
+def plan(task: Path, cand: Path | str, size_class: str | None = None, contract: bool = False):
     src = cand.read_text() if isinstance(cand, Path) else cand
-    return plan_checks(load_module(str(task), "t"), task.read_text(), src, "cpu", size_class=size_class)
+    mod = load_module(str(task), "t")
+    oc = OriginalContract(str(task), mod, "cpu", []) if contract else None
+    try:
+        return plan_checks(mod, task.read_text(), src, "cpu", size_class=size_class, contract=oc)
+    finally:
+        if oc is not None:
+            oc.close()
 
 
 def test_listed_shapes_twice_then_derived_odd_and_larger():
@@ -151,3 +158,21 @@ def test_a_side_no_size_can_reach_is_dead_not_unchecked():
     dead = [b for b in p.branches if b.branch.test == "elems <= 1024"]
     assert dead and dead[0].status == "dead" and "not reachable" in dead[0].note
     assert p.rejection() is None
+
+
+def test_derived_size_outside_the_original_kernels_contract_is_dropped(tmp_path, monkeypatch):
+    """An unmasked original (grid n // BLOCK) is right only on multiples of its block: the odd derived
+    size checks nothing a candidate could be held to, so it is dropped, with the original's own result."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")     # the judge's CPU environment: the original really runs
+    task = tmp_path / "unmasked.py"
+    src = AXPY.read_text().replace("    mask = offs < n_elements\n", "    mask = offs < 1 << 40\n")
+    src = src.replace("grid = (triton.cdiv(n, BLOCK),)", "grid = (n // BLOCK,)")
+    task.write_text(src.replace("CHECK_SHAPES = [(1000,), (4097,)]", "CHECK_SHAPES = [(1024,), (4096,)]"))
+    p = plan(task, task, contract=True)
+    assert all(math.prod(c.shape) % 128 == 0 for c in p.cases), [c.shape for c in p.cases]
+    why = [d.why for d in p.dropped if "odd" in d.why]
+    assert why and "outside the original kernel's contract" in why[0] and "output 0:" in why[0], p.dropped
+    # the same task, masked: the original is right on the odd size, which is kept
+    ok = tmp_path / "masked.py"
+    ok.write_text(AXPY.read_text().replace("CHECK_SHAPES = [(1000,), (4097,)]", "CHECK_SHAPES = [(1024,), (4096,)]"))
+    assert any("odd" in c.why for c in plan(ok, ok, contract=True).cases)
