@@ -16,6 +16,7 @@ values) for the judge job: a round's candidates share them.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import structlog
@@ -36,8 +37,10 @@ class OriginalContract:
     def __init__(self, task_path: str, task_mod: Any, device: str, hide: list[str]) -> None:
         self.task_path, self.mod, self.device, self.hide = task_path, task_mod, device, hide
         self._runner = None
-        self._starting: threading.Thread | None = None
-        self._start_error: BaseException | None = None
+        # runners are started from this one thread, kept until close(): a runner gets a parent-death
+        # signal, which Linux sends when the *thread* that started it ends
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tritondx-original")
+        self._starting: Future | None = None
         self._done: dict[tuple, str | None] = {}
         self._lock = threading.Lock()
         self.calls = 0
@@ -53,13 +56,7 @@ class OriginalContract:
     def prestart(self) -> None:
         """Start the original's runner in the background (a Python start: torch, Triton), so that it is
         ready when the planner asks its first case."""
-        def go() -> None:
-            try:
-                self._runner = self._start()
-            except BaseException as exc:  # noqa: BLE001 - reported by the first check
-                self._start_error = exc
-        self._starting = threading.Thread(target=go, daemon=True)
-        self._starting.start()
+        self._starting = self._starter.submit(self._start)
 
     def _start(self):
         from tritondx.tools.verify.spawn import RunnerProcess
@@ -74,13 +71,10 @@ class OriginalContract:
         from tritondx.tools.verify.spawn import RunnerDied
         try:
             if self._starting is not None:
-                self._starting.join()
-                self._starting = None
-                if self._start_error is not None:
-                    err, self._start_error = self._start_error, None
-                    raise err if isinstance(err, (RunnerDied, RuntimeError)) else RuntimeError(str(err))
+                starting, self._starting = self._starting, None
+                self._runner = starting.result()
             if self._runner is None:
-                self._runner = self._start()
+                self._runner = self._starter.submit(self._start).result()
             runner = self._runner
             timer = threading.Timer(ORIGINAL_CASE_TIMEOUT, runner.proc.kill)
             timer.daemon = True
@@ -123,6 +117,10 @@ class OriginalContract:
     def close(self) -> None:
         with self._lock:
             if self._starting is not None:
-                self._starting.join()
+                try:
+                    self._runner = self._starting.result()
+                except Exception:  # noqa: BLE001 - it never started
+                    pass
                 self._starting = None
             self._end()
+        self._starter.shutdown(wait=True)

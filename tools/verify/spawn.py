@@ -70,6 +70,12 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+#: the runners this process started and has not closed yet (each a direct child): a runner's close()
+#: ends the orphans its candidate left (reparented to us, the subreaper), never another live runner
+#: (a round's other candidates, a warm runner's zygote, the original's runner: contract.py)
+_LIVE_RUNNERS: set[int] = set()
+
+
 class RunnerDied(Exception):
     def __init__(self, kind: str, message: str):
         self.kind, self.message = kind, message
@@ -132,6 +138,7 @@ class RunnerProcess:
 
         self.proc = subprocess.Popen(cmd, cwd=self.dir, env=env, stdin=subprocess.DEVNULL, stdout=self._stderr,
                                      stderr=self._stderr, pass_fds=fds, preexec_fn=preexec)
+        _LIVE_RUNNERS.add(self.proc.pid)
         for fd in fds:
             os.close(fd)
         self.req = os.fdopen(req_w, "wb")
@@ -212,8 +219,9 @@ class RunnerProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        _LIVE_RUNNERS.discard(self.proc.pid)
         for _ in range(20):  # orphans reparented to us (we are their subreaper)
-            kids = [k for k in _children(os.getpid()) if k != self.proc.pid]
+            kids = [k for k in _children(os.getpid()) if k != self.proc.pid and k not in _LIVE_RUNNERS]
             if not kids:
                 break
             for k in kids:
