@@ -3,12 +3,14 @@
 A derived check case (an odd size, a larger size, a branch side, stressed values) holds a candidate to
 what the *original* kernel gets right there. An unmasked original launched on ``n // BLOCK`` programs
 leaves the tail of an odd size unwritten; an original that reads past its inputs may crash. Such a
-case checks nothing a candidate could be held to, so the planner (``cases.py``) drops it, with the
-original's own result as the reason.
+case checks nothing a candidate could be held to. When a candidate fails a derived case, the judge
+asks this module whether the original fails it too; if so the case is dropped from the plan, with the
+original's own result as the reason, and the checks go on (``judge.Judge._outside_contract``). Only
+failures pay for it: a candidate that passes every case never starts the original.
 
 The original is trusted code, but outside its contract it can crash the interpreter or poison a CUDA
 context: it runs in a runner process of its own (``spawn.RunnerProcess``, the same sandboxed process
-a candidate gets, started in the background when the judge starts), never in the judge. A
+a candidate gets, started on the first failure), never in the judge. A
 crash ends that runner only; the next check starts another. Results are kept per (shape, dtype,
 values) for the judge job: a round's candidates share them.
 """
@@ -16,7 +18,7 @@ values) for the judge job: a round's candidates share them.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
@@ -40,7 +42,6 @@ class OriginalContract:
         # runners are started from this one thread, kept until close(): a runner gets a parent-death
         # signal, which Linux sends when the *thread* that started it ends
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tritondx-original")
-        self._starting: Future | None = None
         self._done: dict[tuple, str | None] = {}
         self._lock = threading.Lock()
         self.calls = 0
@@ -52,11 +53,6 @@ class OriginalContract:
                 self._done[key] = self._run(inputs, refs, dtype)
                 self.calls += 1
             return self._done[key]
-
-    def prestart(self) -> None:
-        """Start the original's runner in the background (a Python start: torch, Triton), so that it is
-        ready when the planner asks its first case."""
-        self._starting = self._starter.submit(self._start)
 
     def _start(self):
         from tritondx.tools.verify.spawn import RunnerProcess
@@ -70,9 +66,6 @@ class OriginalContract:
     def _run(self, inputs: tuple, refs: tuple, dtype: str) -> str | None:
         from tritondx.tools.verify.spawn import RunnerDied
         try:
-            if self._starting is not None:
-                starting, self._starting = self._starting, None
-                self._runner = starting.result()
             if self._runner is None:
                 self._runner = self._starter.submit(self._start).result()
             runner = self._runner
@@ -116,11 +109,5 @@ class OriginalContract:
 
     def close(self) -> None:
         with self._lock:
-            if self._starting is not None:
-                try:
-                    self._runner = self._starting.result()
-                except Exception:  # noqa: BLE001 - it never started
-                    pass
-                self._starting = None
             self._end()
         self._starter.shutdown(wait=True)

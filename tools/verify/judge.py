@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import structlog
 import torch
 
 from tritondx.tools.sandbox import ILLEGAL_ACCESS_RE
@@ -109,6 +110,13 @@ def _check_diag(diag: dict, where: str, allowed: set[str]) -> None:
                                              "(pre-run / launch hooks run unobserved)")
 
 
+log = structlog.get_logger()
+
+#: how a candidate fails a derived case that may be the original's failure too (then the case is
+#: outside the original's contract): wrong values, or its runner ended (a crash, an illegal access)
+CONTRACT_CLASSES = frozenset({"mismatch", "segfault", "illegal_memory_access", "crashed", "killed", "error",
+                              "out_of_memory"})
+
 class CaseData:
     """Inputs and reference outputs of the check cases, made once per (shape, dtype, seed, values) and
     shared by every candidate a judge job checks (a round's candidates get the same cases). Both are
@@ -152,6 +160,8 @@ class Judge:
         self.data = data or CaseData(self.orig, self.device)
         self.pool = pool
         self.contract = contract
+        self.evidence: list[str] = []
+        self._case = None     # the case being checked (a failure on it may be outside the original's contract)
 
     def run(self) -> dict[str, Any]:
         cases = self.cases
@@ -159,46 +169,50 @@ class Judge:
         if cases is None:
             orig_src = Path(self.job["task"]).read_text()
             cand_src = Path(self.job["candidate"]).read_text()
-            # listed shapes, derived sizes, both sides of every added branch, value stress; fresh seeds;
-            # derived cases the original itself gets wrong dropped (its own runner: contract.py)
-            own = self.contract is None
-            contract = self.contract or OriginalContract(self.job["task"], self.orig, self.device, [os.getcwd()])
-            if own:
-                contract.prestart()
-            try:
-                self.plan = plan_checks(self.orig, orig_src, cand_src, self.device,
-                                        include_bench=bool(self.job.get("include_bench")), contract=contract)
-            finally:
-                if own:
-                    contract.close()
+            # listed shapes, derived sizes, both sides of every added branch, value stress; fresh seeds
+            self.plan = plan_checks(self.orig, orig_src, cand_src, self.device,
+                                    include_bench=bool(self.job.get("include_bench")))
             cases = self.plan.cases
         if not cases:
             raise Rejected("no_checks", "the check planner gave no cases: nothing would be verified")
         become_subreaper()
-        zygote = None
+        own_contract = self.contract is None
+        if own_contract:
+            self.contract = OriginalContract(self.job["task"], self.orig, self.device, [os.getcwd()])
+        runner = zygote = None
         try:
-            if self.pool is not None:
-                runner, zygote = self.pool.runner(self.job["candidate"], sorted(self.allowed))
-            else:
-                runner = RunnerProcess(self.job["candidate"], self.device, sorted(self.allowed), hide=[os.getcwd()])
-        except RunnerDied as exc:
-            raise Rejected(exc.kind, exc.message) from None
-        self.runner = runner
-        try:
+            runner, zygote = self._new_runner()
             self._hello(runner.hello)
             groups: dict[tuple, list] = {}
             for c in cases:
                 groups.setdefault((c.dtype, repr(c.shape), c.values), []).append(c)
             for group in groups.values():
-                with device_phase(self.device):
-                    self._group(runner, group)
-                runner.reset()
+                self._case = None
+                try:
+                    with device_phase(self.device):
+                        self._group(runner, group)
+                    runner.reset()
+                except (Rejected, RunnerDied) as exc:
+                    died = isinstance(exc, RunnerDied)
+                    rej = Rejected(exc.kind, exc.message) if died else exc
+                    if not self._outside_contract(self._case, rej):
+                        raise rej from None
+                    if died:   # the candidate's runner ended on a case the original fails too: a fresh one
+                        self.evidence += runner.close()
+                        self._release(zygote)
+                        runner, zygote = self._new_runner()
+                        self._hello(runner.hello)
+                    else:
+                        runner.reset()
         except RunnerDied as exc:
             raise Rejected(exc.kind, exc.message) from None
         finally:
-            evidence = runner.close()
-            if self.pool is not None:
-                self.pool.release(zygote)
+            if runner is not None:
+                self.evidence += runner.close()
+                self._release(zygote)
+            if own_contract:
+                self.contract.close()
+        evidence = self.evidence
         streamed = sorted({op for op in evidence if op} - self._allowed_all())
         if any(op.startswith(HOST_READ_PREFIX) for op in streamed):
             raise Rejected("host_compute", f"the recorder streamed host reads of tensor data {streamed[:6]}")
@@ -215,6 +229,38 @@ class Judge:
                 raise Rejected("unchecked_branch", "; ".join(traced[:3])[:600])
         return {"passed": True, "checks": self.records, "ran": self.ran(),
                 "coverage": self.plan.summary() if self.plan is not None else []}
+
+    def _new_runner(self):
+        try:
+            if self.pool is not None:
+                runner, zygote = self.pool.runner(self.job["candidate"], sorted(self.allowed))
+            else:
+                runner, zygote = RunnerProcess(self.job["candidate"], self.device, sorted(self.allowed),
+                                               hide=[os.getcwd()]), None
+        except RunnerDied as exc:
+            raise Rejected(exc.kind, exc.message) from None
+        self.runner = runner
+        return runner, zygote
+
+    def _release(self, zygote) -> None:
+        if self.pool is not None:
+            self.pool.release(zygote)
+
+    def _outside_contract(self, case, exc: Rejected) -> bool:
+        """A derived case the candidate fails (wrong values, or its process ended) that the original
+        kernel fails too (``contract.py``: run in a process of its own) checks nothing a candidate can
+        be held to: it is dropped from the plan, with the original's result, and the checks go on."""
+        if case is None or self.plan is None or case.why.startswith("listed") \
+                or exc.klass not in CONTRACT_CLASSES or self.contract is None:
+            return False
+        snapshot, refs, _ = self.data.get(case, case.label())
+        problem = self.contract.check(case.shape, case.dtype, case.values, tuple(snapshot), refs)
+        if problem is None:
+            return False
+        self.plan.drop(case, f"{case.why}: the candidate failed it ({exc.klass}) and so does the original "
+                             f"kernel: outside its contract ({problem})")
+        log.info("case_outside_contract", case=case.label(), candidate_failure=exc.klass, original=problem[:120])
+        return True
 
     def ran(self) -> list[str]:
         return ["values vs reference (judge)", "fresh seeds per call", "kernels-off (all / random subset)",
@@ -236,6 +282,7 @@ class Judge:
     def _group(self, runner: RunnerProcess, group: list) -> None:
         earlier_refs: list[tuple[int, tuple]] = []
         for k, case in enumerate(group):
+            self._case = case
             dtype = to_dtype(case.dtype)
             where = f"{case.label()} seed {case.seed}"
             snapshot, refs, ref_aliases = self.data.get(case, where)
@@ -379,8 +426,7 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     # original, the case data made for identical cases, and the warm runners are shared
     cases, plan_error = None, ""
     data = CaseData(orig, device)
-    contract = OriginalContract(job["task"], orig, device, [os.getcwd()])
-    contract.prestart()
+    contract = OriginalContract(job["task"], orig, device, [os.getcwd()])   # started when a case needs it
     pool = pool_f.result() if pool_f is not None else None
 
     def one(c: dict) -> dict[str, Any]:

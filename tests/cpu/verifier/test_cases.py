@@ -9,7 +9,6 @@ import pytest
 from tritondx.tools.taskmod import load_module, tolerance
 from tritondx.tools.verify.buffers import degenerate_inputs, written_buffers
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
-from tritondx.tools.verify.contract import OriginalContract
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"
@@ -17,15 +16,9 @@ CHECKS = HERE / "checks"
 CORPUS = HERE.parents[2].parent / "shared" / "corpus"
 
 
-def plan(task: Path, cand: Path | str, size_class: str | None = None, contract: bool = False):
+def plan(task: Path, cand: Path | str, size_class: str | None = None):
     src = cand.read_text() if isinstance(cand, Path) else cand
-    mod = load_module(str(task), "t")
-    oc = OriginalContract(str(task), mod, "cpu", []) if contract else None
-    try:
-        return plan_checks(mod, task.read_text(), src, "cpu", size_class=size_class, contract=oc)
-    finally:
-        if oc is not None:
-            oc.close()
+    return plan_checks(load_module(str(task), "t"), task.read_text(), src, "cpu", size_class=size_class)
 
 
 def test_listed_shapes_twice_then_derived_odd_and_larger():
@@ -160,19 +153,38 @@ def test_a_side_no_size_can_reach_is_dead_not_unchecked():
     assert p.rejection() is None
 
 
-def test_derived_size_outside_the_original_kernels_contract_is_dropped(tmp_path, monkeypatch):
-    """An unmasked original (grid n // BLOCK) is right only on multiples of its block: the odd derived
-    size checks nothing a candidate could be held to, so it is dropped, with the original's own result."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")     # the judge's CPU environment: the original really runs
-    task = tmp_path / "unmasked.py"
+
+def _unmasked(tmp_path: Path) -> Path:
+    """tiny_axpy without its mask, on n // BLOCK programs: right only on multiples of its block."""
     src = AXPY.read_text().replace("    mask = offs < n_elements\n", "    mask = offs < 1 << 40\n")
     src = src.replace("grid = (triton.cdiv(n, BLOCK),)", "grid = (n // BLOCK,)")
+    task = tmp_path / "unmasked.py"
     task.write_text(src.replace("CHECK_SHAPES = [(1000,), (4097,)]", "CHECK_SHAPES = [(1024,), (4096,)]"))
-    p = plan(task, task, contract=True)
-    assert all(math.prod(c.shape) % 128 == 0 for c in p.cases), [c.shape for c in p.cases]
-    why = [d.why for d in p.dropped if "odd" in d.why]
-    assert why and "outside the original kernel's contract" in why[0] and "output 0:" in why[0], p.dropped
-    # the same task, masked: the original is right on the odd size, which is kept
-    ok = tmp_path / "masked.py"
-    ok.write_text(AXPY.read_text().replace("CHECK_SHAPES = [(1000,), (4097,)]", "CHECK_SHAPES = [(1024,), (4096,)]"))
-    assert any("odd" in c.why for c in plan(ok, ok, contract=True).cases)
+    return task
+
+
+def test_derived_size_outside_the_original_kernels_contract_is_dropped(tmp_path):
+    """The unmasked original fails its own odd derived size: the same kernel as a candidate fails it too,
+    and that case is dropped (the original's result as the reason), not held against the candidate."""
+    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.verifier import verify_candidate
+    task = _unmasked(tmp_path)
+    v = verify_candidate(str(task), str(task), "same", get_backend("interpreter"), allowed_ops=["empty_like"])
+    assert v.passed, f"{v.klass}: {v.reason}"
+    dropped = [line for line in v.coverage if line.startswith("dropped") and "odd" in line]
+    assert dropped and "so does the original kernel: outside its contract" in dropped[0], v.coverage
+    # listed shapes are never dropped: a candidate wrong on one is rejected
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(task.read_text().replace("alpha * x + y", "alpha * x + y + (offs == 4095)"))
+    w = verify_candidate(str(task), str(wrong), "wrong", get_backend("interpreter"), allowed_ops=["empty_like"])
+    assert not w.passed and w.klass == "mismatch", (w.klass, w.reason)
+
+
+def test_a_dropped_case_unreaches_the_branch_sides_only_it_reached():
+    p = plan(AXPY, CHECKS / "k_even_wrong.py")
+    (bc,) = p.branches
+    assert bc.status == "covered"
+    only = next(c for c in p.cases if c.label() == bc.reached["true"])
+    p.drop(only, "outside the original kernel's contract (test)")
+    assert "true" not in bc.reached and bc.status == "unreached" and "contract" in bc.note
+    assert p.rejection() is not None and any("(test)" in d.why for d in p.dropped)
