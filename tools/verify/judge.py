@@ -369,6 +369,8 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     cases, plan_error = None, ""
     data = CaseData(orig, device)
     pool = pool_f.result() if pool_f is not None else None
+    if pool is not None and pool.shared:
+        parallel = 1  # its zygote cleans mounts the other runners' folders are in (warm.Zygote.shared)
 
     def one(c: dict) -> dict[str, Any]:
         t0, u0 = time.monotonic(), usage()
