@@ -428,6 +428,8 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     data = CaseData(orig, device)
     contract = OriginalContract(job["task"], orig, device, [os.getcwd()])   # started when a case needs it
     pool = pool_f.result() if pool_f is not None else None
+    if pool is not None and pool.shared:
+        parallel = 1  # its zygote cleans mounts the other runners' folders are in (warm.Zygote.shared)
 
     def one(c: dict) -> dict[str, Any]:
         t0, u0 = time.monotonic(), usage()

@@ -30,6 +30,11 @@ ZYGOTE_PY = Path(__file__).with_name("zygote.py")
 WARM_ENV = "TRITONDX_WARM_RUNNERS"
 
 
+class ZygoteEnded(RunnerDied):
+    """The warm runner was gone when asked to fork (it exits when a child changed what the next one
+    would find): the candidate has not run; it gets a cold runner."""
+
+
 class Zygote:
     """One warm runner process; ``fork`` gives a ``ForkedRunner`` (one at a time)."""
 
@@ -46,6 +51,9 @@ class Zygote:
             raise
         self.ok = isinstance(self.proc.hello, dict) and bool(self.proc.hello.get("ok"))
         self.why = "" if self.ok else str((self.proc.hello or {}).get("why", "no answer"))[:300]
+        #: it works in mounts it shares with the judge job (``zygote.Snapshots``): after each child it
+        #: removes whatever is new there, so nothing else of the job may run a runner meanwhile
+        self.shared = self.ok and bool(self.proc.hello.get("shared"))
         self._buf = b""
 
     def request(self, msg: dict[str, Any], fds: list[int] = ()) -> dict[str, Any]:
@@ -88,6 +96,14 @@ class ForkedRunner(RunnerProcess):
         self._stderr = open(self.stderr_path, "wb")
         try:
             reply = zygote.request({"op": "fork"}, [req_r, ans_w, ev_w, self._stderr.fileno()])
+        except (OSError, ValueError, RunnerDied) as exc:
+            self._stderr.close()
+            os.close(req_w)
+            os.close(ans_r)
+            os.close(ev_r)
+            import shutil
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise ZygoteEnded("crashed", f"the warm runner ended before forking ({exc})") from None
         finally:
             for fd in (req_r, ans_w, ev_w):
                 os.close(fd)
@@ -153,8 +169,15 @@ class RunnerPool:
                 z.close()
                 break
             self.free.append(z)
+            if z.shared:  # one at a time: a second runner's files would be removed under it
+                break
         if self.why_cold:
             log.info("warm_runner_off", why=self.why_cold)
+
+    @property
+    def shared(self) -> bool:
+        """True when the judge must run one candidate at a time (see ``Zygote.shared``)."""
+        return any(z.shared for z in self.free)
 
     @property
     def warm(self) -> bool:
@@ -170,6 +193,10 @@ class RunnerPool:
             runner = z.fork(candidate, allowed_ops)
             self.forked += 1
             return runner, z
+        except ZygoteEnded as exc:
+            z.close()
+            log.info("warm_runner_ended", why=exc.message)
+            return RunnerProcess(candidate, self.device, allowed_ops, hide=self.hide), None
         except BaseException:
             self.release(z)
             raise

@@ -295,7 +295,7 @@ def main() -> int:
     except BaseException as exc:  # noqa: BLE001
         wire.send(ans, {"ok": False, "why": f"preload failed: {type(exc).__name__}: {exc}"})
         return 0
-    wire.send(ans, {"ok": True, "private": own, "pid": os.getpid()})
+    wire.send(ans, {"ok": True, "private": own, "pid": os.getpid(), "shared": snaps is not None})
     req.close()
     ans.close()
     current, seq = None, 0

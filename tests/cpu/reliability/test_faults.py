@@ -50,7 +50,7 @@ FAULT_RUN = Case("fault-run", _fault_run, cost=100)
 
 # candidate file -> the rejection class the report must record, and a piece of the reason
 EXPECTED_FAILURES = {
-    "c2_segfault": ("segfault", ""),
+    "c2_segfault": ("segfault", "(code -11)"),  # SIGSEGV: its kernel's store hit an unmapped address
     "c3_hang": ("timeout", f"did not finish within {HANG_TIMEOUT_S} s"),
     "c4_out_of_memory": ("out_of_memory", "ran out of memory"),
     "c5_nan": ("mismatch", "NaN/Inf where the reference is finite"),

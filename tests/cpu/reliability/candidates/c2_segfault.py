@@ -1,9 +1,11 @@
-"""Candidate: reads address 0 after its kernel ran: the worker dies of SIGSEGV."""
+"""Candidate: its kernel stores 2**40 elements past the output, no mask. Under the Triton interpreter a
+store is a raw write to that address (no bounds check), so the runner process dies of SIGSEGV. The
+source is plain Triton (nothing the static source policy rejects): the crash has to be survived and
+classified at run time."""
 
 import torch
 import triton
 import triton.language as tl
-import ctypes
 
 NAME = "c2_segfault"
 
@@ -15,7 +17,7 @@ def axpy_kernel(x_ptr, y_ptr, out_ptr, n_elements, alpha, BLOCK: tl.constexpr):
     mask = offs < n_elements
     x = tl.load(x_ptr + offs, mask=mask)
     y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+    tl.store(out_ptr + offs + (1 << 40), alpha * x + y)  # far out of bounds, no mask
 
 
 def launch(x, y):
@@ -24,7 +26,6 @@ def launch(x, y):
     BLOCK = 128
     grid = (triton.cdiv(n, BLOCK),)
     axpy_kernel[grid](x, y, out, n, 2.5, BLOCK=BLOCK, num_warps=1)
-    ctypes.string_at(0)
     return out
 
 

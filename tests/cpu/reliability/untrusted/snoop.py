@@ -1,8 +1,11 @@
 """Untrusted candidate: instead of computing, launch() looks around and reports what it could
 reach, in the message of the exception it raises: its working directory, the environment (any
-value holding "snoop": the test plants such secrets), the parent process's environ and command
-line, a TCP connection to a loopback server the test listens on, and writes into its own folder
-(candidates/), the run folder above it and its working directory."""
+value holding "snoop": the test plants such secrets), its PID and network namespaces, every process
+its /proc shows (does its environ hold a planted secret, does its command line name the run folder:
+the orchestrator's does), the parent process's environ and command line, a TCP connection to a
+loopback server the test listens on, and writes into the run folder and its candidates/ (the test
+names the run folder in TRITONDX_JOB_PROBE_RUN_DIR: the runner loads this file from its own folder,
+so its path says nothing about the run) and its working directory."""
 
 import errno
 import json
@@ -36,9 +39,9 @@ def _try_write(folder):
         return errno.errorcode.get(exc.errno, str(exc.errno))
 
 
-def _read_parent(name):
+def _read_proc(pid, name):
     try:
-        data = open(f"/proc/{os.getppid()}/{name}", "rb").read()
+        data = open(f"/proc/{pid}/{name}", "rb").read()
     except FileNotFoundError:
         return "absent"
     except OSError as exc:
@@ -56,15 +59,30 @@ def _try_connect(port):
         return errno.errorcode.get(exc.errno, type(exc).__name__) if exc.errno else type(exc).__name__
 
 
-RUN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # run folder: candidates/ is inside it
+def _processes():
+    """[processes this /proc lists, how many of their environs hold a secret, how many command lines
+    name the run folder] (counts: the exception's message, the report, is short)."""
+    seen = [(_read_proc(d, "environ"), _read_proc(d, "cmdline")) for d in os.listdir("/proc") if d.isdigit()]
+    return [len(seen), sum(e == "leaked" for e, _ in seen), sum(c == "has_run_dir" for _, c in seen)]
+
+
+def _ns(kind):
+    try:
+        return os.readlink(f"/proc/self/ns/{kind}").split(":", 1)[1]
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, "denied")
+
+
+RUN_DIR = os.environ.get("TRITONDX_JOB_PROBE_RUN_DIR", "/nonexistent")
 
 
 def launch(x, y):
-    obs = {"cwd": os.getcwd(), "home": os.environ.get("HOME"), "ppid": os.getppid(),
+    obs = {"cwd": os.getcwd(), "home": os.environ.get("HOME") == os.getcwd(), "ppid": os.getppid(),
            "leaked": sorted(k for k, v in os.environ.items() if "snoop" in v.lower() or "snoop" in k.lower()),
-           "penv": _read_parent("environ"), "pcmd": _read_parent("cmdline")}
+           "penv": _read_proc(os.getppid(), "environ"), "pcmd": _read_proc(os.getppid(), "cmdline"),
+           "procs": _processes(), "pidns": _ns("pid"), "netns": _ns("net")}
     obs["net"] = _try_connect(int(os.environ["TRITONDX_JOB_PROBE_PORT"]))
-    obs["w_cand"] = _try_write(os.path.dirname(os.path.abspath(__file__)))
+    obs["w_cand"] = _try_write(os.path.join(RUN_DIR, "candidates"))
     obs["w_run"] = _try_write(RUN_DIR)
     obs["w_cwd"] = _try_write(os.getcwd())
     raise RuntimeError("SNOOP " + json.dumps(obs, separators=(",", ":")))
