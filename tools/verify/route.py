@@ -61,6 +61,10 @@ def decide(f: RoundFacts, lim: Limits) -> tuple[Outcome, str]:
     if f.has_next_tier:
         return "next_tier", escalation_why(f.pending, f.passed, f.can_time, f.gain, lim.min_gain,
                                            lim.max_rounds_per_tier)
-    if f.pending and f.rounds_at_tier < lim.max_rounds_per_tier and (f.gain is None or f.gain > 1.0):
+    if f.pending and f.rounds_at_tier < lim.max_rounds_per_tier and f.can_time and (f.gain is None or f.gain > 1.0):
         return "extra_round", "no tier left; one more round with all evidence"
+    if f.pending and not f.can_time:
+        # the extra round answers measurements that showed the tiers' rewrites fell short; without a
+        # timing backend there are none, and its variants could not be told apart either
+        return "stop", "no tier left (no extra round: this backend measures no speed)"
     return "stop", "no tier left"

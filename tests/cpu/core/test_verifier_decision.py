@@ -63,3 +63,15 @@ def test_escalation_reason_matches_the_gain():
     assert escalation_why(True, False, True, None, 1.05, 2) == "no candidate passed verification"
     assert escalation_why(False, False, True, None, 1.05, 2) == "no candidate this round"
     assert escalation_why(True, True, False, None, 1.05, 2) == "speed not measured on this backend"
+
+
+def test_extra_round_only_where_speed_is_measured():
+    """The extra round with all evidence answers measurements that showed the tiers fell short: a backend
+    that measures no speed ends when no tier is left, and says why."""
+    from tritondx.tools.verify.route import Limits, RoundFacts, decide
+    lim = Limits(target_fraction=0.8, max_rounds=6, gpu_budget_s=1e9, min_gain=1.05, max_rounds_per_tier=2)
+    facts = dict(pending=True, passed=True, gain=None, roofline_fraction=None, rounds=3, rounds_at_tier=1,
+                 device_seconds=0.0, has_next_tier=False)
+    assert decide(RoundFacts(can_time=True, **facts), lim)[0] == "extra_round"
+    outcome, why = decide(RoundFacts(can_time=False, **facts), lim)
+    assert outcome == "stop" and "measures no speed" in why
