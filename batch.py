@@ -162,7 +162,7 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def device_held_line(h: dict[str, Any]) -> str:
-    """One line: how much of the batch's wall time the device was held (tools/gpulock.HeldSampler)."""
+    """One line: how much of the batch's wall time the device was held (tools/exec/gpulock.HeldSampler)."""
     gpus = f" x{h['devices']} devices" if h.get("devices", 1) > 1 else ""
     return (f"device held {h['held_s']:.0f} s of {h['wall_s']:.0f} s wall{gpus} ({h['held_fraction']:.0%}); "
             f"of which exclusive (timing) {h['exclusive_s']:.0f} s")
