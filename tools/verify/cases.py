@@ -22,7 +22,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, Field
 
-from tritondx.tools.taskmod import as_tuple, dtype_name, norm_shape, to_dtype
+from tritondx.tools.task.module import as_tuple, dtype_name, norm_shape, to_dtype
 from tritondx.tools.verify import shapes as sh
 from tritondx.tools.verify.branches import Branch, Walk, added_branches, walk_launch
 from tritondx.tools.verify.buffers import random_fill, written_buffers
