@@ -113,9 +113,10 @@ def _check_diag(diag: dict, where: str, allowed: set[str]) -> None:
 log = structlog.get_logger()
 
 #: how a candidate fails a derived case that may be the original's failure too (then the case is
-#: outside the original's contract): wrong values, or its runner ended (a crash, an illegal access)
-CONTRACT_CLASSES = frozenset({"mismatch", "segfault", "illegal_memory_access", "crashed", "killed", "error",
-                              "out_of_memory"})
+#: outside the original's contract): wrong values, a raise or a kernel that does not compile at that size
+#: (``tl.arange`` of a size that is no power of 2), or its runner ended (a crash, an illegal access)
+CONTRACT_CLASSES = frozenset({"mismatch", "exception", "compile_error", "segfault", "illegal_memory_access",
+                              "crashed", "killed", "error", "out_of_memory"})
 
 class CaseData:
     """Inputs and reference outputs of the check cases, made once per (shape, dtype, seed, values) and
