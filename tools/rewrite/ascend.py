@@ -61,14 +61,14 @@ ASCEND_FAMILIES = ("grid_fold_to_cores", "remove_gpu_launch_settings", "int32_in
                    "ub_retile", "split_blocks_for_cores")
 
 NPU_CORES_HELPER = '''
-def _tdx_npu_cores(t, cube=False):
-    """AI cores one launch can fill on the NPU: the cube (AI) cores for kernels using tl.dot, the vector
-    cores otherwise, as triton-ascend's driver reports them; 4 where no NPU driver answers (e.g. the Triton
-    interpreter), so the per-program loop still runs there."""
+def _tdx_npu_cores(t, prop="num_vectorcore"):
+    """AI cores one launch can fill on the NPU, as triton-ascend's driver reports them: ``prop`` is
+    "num_aicore" (the cube cores) for kernels using tl.dot, "num_vectorcore" otherwise; 4 where no NPU
+    driver answers (e.g. the Triton interpreter), so the per-program loop still runs there."""
     try:
         drv = triton.runtime.driver.active
         props = drv.utils.get_device_properties(drv.get_current_device())
-        return int(props["num_aicore" if cube else "num_vectorcore"])
+        return int(props[prop])
     except Exception:
         return 4
 '''
@@ -97,7 +97,9 @@ def grid_fold_to_cores(ctx: RewriteContext) -> list[Proposal]:
     cube = {n for n in wanted if calls_named(kernels[n], "tl.dot")}
 
     def count(tensor: str, kernel: str, k: int) -> str:
-        return f"_tdx_npu_cores({tensor}{', cube=True' if kernel in cube else ''})"
+        # the property named at the call (no branch in the helper: its driver path runs only on an NPU)
+        prop = ', "num_aicore"' if kernel in cube else ""
+        return f"_tdx_npu_cores({tensor}{prop})"
 
     src, done = persistent_source(ctx.spec.source, {n: 1 for n in wanted}, helper=NPU_CORES_HELPER, count=count)
     if not done:

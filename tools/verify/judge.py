@@ -29,6 +29,7 @@ from typing import Any
 import structlog
 import torch
 
+from tritondx.tools.backends.interpreter_memcheck import OOB_TAG
 from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE
 from tritondx.tools.task.module import as_tuple, load_module, tolerance, to_dtype
 from tritondx.tools.verify import seal
@@ -64,6 +65,9 @@ def _internal_overlap(t: torch.Tensor) -> bool:
 
 def _call_failed(diag: dict, where: str) -> Rejected:
     err = diag.get("error", "")
+    oob = next((t for t in (err, str(diag.get("kernel_error") or "")) if OOB_TAG in t), None)
+    if oob is not None:   # interpreter_memcheck: an access outside every tensor argument of the launch
+        return Rejected("out_of_bounds", f"{where}: {oob[oob.find(OOB_TAG):][:400]}")
     if diag.get("kernel_error"):
         return Rejected("compile_error", f"{where}: {diag['kernel_error']}")
     if ILLEGAL_ACCESS_RE.search(err):
@@ -115,7 +119,7 @@ log = structlog.get_logger()
 #: how a candidate fails a derived case that may be the original's failure too (then the case is
 #: outside the original's contract): wrong values, a raise or a kernel that does not compile at that size
 #: (``tl.arange`` of a size that is no power of 2), or its runner ended (a crash, an illegal access)
-CONTRACT_CLASSES = frozenset({"mismatch", "exception", "compile_error", "segfault", "illegal_memory_access",
+CONTRACT_CLASSES = frozenset({"mismatch", "exception", "compile_error", "out_of_bounds", "segfault", "illegal_memory_access",
                               "crashed", "killed", "error", "out_of_memory"})
 
 class CaseData:

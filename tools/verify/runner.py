@@ -110,6 +110,8 @@ class Runner:
         if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):  # libdevice on CPU, before the import
             from tritondx.tools.backends.interpreter_libdevice import install
             install()
+            from tritondx.tools.backends.interpreter_memcheck import install as memcheck
+            memcheck()   # an access outside every tensor argument raises on the call that makes it
         self.cand_path = candidate
         spec = importlib.util.spec_from_file_location("candidate", candidate)
         self.mod = importlib.util.module_from_spec(spec)

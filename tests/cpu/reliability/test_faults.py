@@ -1,6 +1,6 @@
 """Faults survived inside real runs (CPU, Triton interpreter):
 
-- candidates that segfault, hang, exhaust memory, return NaN or do not compile, all in one `optimize`
+- candidates that write out of bounds, hang, exhaust memory, return NaN or do not compile, all in one `optimize`
   run: the run finishes, the report records each failure class, the honest candidate wins;
 - `tritondx optimize` killed with SIGKILL after its first candidate round is checkpointed, then
   `tritondx resume RUN`: the candidates verified before the kill are in the final report and were not
@@ -50,7 +50,8 @@ FAULT_RUN = Case("fault-run", _fault_run, cost=100)
 
 # candidate file -> the rejection class the report must record, and a piece of the reason
 EXPECTED_FAILURES = {
-    "c2_segfault": ("segfault", "(code -11)"),  # SIGSEGV: its kernel's store hit an unmapped address
+    # its kernel's unmasked store far past the output: stopped by the interpreter's bounds checks
+    "c2_out_of_bounds": ("out_of_bounds", "store out of bounds in kernel axpy_kernel"),
     "c3_hang": ("timeout", f"did not finish within {HANG_TIMEOUT_S} s"),
     "c4_out_of_memory": ("out_of_memory", "ran out of memory"),
     "c5_nan": ("mismatch", "NaN/Inf where the reference is finite"),

@@ -1,13 +1,14 @@
 """Candidate: its kernel stores 2**40 elements past the output, no mask. Under the Triton interpreter a
-store is a raw write to that address (no bounds check), so the runner process dies of SIGSEGV. The
-source is plain Triton (nothing the static source policy rejects): the crash has to be survived and
-classified at run time."""
+store is a raw write to that address; the runners' bounds checks (tools/backends/interpreter_memcheck.py)
+stop it on the call that makes it, before it can corrupt or crash the process. The source is plain
+Triton (nothing the static source policy rejects): the fault has to be found at run time. (A runner that
+does die, by SIGSEGV, is tests/cpu/verifier/isolation/iso_segfault.py, with the source policy off.)"""
 
 import torch
 import triton
 import triton.language as tl
 
-NAME = "c2_segfault"
+NAME = "c2_out_of_bounds"
 
 
 @triton.jit
