@@ -18,6 +18,8 @@ _debug = {"on": False}
 @app.callback()
 def _main(debug: bool = typer.Option(False, "--debug", help="show tracebacks on errors")) -> None:
     _debug["on"] = debug
+    from tritondx.logs import setup_logging
+    setup_logging(None)  # every verb: the project's events at info, short lines, secrets redacted (logs.py)
 
 
 _URL_HELP = ("checkpoints in this PostgreSQL database (postgresql://USER[:PASSWORD]@HOST[:PORT]/DB; "
@@ -295,6 +297,10 @@ def verify(
         typer.echo(f"rejected: {candidate}: {v.klass}: {v.reason}")
     if v.ran:
         typer.echo(f"checks run: {', '.join(v.ran)}")
+    if v.coverage:  # shapes, dtypes, value stress, the branches the candidate adds (tools/report/checked.py)
+        from tritondx.tools.report.checked import summarize
+        for line in summarize(v.coverage):
+            typer.echo(f"checked: {line}")
     if res.speedup is not None:
         typer.echo(f"speed: {res.speedup:.2f}x the initial kernel ({res.timing})")
     elif v.passed:
