@@ -343,6 +343,19 @@ def apply(
         typer.echo(res.summary())
 
 
+def _usage_errors() -> tuple[type, ...]:
+    """click's exception class, and the copy of click that typer >= 0.2x vendors (``typer._click``)."""
+    import importlib
+
+    import click
+    out: list[type] = [click.exceptions.ClickException]
+    try:
+        out.append(importlib.import_module("typer._click.exceptions").ClickException)
+    except (ImportError, AttributeError):
+        pass
+    return tuple(out)
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)
@@ -357,9 +370,8 @@ def main() -> None:
     except SystemExit:
         raise
     except Exception as exc:  # the last line of defence: one line unless --debug
-        import click
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+        if isinstance(exc, _usage_errors()):  # a wrong command line: one line, click's exit code (2)
+            typer.echo(f"tritondx: error: {exc.format_message()} (see tritondx --help)", err=True)
             sys.exit(exc.exit_code)
         if _debug["on"]:
             traceback.print_exc()

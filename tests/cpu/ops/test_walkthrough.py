@@ -95,3 +95,34 @@ def test_the_report_says_what_was_checked(tmp_path):
     assert rep["candidates"][0]["coverage"] == _COVERAGE and rep["tolerances"].startswith("float32 atol")
     html = (tmp_path / "report.html").read_text()
     assert "What was checked" in html and "`if EVEN`" in html
+
+
+def test_a_wrong_command_line_is_one_line_and_exit_2(monkeypatch, capsys):
+    """`tritondx runs FOLDER`, a missing argument, an unknown verb: one line and exit 2 (was:
+    "tritondx: internal error: UsageError: ...", exit 1: typer vendors click as typer._click)."""
+    import pytest
+
+    from tritondx import cli
+    for argv in (["runs", "/tmp/x"], ["optimize"], ["bogus"]):
+        monkeypatch.setattr(sys, "argv", ["tritondx", *argv])
+        with pytest.raises(SystemExit) as ex:
+            cli.main()
+        err = capsys.readouterr().err.strip().splitlines()
+        assert ex.value.code == 2, (argv, err)
+        assert len(err) == 1 and err[0].startswith("tritondx: error: ") and "internal error" not in err[0], err
+
+
+def test_every_verb_logs_the_projects_events_at_info():
+    """`tritondx verify` printed structlog's default debug lines (`[debug] job_done ...`): the CLI's
+    callback configures logging for every verb, at info, short lines, secrets redacted."""
+    child = ("import structlog, sys\n"
+             "from tritondx import cli\n"
+             "cli._main(debug=False)\n"
+             "log = structlog.get_logger('tritondx.tools.sandbox')\n"
+             "log.debug('job_done', job='probe', seconds=4.2)\n"
+             "log.info('verified', candidate='r1c1', token='s3cr3t-value-123')\n")
+    env = {**os.environ, "TRITONDX_TEST_API_KEY": "s3cr3t-value-123"}
+    p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "job_done" not in p.stdout + p.stderr
+    assert "verified candidate=r1c1" in p.stderr and "s3cr3t-value-123" not in p.stdout + p.stderr
