@@ -126,3 +126,18 @@ def test_every_verb_logs_the_projects_events_at_info():
     assert p.returncode == 0, p.stderr[-2000:]
     assert "job_done" not in p.stdout + p.stderr
     assert "verified candidate=r1c1" in p.stderr and "s3cr3t-value-123" not in p.stdout + p.stderr
+
+
+def test_verify_a_candidate_in_another_folder_than_its_task(cli, tmp_path):
+    """`tritondx verify TASK CANDIDATE` with the candidate in a folder of its own under /tmp (hidden in
+    the sandbox): the round job's candidates are bound readable too (was: rejected `exception:
+    FileNotFoundError`, a fork of a copied run folder too); the output says what was checked."""
+    import shutil
+    task = ROOT / "examples" / "add_tiny_block.py"
+    cand = tmp_path / "mine" / "cand.py"
+    cand.parent.mkdir()
+    shutil.copyfile(task, cand)
+    r = cli("verify", str(task), str(cand), "--backend", "interpreter")
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    assert r.stdout.startswith(f"verified: {cand}")
+    assert "checked: " in r.stdout and "shapes (1000,), (4097,), (65536,)" in r.stdout, r.stdout
