@@ -141,3 +141,14 @@ def test_verify_a_candidate_in_another_folder_than_its_task(cli, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
     assert r.stdout.startswith(f"verified: {cand}")
     assert "checked: " in r.stdout and "shapes (1000,), (4097,), (65536,)" in r.stdout, r.stdout
+
+
+def test_batch_summary_says_speed_not_measured(tmp_path):
+    """summary.md's speedup cell of a finished CPU task (was: "done", read as a result)."""
+    from tritondx.batch import write_summary
+    entry = {"task": "silu_rowsum", "kernel_class": "reduction", "status": "done", "speedup": None,
+             "tiers_used": ["triage"], "wall_s": 29.0, "phase_seconds": {}}
+    write_summary(tmp_path, [entry, {**entry, "task": "bad", "status": "failed: bad task"}], {"suite": "s"})
+    md = (tmp_path / "summary.md").read_text()
+    assert "| silu_rowsum | reduction | - | - | not measured |" in md
+    assert "| bad | reduction | - | - | failed: bad task |" in md
