@@ -1,7 +1,7 @@
 """Headless batch: optimize every task in a folder, resumably, and report like the paper.
 
 Each task runs as its own ``tritondx optimize`` process (its own run folder and checkpoint
-database), several at once; on a GPU, timing holds the device exclusively (tools/gpulock.py) so
+database), several at once; on a GPU, timing holds the device exclusively (tools/exec/gpulock.py) so
 concurrent tasks never disturb a measurement. ``results.json`` is rewritten atomically after every
 task: a batch killed at any point (even kill -9) resumes without redoing a finished task.
 After each task, one more side-by-side measurement times the initial kernel, the best kernel, torch
@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.evidence import TIERS
+from tritondx.tools.evidence.records import TIERS
 
 
 def _atomic_write(path: Path, data: str) -> None:
@@ -54,7 +54,7 @@ def geomean(xs: list[float]) -> float | None:
 
 def _final_bench(task: str, best_path: str | None, backend_name: str, rounds: int) -> dict[str, Any] | None:
     from tritondx.tools.backends.base import get_backend
-    from tritondx.tools.verifier import bench_variants
+    from tritondx.tools.verify.api import bench_variants
     backend = get_backend(backend_name)
     if not backend.can_time:
         return None
@@ -162,7 +162,7 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def device_held_line(h: dict[str, Any]) -> str:
-    """One line: how much of the batch's wall time the device was held (tools/gpulock.HeldSampler)."""
+    """One line: how much of the batch's wall time the device was held (tools/exec/gpulock.HeldSampler)."""
     gpus = f" x{h['devices']} devices" if h.get("devices", 1) > 1 else ""
     return (f"device held {h['held_s']:.0f} s of {h['wall_s']:.0f} s wall{gpus} ({h['held_fraction']:.0%}); "
             f"of which exclusive (timing) {h['exclusive_s']:.0f} s")
@@ -202,7 +202,7 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
     if meta.get("device_held"):
         lines.append("- " + device_held_line(meta["device_held"]))
     if agg.get("phase_seconds"):
-        from tritondx.tools.phases import table_md
+        from tritondx.tools.run.phases import table_md
         lines += ["", "## Where the time went (all tasks, wall seconds per phase)", ""] + table_md(agg["phase_seconds"])
     lines += ["", "| task | class | initial (us) | optimized (us) | speedup | roofline before -> after | "
                   "eager (us) | compile (us) | tiers | rewrites | wall (s) |", "|" + "---|" * 11]
@@ -318,7 +318,7 @@ def plan_slots(gpus: list[str], workers: int, out_dir: Path) -> list[dict[str, s
 def _final_bench_in_child(task: str, best: str | None, backend_name: str, rounds: int, env: dict[str, str]
                           ) -> dict[str, Any] | None:
     """``_final_bench`` in a child process with the task's environment (its GPU and lock folder)."""
-    from tritondx.tools.sandbox import die_with_parent_fn
+    from tritondx.tools.exec.sandbox import die_with_parent_fn
     cmd = [sys.executable, "-m", "tritondx.batch", "final-bench", task, best or "", backend_name, str(rounds)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn())
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{") or ln == "null"]
@@ -333,7 +333,7 @@ def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | 
     """Optimize one task in its own process (or resume/keep what a killed batch left in ``run_dir``), then
     the final side-by-side bench; returns its results.json entry. ``env_extra`` goes over this process's
     environment for both (GPU pinning, lock folder, checkpoint URL)."""
-    from tritondx.tools.sandbox import die_with_parent_fn  # imported here, never inside the forked child
+    from tritondx.tools.exec.sandbox import die_with_parent_fn  # imported here, never inside the forked child
     run_path = Path(run_dir)
     name = Path(task).stem
     if not_after and time.time() > not_after:
@@ -509,7 +509,7 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
             bar.update(bar_id, advance=1, description=f"{entry['task']}: "
                        + (f"{entry['speedup']:.2f}x" if entry.get("speedup") else entry["status"]))
 
-    from tritondx.tools.gpulock import HeldSampler
+    from tritondx.tools.exec.gpulock import HeldSampler
     sampler = HeldSampler([s["TRITONDX_LOCK_DIR"] for s in slots] if not ray_address else [])
     sampler.__enter__()
 

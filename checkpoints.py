@@ -300,7 +300,7 @@ def open_checkpointer(run_dir: Path | str, url: str | None = None, readonly: boo
             tmp.write_text(json.dumps({"store": "postgres", "url": strip_password(pg)}, indent=1))
             os.replace(tmp, run_dir / MARKER_FILE)
         return saver
-    from tritondx.tools.checkpoint_retry import PatientSqliteSaver  # writes wait out a locked database
+    from tritondx.tools.run.checkpoint_retry import PatientSqliteSaver  # writes wait out a locked database
     conn = sqlite3.connect(run_dir / SQLITE_FILE, check_same_thread=False, timeout=30)
     return PatientSqliteSaver(conn, serde=StrictSerializer())
 

@@ -100,7 +100,7 @@ def optimize(
     checkpoint_url: Optional[str] = _url_option(),
 ) -> None:
     """Optimize a task: diagnose, rewrite, verify; write the best kernel and the evidence trail."""
-    from tritondx.tools.task import load_task
+    from tritondx.tools.task.spec import load_task
     load_task(task)  # a malformed file is answered before the heavy imports below
     url = _use_checkpoint_url(checkpoint_url)
     from tritondx.runner import run_task
@@ -285,7 +285,7 @@ def verify(
     timeout: float = typer.Option(600, help="seconds the verification job may take"),
 ) -> None:
     """Verify (and on a GPU, time) a candidate against a task. Exit 0 only when verified, 1 when rejected."""
-    from tritondx.tools.task import load_task
+    from tritondx.tools.task.spec import load_task
     load_task(task)
     from tritondx.tools.backends.base import get_backend
     from tritondx.tools.verify.check_file import check_candidate_file

@@ -54,7 +54,7 @@ class RunConfig(BaseModel):
     baselines: bool = Field(False, description="also time torch eager and torch.compile on the bench shapes")
     accept_unmeasured: bool = Field(False, description="without a timing backend, take the first verified "
                                                        "candidate (catalog priority order) as the result instead "
-                                                       "of keeping the initial kernel (tools/selection.py)")
+                                                       "of keeping the initial kernel (tools/verify/select_untimed.py)")
 
     @classmethod
     def from_env(cls, **overrides) -> "RunConfig":

@@ -29,7 +29,7 @@ from tritondx.agents.rewriter import rewriter_node
 from tritondx.agents.triage import triage_node
 from tritondx.agents.verifier import verifier_node
 from tritondx.state import DXState
-from tritondx.tools.phases import with_node_rest
+from tritondx.tools.run.phases import with_node_rest
 
 
 

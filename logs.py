@@ -109,7 +109,7 @@ def register_env_secrets() -> None:
     from urllib.parse import urlsplit
 
     from tritondx.tools.llm.redact import register_secret
-    from tritondx.tools.sandbox import SECRET_NAME
+    from tritondx.tools.exec.sandbox import SECRET_NAME
     for name, value in os.environ.items():
         if not value:
             continue

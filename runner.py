@@ -21,7 +21,7 @@ from tritondx.graph import RUNNER_WRITES_REPORT, builder
 from tritondx.logs import setup_logging
 from tritondx import IMPORTED_AT
 from tritondx.tools.report.writer import write_outputs
-from tritondx.tools.task import load_task
+from tritondx.tools.task.spec import load_task
 
 RUNS_DIR = Path(os.environ.get("TRITONDX_RUNS", "runs"))
 
@@ -33,7 +33,7 @@ RUN_MARKERS = ("run.json", "checkpoints.sqlite", "report.json")
 def check_run_settings(cfg: RunConfig) -> RunConfig:
     """A backend without its device, or a target no compiler takes: one line before any folder is made."""
     from tritondx.tools.backends.base import get_backend
-    from tritondx.tools.targets import check_target
+    from tritondx.tools.backends.targets import check_target
     get_backend(cfg.backend)
     return cfg.model_copy(update={"target": check_target(cfg.target)})
 

@@ -58,7 +58,7 @@ class DXState(TypedDict, total=False):
     decisions: Annotated[list[dict], operator.add]          # verifier's routing decisions with reasons
     llm_usage: dict[str, Any]
     node_seconds: Annotated[dict[str, float], add_seconds]   # wall seconds spent in each agent node
-    phase_seconds: Annotated[dict[str, float], add_seconds]  # wall seconds per phase (tools/phases.py)
+    phase_seconds: Annotated[dict[str, float], add_seconds]  # wall seconds per phase (tools/run/phases.py)
     final_profile: dict[str, Any]                           # counters of initial and best after the search
     human_feedback: str | None
     status: str

@@ -13,8 +13,8 @@ from langchain_core.runnables import RunnableConfig
 from tritondx.config import RunConfig
 from tritondx.state import DXState
 from tritondx.tools.backends.base import Backend, get_backend
-from tritondx.tools.evidence import TIERS, Finding
-from tritondx.tools.task import TaskSpec, load_task
+from tritondx.tools.evidence.records import TIERS, Finding
+from tritondx.tools.task.spec import TaskSpec, load_task
 
 # Graph node that gathers each tier's evidence.
 TIER_NODE = {"triage": "triage", "profile": "profiler", "ir": "ir_analyst", "compiler": "compiler_expert"}

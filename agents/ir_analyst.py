@@ -9,8 +9,8 @@ from langgraph.types import Command
 
 from tritondx.agents.common import best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
-from tritondx.tools.analysis import analyze_tier
-from tritondx.tools.phases import Phases
+from tritondx.tools.evidence.analysis import analyze_tier
+from tritondx.tools.run.phases import Phases
 
 
 def ir_analyst_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "compiler_expert"]]:

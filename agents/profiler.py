@@ -10,12 +10,12 @@ from langgraph.types import Command
 
 from tritondx.agents.common import TIER_NODE, backend_of, best_path, dump, logger, next_tier, run_config, run_dir
 from tritondx.state import DXState
-from tritondx.tools.evidence import ArtifactRef
-from tritondx.tools.ncu import counter_findings, counter_summary, measured_work, profile_counters
-from tritondx.tools.phases import Phases
-from tritondx.tools.profiler import roofline_findings
-from tritondx.tools.verifier import bench_variants
-from tritondx.tools.work import first_bench_shape, work_for_bench
+from tritondx.tools.evidence.records import ArtifactRef
+from tritondx.tools.evidence.ncu import counter_findings, counter_summary, measured_work, profile_counters
+from tritondx.tools.run.phases import Phases
+from tritondx.tools.evidence.profiler import roofline_findings
+from tritondx.tools.verify.api import bench_variants
+from tritondx.tools.evidence.work import first_bench_shape, work_for_bench
 
 
 def final_profile(state: DXState, config: RunnableConfig) -> Command:

@@ -19,7 +19,7 @@ from tritondx.state import DXState
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.rewrite.feedback import FeedbackPlan, read_feedback
-from tritondx.tools.task import load_task
+from tritondx.tools.task.spec import load_task
 
 
 def _context(state: DXState) -> RewriteContext:
@@ -46,7 +46,7 @@ def _compile_fn(state: DXState):
 
 
 def _llm_proposals(state: DXState, ctx: RewriteContext, log) -> tuple[list[Proposal], dict]:
-    from tritondx.tools.llm_bridge import llm_propose
+    from tritondx.tools.llm.bridge import llm_propose
     return llm_propose(state, ctx, log)
 
 

@@ -12,10 +12,10 @@ from tritondx.agents.common import dump, ensure_run_dir, logger, run_config
 from tritondx.errors import TaskFormatError
 from tritondx.state import DXState
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.phases import Phases
-from tritondx.tools.task import load_task
-from tritondx.tools.triage import triage
-from tritondx.tools.verifier import probe_task
+from tritondx.tools.run.phases import Phases
+from tritondx.tools.task.spec import load_task
+from tritondx.tools.evidence.triage import triage
+from tritondx.tools.verify.api import probe_task
 
 
 def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "profiler"]]:

@@ -17,10 +17,10 @@ from langgraph.types import Command
 
 from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config, run_dir
 from tritondx.state import DXState
-from tritondx.tools.phases import Phases
+from tritondx.tools.run.phases import Phases
 from tritondx.tools.report.closure import untried_route
-from tritondx.tools.selection import unmeasured_choice
-from tritondx.tools.evidence import ArtifactRef
+from tritondx.tools.verify.select_untimed import unmeasured_choice
+from tritondx.tools.evidence.records import ArtifactRef
 from tritondx.tools.verify.route import Limits, RoundFacts, decide, escalation_why  # noqa: F401 (callers)
 from tritondx.tools.verify.select import beats, measurements, pick, summarize_bench
 from tritondx.tools.verify.timing import NCU_MISSING, hardware_check, time_round
@@ -110,7 +110,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                 for c in passed:  # correct but no measurable gain: its evidence was not enough either
                     insufficient += c["motivated_by"]
     elif passed:
-        # No timing backend: nothing is claimed faster (tools/selection.py says what is kept, and why).
+        # No timing backend: nothing is claimed faster (tools/verify/select_untimed.py says what is kept, and why).
         best = unmeasured_choice(passed, best, cfg.interactive, cfg.accept_unmeasured)
     tier_next = next_tier(state)
     outcome, reason = decide(

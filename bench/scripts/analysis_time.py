@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tritondx.tools.analysis import analyze_tier
+from tritondx.tools.evidence.analysis import analyze_tier
 
 out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ"),
        "python": platform.python_version(), "examples": {}}

@@ -12,8 +12,8 @@ workers=${1:-8}; deadline=${2:-480}; only=${3:-}
 [ -d .corpus ] || { echo "no .corpus/ folder (copy ../shared/corpus there and carry it)"; exit 2; }
 echo "bwrap: $(command -v bwrap || echo missing)"
 python3 - <<'PY'
-from tritondx.tools.sandbox import isolation
-from tritondx.tools import triton_cache
+from tritondx.tools.exec.sandbox import isolation
+from tritondx.tools.exec import triton_cache
 i = isolation()
 print("isolation:", getattr(i, "mechanism", "?"), "missing:", i.missing, "trusted triton cache:", triton_cache.enabled())
 PY

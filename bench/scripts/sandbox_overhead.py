@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tritondx.tools import sandbox_fs
-from tritondx.tools.sandbox import _works
+from tritondx.tools.exec import sandbox_fs
+from tritondx.tools.exec.sandbox import _works
 
 
 def _median_ms(cmd: list[str], n: int) -> float:

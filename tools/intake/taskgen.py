@@ -25,7 +25,7 @@ import torch
 from tritondx.tools.intake.capture import CaptureError
 from tritondx.tools.intake.oracle import RUNTIME, derive_tolerance, is_reduction
 from tritondx.tools.intake.records import ArgRecord, FunctionInfo, GroupRecord, KernelRecord, KernelSummary
-from tritondx.tools.task import _decorator_name
+from tritondx.tools.task.spec import _decorator_name
 
 MAX_CHECK_SHAPES = 3
 MAX_BENCH_SHAPES = 3

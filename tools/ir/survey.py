@@ -16,13 +16,13 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tritondx.tools.evidence import Finding
+from tritondx.tools.evidence.records import Finding
 from tritondx.tools.ir.context import load_capture
 from tritondx.tools.ir.detectors import REGISTRY, run_detectors
 
 
 def capture_task(task: Path, out_root: Path, target: str = "cuda:90") -> tuple[Path, str]:
-    from tritondx.tools.verifier import capture_ir
+    from tritondx.tools.verify.api import capture_ir
     out = out_root / task.stem
     manifest = out / "manifest.json"
     if manifest.exists() and manifest.stat().st_mtime >= task.stat().st_mtime:

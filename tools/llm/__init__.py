@@ -7,4 +7,5 @@ Import from the submodules (kept lazy: langchain is only loaded when used):
 - ``tritondx.tools.llm.rewriter``: ``LLMRewriter``, ``RewriteProposal``
 - ``tritondx.tools.llm.prompts``: ``load_prompt``, ``render_prompt``
 - ``tritondx.tools.llm.redact``: ``register_secret``, ``redact_secrets`` (structlog), ``RedactingFilter``
+- ``tritondx.tools.llm.bridge``: ``llm_propose``, the rewriter's seam (a candidate, checked statically)
 """

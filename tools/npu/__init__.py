@@ -7,5 +7,6 @@ read the TTIR and the adapter IR, and diagnose them.
   (runs ``capture_script.py``, a standalone script, inside the triton-ascend venv);
 - ``adapter_ir``: TTIR / adapter-IR parser with source locations;
 - ``detectors``: ``run_detectors(capture)`` / ``analyze_kernel(...)`` -> ``Finding`` list;
-- ``runtime``: ``NpuRuntime`` for a real NPU (untested on hardware).
+- ``runtime``: ``NpuRuntime`` for a real NPU (untested on hardware);
+- ``bridge``: ``analyze_ascend``, the IR and compiler tiers for Ascend targets.
 """

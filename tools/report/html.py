@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.evidence import TIERS
+from tritondx.tools.evidence.records import TIERS
 from tritondx.tools.report.checked import checked_md
 
 # verification classes set by a person's answer, not by a check (agents/approval.py)

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.task import load_task
-from tritondx.tools.triage import triage
+from tritondx.tools.task.spec import load_task
+from tritondx.tools.evidence.triage import triage
 
 CACHE = "closure_recheck.json"
 
@@ -36,7 +36,7 @@ def recheck_best(best_path: str, tiers: list[str], target: str | None, run_dir: 
         out["triage"] = [f.model_dump() for f in found]
     for tier in ("ir", "compiler"):
         if tier in tiers and target:
-            from tritondx.tools.analysis import analyze_tier
+            from tritondx.tools.evidence.analysis import analyze_tier
             found, _, note = analyze_tier(tier, best_path, target, Path(run_dir) / "recheck", 0)
             if not note:
                 out[tier] = [f.model_dump() for f in found]

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.evidence import TIERS
-from tritondx.tools.phases import table_md
+from tritondx.tools.evidence.records import TIERS
+from tritondx.tools.run.phases import table_md
 from tritondx.tools.report.checked import checked_md, tolerance_text
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
 from tritondx.tools.report.recheck import recheck_best
@@ -59,7 +59,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
 
 
 def run_phases(state: dict[str, Any], wall: float) -> dict[str, float]:
-    """Seconds per phase (tools/phases.py); ``startup``: the run's wall time outside every node."""
+    """Seconds per phase (tools/run/phases.py); ``startup``: the run's wall time outside every node."""
     out = dict(state.get("phase_seconds") or {})
     outside = wall - sum((state.get("node_seconds") or {}).values())
     if outside > 0:  # added to what came before the graph (the CLI's imports: runner.py)

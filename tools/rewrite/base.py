@@ -7,8 +7,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tritondx.tools.evidence import Finding
-from tritondx.tools.task import TaskSpec
+from tritondx.tools.evidence.records import Finding
+from tritondx.tools.task.spec import TaskSpec
 
 
 @dataclass

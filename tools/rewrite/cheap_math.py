@@ -18,7 +18,7 @@ import ast
 import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import code_of, dotted, insert_before_function, jit_functions, parse, stmts
-from tritondx.tools.triage_patterns import constant_exponent, is_pow
+from tritondx.tools.evidence.triage_patterns import constant_exponent, is_pow
 
 #: exponent -> product (x is the helper's argument)
 PRODUCTS = {1: "x", 2: "x * x", 3: "x * x * x", 4: "x2 * x2"}

@@ -34,9 +34,9 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     tile_2d,
     vectorize,
 )
-from tritondx.tools.evidence import Finding
+from tritondx.tools.evidence.records import Finding
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
-from tritondx.tools.task import parse_task_source
+from tritondx.tools.task.spec import parse_task_source
 
 
 def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None,

@@ -24,7 +24,7 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     stmts,
 )
-from tritondx.tools.triage_patterns import grid_stride_loop, int_constant
+from tritondx.tools.evidence.triage_patterns import grid_stride_loop, int_constant
 
 HELPER = '''
 def _tdx_sm_count(t):

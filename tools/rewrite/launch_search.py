@@ -300,7 +300,7 @@ def ptxas_compile_fn(task_path: str, workdir, target: str = "cuda:90") -> Compil
     BENCH shape) and returns ptxas' figures per launch: evidence for pruning before any device time is spent."""
     from pathlib import Path
 
-    from tritondx.tools.verifier import capture_ir
+    from tritondx.tools.verify.api import capture_ir
 
     folder = Path(workdir)
     counter = [0]

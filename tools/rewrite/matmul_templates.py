@@ -394,18 +394,19 @@ def launch({x}, {w}, {sizes}):
     total_m, K = {x}.shape
     G, _, N = {w}.shape
     out = torch.empty((total_m, N), device={x}.device, dtype={x}.dtype)
-    sizes = {sizes}.tolist()   # a host copy of the sizes, as the task's own launcher makes
     avg_m = max(1, total_m // max(1, G))
     if avg_m >= {big_m}:
         BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages = 128, 128, 64, 8, 3
     else:
         BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages = 64, 128, 64, 4, 4
-    tiles = sum(triton.cdiv(m, BLOCK_M) for m in sizes) * triton.cdiv(N, BLOCK_N)
-    if tiles > 0:
-        _tdx_grouped_gemm_kernel[(tiles,)]({x}, {w}, out, {sizes}, G, N, K, {x}.stride(0), {x}.stride(1),
-                                           {w}.stride(0), {w}.stride(1), {w}.stride(2), out.stride(0), out.stride(1),
-                                           BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-                                           num_warps=num_warps, num_stages=num_stages)
+    # the group sizes stay on the device (no host read, no sync): the grid is a bound from the shapes alone,
+    # sum_g cdiv(m_g, BLOCK_M) <= cdiv(total_m, BLOCK_M) + G; the programs past the last group's tiles find no
+    # group (m = 0) and store nothing
+    tiles = (triton.cdiv(total_m, BLOCK_M) + G) * triton.cdiv(N, BLOCK_N)
+    _tdx_grouped_gemm_kernel[(tiles,)]({x}, {w}, out, {sizes}, G, N, K, {x}.stride(0), {x}.stride(1),
+                                       {w}.stride(0), {w}.stride(1), {w}.stride(2), out.stride(0), out.stride(1),
+                                       BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                                       num_warps=num_warps, num_stages=num_stages)
     return out
 '''
 
@@ -423,7 +424,7 @@ def grouped_gemm_proposals(ctx: RewriteContext, motivated_by: list[str]) -> list
             "persistent", apply_template(ctx.spec.source, names, code),
             {"template": "grouped_gemm", "big_m_threshold": big_m},
             "grouped GEMM template: one launch over the tiles of every group (each program finds its group "
-            f"from the sizes on the device); 128x128x64 tiles when groups average >= {big_m} rows, else 64x128x64",
+            f"from the sizes on the device, the grid a bound from the shapes: no host read); 128x128x64 tiles when groups average >= {big_m} rows, else 64x128x64",
             motivated_by,
             "one launch instead of one per group and no per-group tail waves: the gain grows with the number of "
             "small groups (many small GEMMs fill the GPU together); large groups gain from the bigger tiles"))

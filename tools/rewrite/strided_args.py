@@ -24,7 +24,7 @@ from tritondx.tools.rewrite.cst_util import (
     parse,
     replace_nodes,
 )
-from tritondx.tools.triage_patterns import layout_copy
+from tritondx.tools.evidence.triage_patterns import layout_copy
 
 METADATA = ("stride", "shape", "size", "dtype", "device", "dim", "numel", "element_size", "ndim")
 

@@ -5,8 +5,11 @@ draws itself, computes the reference, compares), ``hwcheck`` (the ``hwcheck`` jo
 time of the initial and the best kernel, each in its own runner), ``spawn`` (starts a runner),
 ``compare``, ``cases`` (the check planner's seam), ``seal`` (the verdict's HMAC), ``policy``
 (static source policy), ``verification`` / ``timing`` / ``jobs`` (orchestrator side: the jobs and
-their answers), ``select`` / ``route`` (what the verifier node decides from the evidence),
-``check_file`` (``tritondx verify``), ``records``.
+their answers; ``api``: the orchestrator's calls for the probe, capture, verify and bench jobs),
+``select`` / ``route`` (what the verifier node decides from the evidence), ``select_untimed`` (which
+kernel is the result when speed cannot be measured), ``check_file`` (``tritondx verify``), ``records``.
+``impl``: the probe job (runs inside the sandboxed worker, next to the task's code) and what the judge
+shares with it (``Rejected``, the input check, the device phase).
 
 Guaranteed by construction: a candidate cannot forge the verdict, patch the checker or the task, or
 predict the seeds. Hardened only: the Triton-only property on CPU (its recorders run in the

@@ -39,7 +39,8 @@ class Branch(BaseModel):
     needs: list[bool]              # sides that must be reached: [True, False] for a new test
     why: str                       # "new test" / "body changed" / "else changed" / "new function"
     true_line: int | None = None   # first line of each arm (for a line trace); None: falls through
-    false_line: int | None = None
+    false_line: int | None = None  # an empty else after a body that always leaves: the next statement's line
+    cuda_side: bool | None = None  # a device-kind test (``t.is_cuda``): the side that runs on a CUDA device
 
 
 def _is_kernel(fn: ast.FunctionDef) -> bool:
@@ -68,6 +69,56 @@ def _first_line(node: ast.AST, arm: str) -> int | None:
     return None
 
 
+#: statements after which the rest of their block does not run
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def _next_statements(fn: ast.FunctionDef) -> dict[int, ast.stmt]:
+    """id(statement) -> the statement after it in the same block."""
+    out: dict[int, ast.stmt] = {}
+    for node in ast.walk(fn):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                for a, b in zip(block, block[1:]):
+                    out[id(a)] = b
+    return out
+
+
+def _false_line(node: ast.AST, nexts: dict[int, ast.stmt]) -> int | None:
+    """First line of the false side: the else arm's, or for ``if c: ...; return`` with no else, the
+    statement after the ``if`` (it runs only when the body did not). None: no line shows it."""
+    first = _first_line(node, "orelse")
+    if first is not None or not isinstance(node, ast.If) or not isinstance(node.body[-1], _EXITS):
+        return first
+    after = nexts.get(id(node))
+    return after.lineno if after is not None else None
+
+
+def _device_type(node: ast.AST) -> bool:
+    """``t.device.type`` for a name ``t``."""
+    return (isinstance(node, ast.Attribute) and node.attr == "type" and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "device" and isinstance(node.value.value, ast.Name))
+
+
+def cuda_side(test: ast.AST) -> bool | None:
+    """The side of a device-kind test that runs on a CUDA device: ``t.is_cuda`` and ``t.device.type ==
+    "cuda"`` -> True, their negations -> False; None for any other test. Such a test is constant on one
+    device (every input a case gets lives on the verifier's device): no input reaches its other side there."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = cuda_side(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Attribute) and test.attr == "is_cuda" and isinstance(test.value, ast.Name):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        a, b = test.left, test.comparators[0]
+        if isinstance(a, ast.Constant):
+            a, b = b, a
+        if _device_type(a) and isinstance(b, ast.Constant) and b.value == "cuda":
+            return isinstance(test.ops[0], ast.Eq)
+    return None
+
+
 def all_branches(tree: ast.Module) -> list[tuple[ast.FunctionDef, ast.AST]]:
     out = []
     for fn in tree.body:
@@ -89,6 +140,7 @@ def added_branches(original_source: str, candidate_source: str) -> list[Branch]:
         orig_tests[k] += 1
         orig_arms.setdefault(k, []).append(_arms(node))
     out: list[Branch] = []
+    nexts = {fn.name: _next_statements(fn) for fn in cand.body if isinstance(fn, ast.FunctionDef)}
     for fn, node in all_branches(cand):
         test = ast.unparse(node.test)
         k = (fn.name, test)
@@ -109,7 +161,8 @@ def added_branches(original_source: str, candidate_source: str) -> list[Branch]:
             why = "body changed" if needs == [True] else "else changed" if needs == [False] else "both arms changed"
         out.append(Branch(key=f"{fn.name}:{node.lineno}:{node.col_offset}", func=fn.name, line=node.lineno,
                           test=test, in_kernel=_is_kernel(fn), needs=needs, why=why,
-                          true_line=_first_line(node, "body"), false_line=_first_line(node, "orelse")))
+                          true_line=_first_line(node, "body"), false_line=_false_line(node, nexts[fn.name]),
+                          cuda_side=cuda_side(node.test)))
     return out
 
 

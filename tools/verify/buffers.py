@@ -33,7 +33,7 @@ def _clone(inputs: tuple) -> list:
 
 def written_buffers(reference: Callable, inputs: tuple, seed: int = 0x5EED) -> dict[int, str]:
     """{input index: why} for every all-zero tensor input that the reference treats as a destination."""
-    from tritondx.tools.taskmod import as_tuple
+    from tritondx.tools.task.module import as_tuple
     zero = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.numel() > 0
             and t.dtype != torch.bool and not bool(torch.any(t != 0))]
     if not zero:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, Field
 
-from tritondx.tools.taskmod import as_tuple, dtype_name, norm_shape, to_dtype
+from tritondx.tools.task.module import as_tuple, dtype_name, norm_shape, to_dtype
 from tritondx.tools.verify import shapes as sh
 from tritondx.tools.verify.branches import Branch, Walk, added_branches, walk_launch
 from tritondx.tools.verify.buffers import random_fill, written_buffers
@@ -156,6 +156,8 @@ class _Planner:
         self.int_listed = [norm_shape(s) for s in task_mod.CHECK_SHAPES if sh.is_int_shape(norm_shape(s))]
         self.plan = CasePlan(cases=[])
         self.branches = [BranchCoverage(branch=b) for b in added_branches(original_source, candidate_source)]
+        for bc in self.branches:
+            device_sides(bc, self.device)
         self._walks: dict[tuple[str, str], Walk | None] = {}      # the candidate's launcher per size
         self._inputs: dict[tuple[str, str], tuple | None] = {}
         self.blocks = self._block_constants()
@@ -230,6 +232,8 @@ class _Planner:
         if w is None:
             return
         for bc in self.branches:
+            if bc.branch.cuda_side is not None:   # the walk's stand-in tensors are not on the device
+                continue
             for truth in w.outcomes.get(bc.branch.key, ()):
                 if truth is None:
                     bc.reached.setdefault("dynamic", case_label)
@@ -237,6 +241,8 @@ class _Planner:
                     bc.reached.setdefault(str(truth).lower(), case_label)
 
     def missing(self, bc: BranchCoverage) -> list[bool]:
+        if bc.branch.cuda_side is not None:   # no size moves a device-kind test: the line trace decides
+            return []
         return [s for s in bc.branch.needs if str(s).lower() not in bc.reached]
 
     def reaches_missing(self, shape: Any, dtype: str) -> bool:
@@ -378,6 +384,9 @@ class _Planner:
 
     def _finish_branches(self) -> None:
         for bc in self.branches:
+            if bc.branch.cuda_side is not None:
+                bc.status = "dynamic" if bc.branch.needs else "dead"
+                continue
             miss = self.missing(bc)
             if not miss:
                 bc.status = "covered"
@@ -405,6 +414,25 @@ class _Planner:
                     else:
                         bc.note = f"unreached: {sides} first at shape {beyond}, beyond {where}"
         self.plan.branches = self.branches
+
+
+def device_sides(bc: BranchCoverage, device: str) -> None:
+    """A device-kind branch (``if t.is_cuda:``): only the side for ``device`` can run here, whatever the
+    inputs, so only that side is needed (checked by the line trace, see coverage.py); the other side is
+    dead code on this device, checked where it runs (a verdict is for the device it was reached on)."""
+    b = bc.branch
+    if b.cuda_side is None:
+        return
+    here = b.cuda_side if sh.device_kind(device) == "cuda" else not b.cuda_side
+    other = [s for s in b.needs if s != here]
+    b.needs = [s for s in b.needs if s == here]
+    if other:
+        where = "a CUDA device" if sh.device_kind(device) != "cuda" else "a non-CUDA device"
+        bc.note = (f"device-kind test: its {str(other[0]).lower()} side runs only on {where}, never on {device} "
+                   f"(not checked here: dead code on this device)")
+    if b.needs:
+        bc.note = (bc.note + "; " if bc.note else "") + \
+            f"its {str(here).lower()} side runs on {device}: checked by the line trace"
 
 
 def plan_checks(task_mod: Any, original_source: str, candidate_source: str, device: str,

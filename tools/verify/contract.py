@@ -24,7 +24,7 @@ from typing import Any
 import structlog
 import torch
 
-from tritondx.tools.taskmod import tolerance, to_dtype
+from tritondx.tools.task.module import tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
 
 log = structlog.get_logger()

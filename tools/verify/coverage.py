@@ -58,7 +58,11 @@ def trace_verdict(branches: list[BranchCoverage], lines: set[int], kernel_lines_
             continue
         unseen = []
         for side, first in ((True, b.true_line), (False, b.false_line)):
-            if side not in b.needs or first is None:
+            if side not in b.needs:
+                continue
+            if first is None:   # no line of its own (a fall-through, a conditional expression):
+                if b.line not in lines:   # the test never ran, so neither did this side
+                    unseen.append("true" if side else "false")
                 continue
             if first in lines:
                 bc.reached.setdefault(str(side).lower(), "line trace")

@@ -19,12 +19,12 @@ from typing import Any
 
 import torch
 
-from tritondx.tools.ncu import ncu_path, parse_raw_csv
-from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, tolerance, to_dtype
+from tritondx.tools.evidence.ncu import ncu_path, parse_raw_csv
+from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.timing import NCU_MISSING
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
-from tritondx.tools.verify_impl import Rejected, device_phase
+from tritondx.tools.verify.impl import Rejected, device_phase
 
 #: measured calls per variant (after one warm-up call that compiles and autotunes)
 CALLS = 5

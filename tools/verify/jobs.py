@@ -8,8 +8,8 @@ from typing import Any
 import structlog
 
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.gpulock import JOB_ALONE_ENV, held_seconds
-from tritondx.tools.sandbox import JobResult, run_job
+from tritondx.tools.exec.gpulock import JOB_ALONE_ENV, held_seconds
+from tritondx.tools.exec.sandbox import JobResult, run_job
 
 log = structlog.get_logger(__name__)
 

@@ -29,8 +29,8 @@ from typing import Any
 import structlog
 import torch
 
-from tritondx.tools.sandbox import ILLEGAL_ACCESS_RE
-from tritondx.tools.taskmod import as_tuple, load_module, tolerance, to_dtype
+from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE
+from tritondx.tools.task.module import as_tuple, load_module, tolerance, to_dtype
 from tritondx.tools.verify import seal
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
 from tritondx.tools.verify.contract import OriginalContract
@@ -38,7 +38,7 @@ from tritondx.tools.verify.coverage import trace_verdict
 from tritondx.tools.verify.compare import compare, is_constant, unchanged
 from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
-from tritondx.tools.verify_impl import _OOM_TEXT, Rejected, _check_inputs, device_phase
+from tritondx.tools.verify.impl import _OOM_TEXT, Rejected, _check_inputs, device_phase
 
 #: longest random skip mask of a partial kernels-off call
 MASK_LEN = 64
@@ -113,9 +113,10 @@ def _check_diag(diag: dict, where: str, allowed: set[str]) -> None:
 log = structlog.get_logger()
 
 #: how a candidate fails a derived case that may be the original's failure too (then the case is
-#: outside the original's contract): wrong values, or its runner ended (a crash, an illegal access)
-CONTRACT_CLASSES = frozenset({"mismatch", "segfault", "illegal_memory_access", "crashed", "killed", "error",
-                              "out_of_memory"})
+#: outside the original's contract): wrong values, a raise or a kernel that does not compile at that size
+#: (``tl.arange`` of a size that is no power of 2), or its runner ended (a crash, an illegal access)
+CONTRACT_CLASSES = frozenset({"mismatch", "exception", "compile_error", "segfault", "illegal_memory_access",
+                              "crashed", "killed", "error", "out_of_memory"})
 
 class CaseData:
     """Inputs and reference outputs of the check cases, made once per (shape, dtype, seed, values) and
@@ -407,7 +408,7 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     reference made once (``CaseData``), runners forked by warm runners (``warm.py``) where that is
     safe. ``parallel`` candidates at once on a CPU device (one at a time on a GPU: device phases
     are per process). Returns ``{"verdicts": {id: sealed result}, "runners": "warm"|"cold: why"}``."""
-    from tritondx.tools.gpulock import usage
+    from tritondx.tools.exec.gpulock import usage
     from tritondx.tools.verify.warm import RunnerPool
     from concurrent.futures import ThreadPoolExecutor
     device = job["device"]

@@ -32,7 +32,7 @@ class Verdict(BaseModel):
     ran: list[str] = Field(default_factory=list)   # names of the check families that ran
     coverage: list[str] = Field(default_factory=list)  # cases, dropped cases, added branches (verify/cases.py)
     seconds: float = 0.0          # the job's wall time (start-up, imports, compiles, waits included)
-    device_s: float = 0.0         # of which the job held the device (tools/gpulock.py phases)
+    device_s: float = 0.0         # of which the job held the device (tools/exec/gpulock.py phases)
     speed_measured: bool = False
 
 

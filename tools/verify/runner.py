@@ -116,7 +116,7 @@ class Runner:
         sys.modules["candidate"] = self.mod   # triton's JIT looks the module up for globals
         spec.loader.exec_module(self.mod)
         if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-            from tritondx.tools.taskmod import round_robin_autotuners
+            from tritondx.tools.task.module import round_robin_autotuners
             round_robin_autotuners(self.mod)
         self.import_threads = len(self.threads)
 

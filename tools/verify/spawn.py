@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.sandbox import ILLEGAL_ACCESS_RE, OOM_RE, Isolation, classify, isolation, scrubbed_env
+from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE, OOM_RE, Isolation, classify, isolation, scrubbed_env
 from tritondx.tools.verify import wire
 
 RUNNER_PY = Path(__file__).with_name("runner.py")

@@ -1,4 +1,4 @@
-"""Orchestrator side of timing: the bench job of a task's variants (``tools/bench_impl.py``)."""
+"""Orchestrator side of timing: the bench job of a task's variants (``tools/bench/bench.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
-from tritondx.tools import triton_cache
+from tritondx.tools.exec import triton_cache
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.verify.jobs import job_error, run_device_job
 from tritondx.tools.verify.records import HardwareCheck

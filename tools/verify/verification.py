@@ -8,11 +8,11 @@ from pathlib import Path
 
 import structlog
 
-from tritondx.tools import triton_cache
+from tritondx.tools.exec import triton_cache
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.verify import seal
-from tritondx.tools.gpulock import JOB_ALONE_ENV, held_seconds
-from tritondx.tools.sandbox import run_job
+from tritondx.tools.exec.gpulock import JOB_ALONE_ENV, held_seconds
+from tritondx.tools.exec.sandbox import run_job
 from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error, run_device_job
 from tritondx.tools.verify.policy import check as policy_check
 from tritondx.tools.verify.records import CheckRecord, Verdict

@@ -252,7 +252,7 @@ def _preload() -> None:
         mod._load_sibling(name)
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         import triton.runtime.interpreter  # noqa: F401
-        import tritondx.tools.taskmod  # noqa: F401
+        import tritondx.tools.task.module  # noqa: F401
 
 
 def _send(ctl: socket.socket, msg: dict) -> None:

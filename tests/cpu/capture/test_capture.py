@@ -9,8 +9,8 @@ import torch
 
 from tritondx.tools.intake.capture import CaptureError, parse_share, select
 from tritondx.tools.intake.oracle import derive_tolerance, is_reduction, make_group_inputs, make_tensor
-from tritondx.tools.task import load_task
-from tritondx.tools.taskmod import load_module
+from tritondx.tools.task.spec import load_task
+from tritondx.tools.task.module import load_module
 
 
 def test_two_kernels_give_two_tasks(captured):
@@ -54,7 +54,7 @@ def test_oracle_reference_is_the_original_kernel_copy_when_the_module_is_not_imp
     out, _ = captured
     code = f"""
 import torch
-from tritondx.tools.taskmod import load_module
+from tritondx.tools.task.module import load_module
 mod = load_module({str(out / "row_sum_kernel.py")!r}, "o")
 x = mod.make_inputs((5, 77), torch.float32, 3, "cpu")
 print(mod._ORIGINAL is mod.row_sum_kernel, torch.equal(mod.launch(*x), mod.reference(*x)),

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("liger_kernel")
 
-from tritondx.tools.task import load_task  # noqa: E402
+from tritondx.tools.task.spec import load_task  # noqa: E402
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[3]
 
@@ -43,7 +43,7 @@ def test_liger_ops_are_captured_as_tasks(liger_tasks):
 def test_library_kernels_are_the_oracle_and_the_copies_match_them(liger_tasks, run_interpreted, tmp_path):
     code = f"""
 import glob, torch
-from tritondx.tools.taskmod import as_tuple, load_module
+from tritondx.tools.task.module import as_tuple, load_module
 for p in sorted(glob.glob({str(liger_tasks / '*.py')!r})):
     m = load_module(p, "l")
     for shape in m.CHECK_SHAPES:

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.verifier import probe_task, verify_candidate
+from tritondx.tools.verify.api import probe_task, verify_candidate
 
 
 @pytest.fixture(scope="module")

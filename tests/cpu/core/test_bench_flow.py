@@ -26,18 +26,18 @@ class _FakeEvent:
 def bench_mod(monkeypatch, tmp_path):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     import torch
-    from tritondx.tools import bench_impl
-    monkeypatch.setattr(bench_impl, "_Event", _FakeEvent)
-    monkeypatch.setattr(bench_impl, "_record", lambda ev: ev.record())
-    monkeypatch.setattr(bench_impl, "_elapsed", lambda s, e: (e.t - s.t) * 1e3)
-    monkeypatch.setattr(bench_impl, "_synchronize", lambda: None)
-    monkeypatch.setattr(bench_impl, "L2_FLUSH_BYTES", 1 << 16)
+    from tritondx.tools.bench import bench as bench_job
+    monkeypatch.setattr(bench_job, "_Event", _FakeEvent)
+    monkeypatch.setattr(bench_job, "_record", lambda ev: ev.record())
+    monkeypatch.setattr(bench_job, "_elapsed", lambda s, e: (e.t - s.t) * 1e3)
+    monkeypatch.setattr(bench_job, "_synchronize", lambda: None)
+    monkeypatch.setattr(bench_job, "L2_FLUSH_BYTES", 1 << 16)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "fake-device")
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     ceil = tmp_path / "ceilings.json"
     ceil.write_text(json.dumps({"device": "fake-device", "copy_bytes_per_s": 1e12, "l2_bytes": 1 << 20,
                                 "matmul_flops_per_s": {"bf16": 1e15, "tf32": 5e14, "fp32": 5e13}}))
-    return bench_impl, ceil
+    return bench_job, ceil
 
 
 def _task(tmp_path: Path, name: str, src: Path) -> Path:
@@ -49,7 +49,7 @@ def _task(tmp_path: Path, name: str, src: Path) -> Path:
 
 
 def test_bench_returns_every_variant(bench_mod, tmp_path, monkeypatch):
-    bench_impl, ceil = bench_mod
+    bench_job, ceil = bench_mod
     phases = []
     import contextlib
 
@@ -58,10 +58,10 @@ def test_bench_returns_every_variant(bench_mod, tmp_path, monkeypatch):
         phases.append(mode)
         yield
 
-    monkeypatch.setattr(bench_impl, "phase", phase)
+    monkeypatch.setattr(bench_job, "phase", phase)
     task = _task(tmp_path, "task.py", ROOT / "tests/cpu/verifier/tiny_axpy.py")
     other = _task(tmp_path, "other.py", ROOT / "tests/cpu/verifier/controls/axpy_block1024.py")
-    out = bench_impl.bench({"task": str(task), "device": "cpu", "rounds": 2, "ceilings_file": str(ceil),
+    out = bench_job.bench({"task": str(task), "device": "cpu", "rounds": 2, "ceilings_file": str(ceil),
                             "variants": [{"id": "initial", "path": str(task)}, {"id": "b1024", "path": str(other)}]})
     assert out["device"] == "fake-device" and len(out["shapes"]) == 1
     entry = out["shapes"][0]
@@ -74,15 +74,15 @@ def test_bench_returns_every_variant(bench_mod, tmp_path, monkeypatch):
 
 
 def test_bench_names_the_variant_that_tampers(bench_mod, tmp_path):
-    bench_impl, ceil = bench_mod
-    from tritondx.tools.verify_impl import Rejected
+    bench_job, ceil = bench_mod
+    from tritondx.tools.verify.impl import Rejected
     task = _task(tmp_path, "task.py", ROOT / "tests/cpu/verifier/tiny_axpy.py")
     cheat = _task(tmp_path, "cheat.py", ROOT / "tests/gpu/verifier/cheats/g10_flush_off_when_timed.py")
     import torch
     zero = torch.Tensor.zero_
     try:
         with pytest.raises(Rejected) as err:
-            bench_impl.bench({"task": str(task), "device": "cpu", "rounds": 8, "ceilings_file": str(ceil),
+            bench_job.bench({"task": str(task), "device": "cpu", "rounds": 8, "ceilings_file": str(ceil),
                               "variants": [{"id": "initial", "path": str(task)}, {"id": "cheat", "path": str(cheat)}]})
     finally:
         torch.Tensor.zero_ = zero

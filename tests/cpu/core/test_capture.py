@@ -3,7 +3,7 @@
 import json
 
 from tritondx.tools.ir.context import load_capture
-from tritondx.tools.verifier import capture_ir
+from tritondx.tools.verify.api import capture_ir
 
 EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[3] / "examples"
 
@@ -29,7 +29,7 @@ def test_capture_matmul_all_stages(tmp_path):
 
 
 def test_resource_report_for_every_launch(tmp_path):
-    from tritondx.tools.analysis import analyze_tier
+    from tritondx.tools.evidence.analysis import analyze_tier
     found, _, note = analyze_tier("ir", str(EXAMPLES / "softmax_three_pass.py"), "cuda:90", tmp_path, 0)
     reports = [f for f in found if f.detector == "resource_report"]
     assert not note and len(reports) == 3  # one per kernel launch

@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from tritondx.tools import gpulock
+from tritondx.tools.exec import gpulock
 
 CHILD = """
 import sys, time
-from tritondx.tools.gpulock import phase
+from tritondx.tools.exec.gpulock import phase
 mode, hold, log = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 with phase(mode):
     t0 = time.time()
@@ -79,7 +79,7 @@ def test_no_lock_dir_is_a_noop(tmp_path, monkeypatch):
 def test_run_job_passes_the_lock_to_the_job(tmp_path, monkeypatch):
     """run_job(gpu_lock=True) hands the job its descriptors: a probe job that takes a shared phase
     waits while the orchestrator holds the device exclusively."""
-    from tritondx.tools.sandbox import run_job
+    from tritondx.tools.exec.sandbox import run_job
     monkeypatch.setenv("TRITONDX_LOCK_DIR", str(tmp_path / "locks"))
     task = tmp_path / "t.py"
     task.write_text((__import__("pathlib").Path(__file__).parents[3] / "examples" / "add_tiny_block.py").read_text())
@@ -138,8 +138,8 @@ def test_a_job_started_by_another_program_opens_the_folder_itself(tmp_path, env)
 def test_a_bench_that_runs_out_of_device_memory_in_a_batch_is_retried_alone(tmp_path, monkeypatch):
     """On a shared device (a lock folder set) a bench job's CUDA OOM is retried once with the device
     alone; the second answer is the result. Without a lock folder (the device is not shared) it is not."""
-    from tritondx.tools import verifier
-    from tritondx.tools.sandbox import JobResult
+    from tritondx.tools.verify import api as verifier
+    from tritondx.tools.exec.sandbox import JobResult
     from tritondx.tools.verify import jobs
     calls = []
 
@@ -210,7 +210,7 @@ def test_a_verify_job_reports_the_seconds_it_held_the_device():
     the job's wall seconds (the rest is start-up, imports and compiles)."""
     from pathlib import Path
     from tritondx.tools.backends.base import get_backend
-    from tritondx.tools.verifier import verify_candidate
+    from tritondx.tools.verify.api import verify_candidate
     here = Path(__file__).resolve().parents[1] / "verifier"
     v = verify_candidate(str(here / "tiny_axpy.py"), str(here.parents[2] / "examples" / "add_tiny_block.py"),
                          "honest", get_backend("interpreter"))

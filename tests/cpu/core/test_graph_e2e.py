@@ -15,7 +15,7 @@ def test_optimize_writes_verified_kernel_report_and_checkpoints(cli, tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert report["speed"] == "not measured" and report["speedup"] is None
     assert report["tiers_used"][0] == "triage" and "profile" in report["tiers_used"]
-    # no timing: no candidate is claimed faster, the result is the initial kernel (tools/selection.py);
+    # no timing: no candidate is claimed faster, the result is the initial kernel (tools/verify/select_untimed.py);
     # the verified candidates are listed as awaiting timing, and the report says how the result was chosen
     best = report["best"]
     passed = [c for c in report["candidates"] if c["verified"]]

@@ -32,7 +32,7 @@ def test_log_file_holds_project_events_only(tmp_path, restore_logging):
     log = tmp_path / "log.jsonl"
     setup_logging(log)
     structlog.get_logger("tritondx").bind(node="verifier").info("decided", goto="profiler")
-    structlog.get_logger("tritondx.tools.sandbox").debug("job_done", job="verify")
+    structlog.get_logger("tritondx.tools.exec.sandbox").debug("job_done", job="verify")
     # what the report's plots do: matplotlib's font lookup logs findfont lines at debug
     import matplotlib
     matplotlib.use("Agg")
@@ -53,7 +53,7 @@ def test_log_file_holds_project_events_only(tmp_path, restore_logging):
 def test_verbose_keeps_project_debug_events(tmp_path, restore_logging):
     log = tmp_path / "log.jsonl"
     setup_logging(log, verbose=True)
-    structlog.get_logger("tritondx.tools.sandbox").debug("job_done", job="verify")
+    structlog.get_logger("tritondx.tools.exec.sandbox").debug("job_done", job="verify")
     logging.getLogger("matplotlib.font_manager").debug("findfont: Matching sans-serif")
     assert [e["event"] for e in _events(log)] == ["job_done"]
 

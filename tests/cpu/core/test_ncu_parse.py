@@ -1,7 +1,7 @@
 """ncu --csv --page raw output parsed into counters and findings (sample written from ncu's CSV layout:
 a header row of metric names, a row of units, then one row per profiled kernel launch)."""
 
-from tritondx.tools.ncu import counter_findings, parse_raw_csv
+from tritondx.tools.evidence.ncu import counter_findings, parse_raw_csv
 
 SAMPLE = '''==PROF== Connected to process 123
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum","dram__throughput.avg.pct_of_peak_sustained_elapsed","sm__throughput.avg.pct_of_peak_sustained_elapsed","sm__warps_active.avg.pct_of_peak_sustained_active","lts__t_sector_hit_rate.pct","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"

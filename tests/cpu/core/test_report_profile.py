@@ -61,7 +61,7 @@ def test_final_profile_node_without_ncu_ends_the_run(tmp_path, monkeypatch):
 
 
 def test_counter_summary_keeps_the_first_launch_of_each_kernel():
-    from tritondx.tools.ncu import counter_summary
+    from tritondx.tools.evidence.ncu import counter_summary
     rows = [{"kernel": "k1", "dram_pct": 40.0, "stalls": {"a": 0.1, "b": 0.5, "c": 0.3, "d": 0.2}},
             {"kernel": "k1", "dram_pct": 99.0, "stalls": {}},
             {"kernel": "k2", "dram_pct": 70.0, "stalls": {"a": 1.0}}]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tritondx.errors import BackendUnavailable
-from tritondx.tools import targets
+from tritondx.tools.backends import targets
 from tritondx.tools.npu import toolchain
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -120,7 +120,7 @@ def test_crashed_job_leaves_no_temporary_folder(tmp_path, monkeypatch):
     # without a sandbox (a host with neither bubblewrap nor unshare) the job sees the host's temp dir;
     # its temporary files must still live in its job folder, so nothing outlives a crash
     monkeypatch.setenv("TRITONDX_SANDBOX", "none")
-    from tritondx.tools.verifier import capture_ir
+    from tritondx.tools.verify.api import capture_ir
     import tempfile
     import uuid
     marker = Path(tempfile.gettempdir()) / f"tdx-marker-{uuid.uuid4().hex}.txt"  # jobs may write the temp dir

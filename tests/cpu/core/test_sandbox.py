@@ -2,7 +2,7 @@
 
 import os
 
-from tritondx.tools.sandbox import classify, run_job, scrubbed_env
+from tritondx.tools.exec.sandbox import classify, run_job, scrubbed_env
 
 
 def test_scrubbed_env_drops_secrets(monkeypatch):
@@ -31,7 +31,7 @@ def test_unknown_job_reports_error():
 
 def test_probe_reports_task_problem(tmp_path):
     from tritondx.tools.backends.base import get_backend
-    from tritondx.tools.verifier import probe_task
+    from tritondx.tools.verify.api import probe_task
     from tritondx.errors import TaskFormatError
     import pytest
     EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[3] / "examples"
@@ -60,7 +60,7 @@ raise RuntimeError("stage probe done")
 def test_outputs_come_back_and_cache_dir_is_kept(tmp_path):
     """A job writes its out_dir (an IR capture's folder) at its real path: the regular files come back
     after the job, a symlink or fifo does not; ``cache_dir`` is its Triton cache and is kept."""
-    from tritondx.tools.sandbox import isolation
+    from tritondx.tools.exec.sandbox import isolation
     task = tmp_path / "stage_task.py"
     task.write_text(_STAGE_TASK)
     out, cache = tmp_path / "run" / "ir" / "tier_round1", tmp_path / "triton-cache"

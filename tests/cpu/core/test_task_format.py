@@ -3,7 +3,7 @@
 import pytest
 
 from tritondx.errors import TaskFormatError
-from tritondx.tools.task import load_task, parse_task_source
+from tritondx.tools.task.spec import load_task, parse_task_source
 
 EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[3] / "examples"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritondx.tools.task import parse_task_source
-from tritondx.tools.triage import triage
+from tritondx.tools.task.spec import parse_task_source
+from tritondx.tools.evidence.triage import triage
 
 HERE = Path(__file__).parent
 ROWSUM = '''

@@ -13,8 +13,8 @@ from langgraph.types import Command
 
 from tritondx.batch import summarize_task, write_summary
 from tritondx.graph import timed
-from tritondx.tools.gpulock import HeldSampler
-from tritondx.tools.phases import Phases
+from tritondx.tools.exec.gpulock import HeldSampler
+from tritondx.tools.run.phases import Phases
 from tritondx.tools.report.writer import write_outputs
 
 
@@ -89,7 +89,7 @@ def test_round_benches_never_time_torch_baselines(monkeypatch):
 
     def fake(job, backend, timeout, memory_bytes=None, extra_env=None, **kw):
         jobs.append(job)
-        from tritondx.tools.sandbox import JobResult
+        from tritondx.tools.exec.sandbox import JobResult
         return JobResult(kind="error", returncode=1, seconds=0.0, message="x"), 0.0, 0.0
 
     monkeypatch.setattr(timing, "run_device_job", fake)

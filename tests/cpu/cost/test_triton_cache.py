@@ -1,4 +1,4 @@
-"""The trusted Triton cache layer (tools/triton_cache.py): compiles reused across a task's jobs only
+"""The trusted Triton cache layer (tools/exec/triton_cache.py): compiles reused across a task's jobs only
 where the kernel source is the same, and a candidate cannot put anything into it.
 
 Compile-only for sm_90 works on CPU (../shared/NOTES.md), so the real Triton cache is exercised."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools import triton_cache
+from tritondx.tools.exec import triton_cache
 
 KERNEL = '''
 import triton, triton.language as tl
@@ -94,7 +94,7 @@ def test_jobs_cannot_write_the_trusted_layer(tmp_path):
     if not triton_cache.enabled():
         pytest.skip("the sandbox here does not make the whole file system read-only: the layer stays off")
     import shutil
-    from tritondx.tools.sandbox import run_job
+    from tritondx.tools.exec.sandbox import run_job
     root = Path.home() / ".cache" / f"tritondx-test-{os.urandom(4).hex()}"  # where the layer lives: not /tmp
     try:
         d = triton_cache.trusted_dir("a task source", root)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritondx.tools.evidence import Finding
+from tritondx.tools.evidence.records import Finding
 from tritondx.tools.report.closure import close_findings, closure_md, untried_route, untried_suggestions
 from tritondx.tools.report.recheck import recheck_best
 from tritondx.tools.rewrite.base import RewriteContext
 from tritondx.tools.rewrite.expert import CATALOG, propose
-from tritondx.tools.task import load_task
+from tritondx.tools.task.spec import load_task
 
 ROOT = Path(__file__).resolve().parents[3]
 CAT = set(CATALOG)
@@ -77,7 +77,7 @@ def test_an_untried_suggestion_routes_one_more_round_and_is_tried_first():
     assert untried_route(findings, cands, attempts, ["fl"]) is None
     # the rewriter tries the preferred family before higher-priority ones, and the trail says so
     spec = load_task(ROOT / "examples" / "add_tiny_block.py")
-    from tritondx.tools.triage import triage
+    from tritondx.tools.evidence.triage import triage
     _, found = triage(spec)
     ctx = RewriteContext(spec=spec, original=spec, kernel_class="elementwise", findings=found)
     trail: list[dict] = []

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritondx.tools.evidence import Finding
+from tritondx.tools.evidence.records import Finding
 from tritondx.tools.report.html import render_run_html
 from tritondx.tools.rewrite.base import Proposal
 from tritondx.tools.rewrite.expert import cited
-from tritondx.tools.selection import unmeasured_choice
+from tritondx.tools.verify.select_untimed import unmeasured_choice
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -49,7 +49,7 @@ def test_a_smaller_block_does_not_cite_a_too_small_block_finding():
 
 
 def test_ir_findings_quote_source_lines_and_the_version_they_were_read_from(tmp_path):
-    from tritondx.tools.analysis import analyze_tier
+    from tritondx.tools.evidence.analysis import analyze_tier
     task = ROOT / "examples" / "softmax_three_pass.py"
     found, _, note = analyze_tier("ir", str(task), "cuda:90", tmp_path, 0)
     assert not note and found
@@ -71,8 +71,8 @@ def test_ir_findings_quote_source_lines_and_the_version_they_were_read_from(tmp_
 def test_the_expert_applies_the_direction_rule_to_its_proposals():
     from tritondx.tools.rewrite.base import RewriteContext
     from tritondx.tools.rewrite.expert import propose
-    from tritondx.tools.task import load_task
-    from tritondx.tools.triage import triage
+    from tritondx.tools.task.spec import load_task
+    from tritondx.tools.evidence.triage import triage
     spec = load_task(ROOT / "examples" / "add_tiny_block.py")
     _, found = triage(spec)
     tiny = next(f for f in found if f.detector == "tiny_block")

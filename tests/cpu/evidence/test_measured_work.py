@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools.ncu import measured_work, parse_raw_csv
-from tritondx.tools.profiler import roofline_findings
-from tritondx.tools.work import declared, ir_work, resolve, work_for_bench
+from tritondx.tools.evidence.ncu import measured_work, parse_raw_csv
+from tritondx.tools.evidence.profiler import roofline_findings
+from tritondx.tools.evidence.work import declared, ir_work, resolve, work_for_bench
 
 ROOT = Path(__file__).resolve().parents[3]
 FN_RE = re.compile(r"\ndef (flops|min_bytes)\(.*?(?=\n\n\n|\nCHECK_SHAPES)", re.S)
@@ -86,14 +86,14 @@ def test_ncu_counts_flops_and_dram_bytes():
 
 
 def test_ncu_figures_apply_to_the_launch_jobs_shape_only(tmp_path):
-    from tritondx.tools.work import first_bench_shape
+    from tritondx.tools.evidence.work import first_bench_shape
     task = _gemm_without_flops(tmp_path)
     shape = first_bench_shape(str(task))
     assert shape == (4096, 4096, 4096)
     bench = _bench(shape, 100, 1.0)
     bench["shapes"].append({**bench["shapes"][0], "shape": [64, 64, 64]})
     from unittest import mock
-    with mock.patch("tritondx.tools.work.ir_work", return_value={}):
+    with mock.patch("tritondx.tools.evidence.work.ir_work", return_value={}):
         figs = work_for_bench(str(task), bench, {"flops": 123, "dram_bytes": 456}, shape)
     assert figs["[4096, 4096, 4096]"].flops_source == "ncu-measured" and figs["[4096, 4096, 4096]"].flops == 123
     assert figs["[64, 64, 64]"].flops_source == "default" and figs["[64, 64, 64]"].ncu_dram_bytes is None

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tritondx.errors import TaskFormatError
-from tritondx.tools.evidence import Finding
+from tritondx.tools.evidence.records import Finding
 from tritondx.tools.llm.rewriter import LLMRewriter, RewriteProposal
-from tritondx.tools.task import parse_task_source
+from tritondx.tools.task.spec import parse_task_source
 
 FINDINGS = [
     Finding(id="tiny_block:axpy_kernel:13", detector="tiny_block", tier="triage", stage="source",

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.evidence import Finding
+from tritondx.tools.evidence.records import Finding
 from tritondx.tools.npu.capture import capture_ascend
 from tritondx.tools.npu.detectors import run_detectors
 from tritondx.tools.rewrite.ascend import ASCEND_FAMILIES, drop_gpu_settings, split_plan
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
-from tritondx.tools.task import load_task, parse_task_source
-from tritondx.tools.verifier import verify_candidate
+from tritondx.tools.task.spec import load_task, parse_task_source
+from tritondx.tools.verify.api import verify_candidate
 
 KERNELS = Path(__file__).parent / "kernels"
 

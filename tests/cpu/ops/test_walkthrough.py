@@ -118,7 +118,7 @@ def test_every_verb_logs_the_projects_events_at_info():
     child = ("import structlog, sys\n"
              "from tritondx import cli\n"
              "cli._main(debug=False)\n"
-             "log = structlog.get_logger('tritondx.tools.sandbox')\n"
+             "log = structlog.get_logger('tritondx.tools.exec.sandbox')\n"
              "log.debug('job_done', job='probe', seconds=4.2)\n"
              "log.info('verified', candidate='r1c1', token='s3cr3t-value-123')\n")
     env = {**os.environ, "TRITONDX_TEST_API_KEY": "s3cr3t-value-123"}

@@ -210,7 +210,7 @@ def test_batch_kill9_then_resume_redoes_nothing_finished(rcase, rel_outcomes):
 # ---------------------------------------------------------------------------------------------------
 # The checkpoint database locked by another process for a few seconds.
 
-LOCK_MAX_S = 90.0  # longer than SQLite's 30 s busy timeout: the retry (tools/checkpoint_retry.py) covers it
+LOCK_MAX_S = 90.0  # longer than SQLite's 30 s busy timeout: the retry (tools/run/checkpoint_retry.py) covers it
 LOCKER = """
 import sqlite3, sys, time, select
 con = sqlite3.connect(sys.argv[1], timeout=60, isolation_level=None)
@@ -291,7 +291,7 @@ def test_checkpoint_write_retries_past_the_busy_timeout(tmp_path, monkeypatch):
     import structlog
     from langgraph.checkpoint.base import empty_checkpoint
 
-    from tritondx.tools.checkpoint_retry import PatientSqliteSaver
+    from tritondx.tools.run.checkpoint_retry import PatientSqliteSaver
     monkeypatch.setenv("TRITONDX_CHECKPOINT_PATIENCE_S", "60")
     db = tmp_path / "checkpoints.sqlite"
     saver = PatientSqliteSaver(sqlite3.connect(db, check_same_thread=False, timeout=0.2))

@@ -164,7 +164,7 @@ def _own_namespaces(obs: dict, accepted: int, pids: bool = True) -> None:
 
 @pytest.mark.parametrize("rcase", [ISOLATED], ids=["isolated"])
 def test_candidate_sandbox_with_namespaces(rcase, rel_outcomes):
-    from tritondx.tools.sandbox import isolation
+    from tritondx.tools.exec.sandbox import isolation
     iso = isolation()
     if iso.missing:
         pytest.skip(f"this machine gives no {', '.join(iso.missing)} isolation ({iso.note}); "
@@ -192,7 +192,7 @@ def _weak_warning(out: dict, why: str) -> None:
 
 @pytest.mark.parametrize("rcase", [WEAK], ids=["no-namespaces"])
 def test_candidate_sandbox_without_namespaces(rcase, rel_outcomes):
-    from tritondx.tools.sandbox import isolation
+    from tritondx.tools.exec.sandbox import isolation
     out, obs, accepted, run_dir, written = rel_outcomes[rcase.id].result()
     _weak_warning(out, "TRITONDX_NO_NETNS")
     _common(obs, run_dir)  # still: no secret in its environment, a private working directory

@@ -6,7 +6,7 @@ import ast
 
 from tritondx.tools.rewrite.base import CATALOG
 from tritondx.tools.rewrite.launch_config import ATTN_SPACE
-from tritondx.tools.task import parse_task_source
+from tritondx.tools.task.spec import parse_task_source
 
 
 def _flash(rw, variant: int = 0):

@@ -57,7 +57,7 @@ def test_static_shapes_not_autotuned(rw):
 
 def test_block_feeding_other_launch_values_not_autotuned(rw):
     """An EVEN flag computed from the launcher's BLOCK must keep matching the BLOCK the kernel gets."""
-    from tritondx.tools.task import parse_task_source
+    from tritondx.tools.task.spec import parse_task_source
 
     ctx, props = rw.proposals("l2_swiglu", "mask_removal")
     ctx.spec = parse_task_source(props[0].source, ctx.spec.path)

@@ -1,4 +1,4 @@
-"""Autotuned candidates under the interpreter: every configuration is run in turn (tools/taskmod.py).
+"""Autotuned candidates under the interpreter: every configuration is run in turn (tools/task/module.py).
 
 The interpreter has no active driver, so Triton's autotuner cannot time its configurations (it raised
 ``RuntimeError: 0 active drivers``). The worker now makes each call run the next configuration, so the
@@ -8,7 +8,7 @@ verifier's calls check them one after another: a candidate whose second configur
 from __future__ import annotations
 
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.verifier import verify_candidate
+from tritondx.tools.verify.api import verify_candidate
 
 TASK = '''
 import torch

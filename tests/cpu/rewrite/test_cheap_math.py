@@ -8,8 +8,8 @@ import re
 
 import pytest
 from tritondx.tools.rewrite.expert import propose
-from tritondx.tools.task import load_task
-from tritondx.tools.triage import triage
+from tritondx.tools.task.spec import load_task
+from tritondx.tools.evidence.triage import triage
 
 
 def _pow_findings(rw, name):
@@ -37,7 +37,7 @@ def test_pow_replaced_by_products(rw, tmp_path):
 
 
 def _pow_findings_src(source):
-    from tritondx.tools.task import parse_task_source
+    from tritondx.tools.task.spec import parse_task_source
     return [f for f in triage(parse_task_source(source, "cand.py"))[1] if f.detector == "pow_constant_exponent"]
 
 
@@ -49,7 +49,7 @@ def test_general_pow_kept(rw):
 @pytest.mark.slow
 def test_powf_gone_from_ptx(rw, tmp_path):
     # compiled for sm_90 on CPU: powf's log/exp path (lg2.approx / ex2.approx) is in the original's PTX only
-    from tritondx.tools.verifier import capture_ir
+    from tritondx.tools.verify.api import capture_ir
     (p,) = [p for p in propose(rw.context_from("cheap_math", [])) if p.family == "cheap_math"]
     cand = tmp_path / "cand.py"
     cand.write_text(p.source)

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from tritondx.tools.analysis import analyze_tier
-from tritondx.tools.profiler import roofline_findings
+from tritondx.tools.evidence.analysis import analyze_tier
+from tritondx.tools.evidence.profiler import roofline_findings
 from tritondx.tools.rewrite.expert import propose
 
 REPO = Path(__file__).resolve().parents[3]
@@ -67,8 +67,8 @@ def make_context(rel: str):
     import ast
 
     from tritondx.tools.rewrite.base import RewriteContext
-    from tritondx.tools.task import load_task
-    from tritondx.tools.triage import triage
+    from tritondx.tools.task.spec import load_task
+    from tritondx.tools.evidence.triage import triage
     spec = load_task(REPO / rel)
     kclass, findings = triage(spec)
     dtypes, tols = [], {}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 
 from tritondx.tools.rewrite.expert import propose
-from tritondx.tools.task import load_task, parse_task_source
-from tritondx.tools.triage import triage
+from tritondx.tools.task.spec import load_task, parse_task_source
+from tritondx.tools.evidence.triage import triage
 
 
 def _fixed(spec):

@@ -45,7 +45,7 @@ def test_grid_it_cannot_follow_is_left_alone(rw):
 
 def test_literal_tied_elsewhere_is_not_tuned(rw):
     """After mask_removal the launcher computes EVEN from the literal block: tuning it would break EVEN."""
-    from tritondx.tools.task import parse_task_source
+    from tritondx.tools.task.spec import parse_task_source
 
     ctx, props = rw.proposals("l2_softmax", "mask_removal")
     assert "N % 1024 == 0" in props[0].source

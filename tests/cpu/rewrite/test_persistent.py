@@ -44,6 +44,8 @@ def test_grouped_gemm_single_launch(rw, tmp_path):
     launch = rw.function(p.source, "launch")
     assert not [n for n in ast.walk(launch) if isinstance(n, ast.For)]       # no per-group loop of launches
     assert len([n for n in ast.walk(launch) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)]) == 1
+    # the group sizes stay on the device: the grid is bounded from the shapes (no host read, no sync)
+    assert not [n for n in ast.walk(launch) if isinstance(n, ast.Attribute) and n.attr in ("tolist", "item", "cpu")]
     rw.verify("l3_grouped_matmul", p.source, tmp_path)
     for task in ("l3_matmul", "l3_batched_matmul", "l1_add"):
         assert grouped_gemm_spec(rw.task_path(task).read_text()) is None

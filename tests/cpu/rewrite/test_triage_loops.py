@@ -3,8 +3,8 @@ iteration, nothing for a K-loop over 2-D tiles (it used to be called a scalar lo
 
 from __future__ import annotations
 
-from tritondx.tools.task import load_task
-from tritondx.tools.triage import triage
+from tritondx.tools.task.spec import load_task
+from tritondx.tools.evidence.triage import triage
 
 
 def _loop_findings(rw, name):

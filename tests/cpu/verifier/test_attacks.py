@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.verifier import Verification, verify_candidate
+from tritondx.tools.verify.api import Verification, verify_candidate
 from tritondx.tools.verify.policy import check as policy_check
 
 HERE = Path(__file__).parent

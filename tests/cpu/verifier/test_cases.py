@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
-from tritondx.tools.taskmod import load_module, tolerance
+from tritondx.tools.task.module import load_module, tolerance
 from tritondx.tools.verify.buffers import degenerate_inputs, written_buffers
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
 
@@ -167,7 +167,7 @@ def test_derived_size_outside_the_original_kernels_contract_is_dropped(tmp_path)
     """The unmasked original fails its own odd derived size: the same kernel as a candidate fails it too,
     and that case is dropped (the original's result as the reason), not held against the candidate."""
     from tritondx.tools.backends.base import get_backend
-    from tritondx.tools.verifier import verify_candidate
+    from tritondx.tools.verify.api import verify_candidate
     task = _unmasked(tmp_path)
     v = verify_candidate(str(task), str(task), "same", get_backend("interpreter"), allowed_ops=["empty_like"])
     assert v.passed, f"{v.klass}: {v.reason}"

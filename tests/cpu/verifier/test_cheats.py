@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.verifier import Verification, verify_candidate
+from tritondx.tools.verify.api import Verification, verify_candidate
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.verifier import Verification, probe_task, verify_candidate
+from tritondx.tools.verify.api import Verification, probe_task, verify_candidate
 
 HERE = Path(__file__).parent
 AXPY, SOFTMAX = HERE / "tiny_axpy.py", HERE / "tiny_softmax.py"

@@ -47,3 +47,50 @@ def test_unrun_side_of_a_dynamic_branch_is_unreached(tmp_path):
     bc = _dynamic()
     assert trace_verdict([bc], t.lines, kernel_lines_traced=True) == []
     assert bc.reached == {"true": "line trace", "false": "line trace"}
+
+
+DEVICE_SRC = ("def sms(t):\n    if t.is_cuda:\n        return 132\n    return 4\n\n"
+              "def unused(t):\n    if t.device.type != 'cuda':\n        return 4\n    return 132\n")
+
+
+def _device_branches(device: str) -> dict[str, BranchCoverage]:
+    from tritondx.tools.verify.branches import added_branches
+    from tritondx.tools.verify.cases import device_sides
+    out = {}
+    for b in added_branches("", DEVICE_SRC):
+        bc = BranchCoverage(branch=b, status="dynamic")
+        device_sides(bc, device)
+        out[b.func] = bc
+    return out
+
+
+def test_device_kind_branch_needs_only_the_side_of_the_device():
+    cpu, gpu = _device_branches("cpu"), _device_branches("cuda:0")
+    assert cpu["sms"].branch.cuda_side is True and cpu["unused"].branch.cuda_side is False
+    # `if t.is_cuda: return ...` then `return 4`: the false side is the line after the if
+    assert cpu["sms"].branch.false_line == 4 and cpu["sms"].branch.true_line == 3
+    assert cpu["sms"].branch.needs == [False] and cpu["unused"].branch.needs == [True]
+    assert gpu["sms"].branch.needs == [True] and gpu["unused"].branch.needs == [False]
+    assert "runs only on a CUDA device" in cpu["sms"].note and "runs only on a non-CUDA device" in gpu["sms"].note
+
+
+def test_device_kind_branch_side_must_run(tmp_path):
+    """On the CPU only the non-CUDA side is needed, and the trace must show it ran (a helper never called
+    fails); a test that is not a device kind still needs both sides."""
+    p = tmp_path / "dev.py"
+    p.write_text(DEVICE_SRC)
+    spec = importlib.util.spec_from_file_location("dev_mod", p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import torch
+    with LineTracer(str(p)) as t:
+        mod.sms(torch.empty(1))
+    bcs = _device_branches("cpu")
+    problems = trace_verdict(list(bcs.values()), t.lines, kernel_lines_traced=True)
+    assert bcs["sms"].status == "dynamic" and bcs["sms"].reached == {"false": "line trace"}
+    assert bcs["unused"].status == "unreached" and len(problems) == 1 and "unused" in problems[0]
+    with LineTracer(str(p)) as t:   # the same code on a CUDA verifier: the CUDA side never ran
+        mod.sms(torch.empty(1))
+    gpu = _device_branches("cuda:0")
+    trace_verdict([gpu["sms"]], t.lines, kernel_lines_traced=False)
+    assert gpu["sms"].status == "unreached"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from tritondx.tools.taskmod import load_module
+from tritondx.tools.task.module import load_module
 from tritondx.tools.verify.cases import plan_checks
 from tritondx.tools.verify.stress import apply_values, stress_kinds
 

@@ -1,6 +1,6 @@
 """A task with two outputs at different scales: an int8 tensor and its float32 per-row scales.
 
-TOLERANCE gives one entry per output (tools/taskmod.py ``tolerance``): the int8 values may be off
+TOLERANCE gives one entry per output (tools/task/module.py ``tolerance``): the int8 values may be off
 by one step, the scales only by float32 rounding; the loosest single entry (atol 1) would accept any
 scale within 1.0.
 """

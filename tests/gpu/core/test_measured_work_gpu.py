@@ -1,7 +1,7 @@
 """GPU: the work ncu counts for a tl.dot GEMM agrees with the IR's count (2*M*N*K) and its DRAM bytes
 are at least the inputs read once plus the output written once (run: pytest tests/gpu -m gpu).
 
-This also settles how tools/ncu.py turns ``sm__ops_path_tensor_*`` into FLOPs (FLOP_METRICS: one op
+This also settles how tools/evidence/ncu.py turns ``sm__ops_path_tensor_*`` into FLOPs (FLOP_METRICS: one op
 counted as one FLOP): if the ratio reads 0.5 or 2, fix the factor there."""
 
 import re
@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_ncu_and_ir_count_the_same_gemm_flops(tmp_path):
-    from tritondx.tools.ncu import measured_work, ncu_path, profile_counters
-    from tritondx.tools.work import ir_work
+    from tritondx.tools.evidence.ncu import measured_work, ncu_path, profile_counters
+    from tritondx.tools.evidence.work import ir_work
     if ncu_path() is None:
         pytest.skip("ncu not installed")
     src = (ROOT / "bench" / "suite" / "l3_matmul.py").read_text()

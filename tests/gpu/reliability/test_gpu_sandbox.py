@@ -2,7 +2,7 @@
 
 The CPU suite (tests/cpu/reliability/test_untrusted.py) checks what a candidate can reach from its
 sandboxed verify job under the interpreter. Here the same jobs run on the GPU: the worker opens the
-CUDA driver inside the sandbox (``tools/sandbox_fs.py``: the file system read-only but a private scratch
+CUDA driver inside the sandbox (``tools/exec/sandbox_fs.py``: the file system read-only but a private scratch
 folder; own PID, network, IPC namespaces; no capabilities), once per mechanism this host has
 (bubblewrap with the /dev/nvidia* nodes bound in; ``unshare`` with the mount script).
 
@@ -54,7 +54,7 @@ PLANTED = {
 
 @pytest.fixture(scope="module", autouse=True)
 def _full_isolation():
-    from tritondx.tools.sandbox import isolation
+    from tritondx.tools.exec.sandbox import isolation
     iso = isolation()
     if iso.missing:
         pytest.skip(f"this GPU host gives no {', '.join(iso.missing)} isolation ({iso.note}): candidate jobs "

@@ -24,7 +24,7 @@ def _cuda():
 
 
 def _ncu():
-    from tritondx.tools.ncu import ncu_path
+    from tritondx.tools.evidence.ncu import ncu_path
     if ncu_path() is None:
         pytest.skip("ncu is not installed")
 

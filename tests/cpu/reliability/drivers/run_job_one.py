@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tritondx.tools.sandbox import isolation, run_job
+from tritondx.tools.exec.sandbox import isolation, run_job
 
 if __name__ == "__main__":
     iso = isolation()

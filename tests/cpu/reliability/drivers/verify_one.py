@@ -14,8 +14,8 @@ import sys
 import structlog
 
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.sandbox import isolation
-from tritondx.tools.verifier import verify_candidate
+from tritondx.tools.exec.sandbox import isolation
+from tritondx.tools.verify.api import verify_candidate
 
 if __name__ == "__main__":
     task, candidate = sys.argv[1], sys.argv[2]

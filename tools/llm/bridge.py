@@ -8,7 +8,7 @@ from tritondx.tools.llm.client import LLMClient
 from tritondx.tools.llm.config import LLMConfig
 from tritondx.tools.llm.rewriter import LLMRewriter
 from tritondx.tools.rewrite.base import Proposal, RewriteContext
-from tritondx.tools.task import parse_task_source
+from tritondx.tools.task.spec import parse_task_source
 
 
 def _compile_check(path: str):

@@ -3,7 +3,7 @@
 The roofline needs the work of one launcher call at each bench shape. A task may declare it
 (``flops(shape, dtype)``, ``min_bytes(shape, dtype)``); when it does not, the work is counted from the
 kernel itself: the IR of each launch compiled with the shape's real arguments (tools/ir/work.py) and,
-on a GPU with Nsight Compute, the counted instructions and DRAM bytes (tools/ncu.py). Each figure
+on a GPU with Nsight Compute, the counted instructions and DRAM bytes (tools/evidence/ncu.py). Each figure
 keeps its source, which the report prints:
 
 - FLOPs: ``declared`` > ``ncu-measured`` > ``IR-derived`` > ``default`` (0: no matmul work known);
@@ -49,7 +49,7 @@ def declared(source: str) -> set[str]:
 
 
 def first_bench_shape(path: str) -> Any:
-    """The shape the ncu launch job runs (tools/launch_impl.py: the first of BENCH_SHAPES), read from the
+    """The shape the ncu launch job runs (tools/bench/launch.py: the first of BENCH_SHAPES), read from the
     task's source when it is a literal; None otherwise (ncu's figures then apply to no shape)."""
     try:
         tree = ast.parse(Path(path).read_text())
@@ -68,7 +68,7 @@ def shape_key(shape: Any) -> str:
 def ir_work(task_path: str, shapes: list[Any], target: str = "cuda:90",
             timeout: float = 300) -> dict[str, dict[str, Any]]:
     """IR-counted work per shape (one compile-only capture per shape, in the sandbox)."""
-    from tritondx.tools.verifier import capture_ir
+    from tritondx.tools.verify.api import capture_ir
     out: dict[str, dict[str, Any]] = {}
     source = Path(task_path).read_text()
     with tempfile.TemporaryDirectory(prefix="tdx-work-") as tmp:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritondx.tools.gpulock import phase
-from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, to_dtype
+from tritondx.tools.exec.gpulock import phase
+from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype
 
 
 def run_launch(job: dict[str, Any]) -> dict[str, Any]:

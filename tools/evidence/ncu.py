@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.evidence import Finding, finding_id
-from tritondx.tools.gpulock import JOB_LOCK_DIR_ENV
-from tritondx.tools.sandbox import scrubbed_env
+from tritondx.tools.evidence.records import Finding, finding_id
+from tritondx.tools.exec.gpulock import JOB_LOCK_DIR_ENV
+from tritondx.tools.exec.sandbox import scrubbed_env
 
 METRICS = {
     "gpu__time_duration.sum": "duration_ns",
@@ -118,7 +118,7 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
                        + [STALL_METRIC.format(s) for s in STALLS])
     cmd = [exe, "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
            "--launch-count", str(launch_count), "--metrics", metrics,
-           sys.executable, "-m", "tritondx.tools.worker", str(job), str(work / "result.json")]
+           sys.executable, "-m", "tritondx.tools.exec.worker", str(job), str(work / "result.json")]
     env = scrubbed_env()
     env["HOME"] = str(work)
     if os.environ.get("TRITONDX_LOCK_DIR"):  # the launch job takes the batch's device lock itself
@@ -191,7 +191,7 @@ def ncu_available_note() -> str:
     return "ncu found" if ncu_path() else "ncu not installed"
 
 
-if __name__ == "__main__":  # manual use: python -m tritondx.tools.ncu TASK.py
+if __name__ == "__main__":  # manual use: python -m tritondx.tools.evidence.ncu TASK.py
     rows, note = profile_counters(sys.argv[1])
     print(json.dumps({"rows": rows, "note": note}, indent=1))
     os._exit(0)

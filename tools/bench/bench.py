@@ -20,10 +20,10 @@ from typing import Any, Callable
 
 import torch
 
-from tritondx.tools.gpulock import phase
+from tritondx.tools.exec.gpulock import phase
 from tritondx.tools.verify.guard import TimingSnapshot
-from tritondx.tools.verify_impl import Rejected
-from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype
+from tritondx.tools.verify.impl import Rejected
+from tritondx.tools.task.module import as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype
 
 # Captured before any candidate is imported: candidates cannot swap the clock under us.
 _Event = torch.cuda.Event

@@ -1,6 +1,6 @@
 """The file system a sandboxed job sees: all of it read-only, except a private scratch folder.
 
-A job (``tools/sandbox.py``) gets a scratch folder (its cwd, HOME and TMPDIR, deleted after the job),
+A job (``tools/exec/sandbox.py``) gets a scratch folder (its cwd, HOME and TMPDIR, deleted after the job),
 everything else read-only, empty private /tmp, /var/tmp, /run, /dev/shm and temp folder (no host temp
 file, no other job's scratch, no socket there is reachable), its own PID, network, IPC and UTS
 namespaces, and no capabilities. Two ways to build it:
@@ -79,7 +79,7 @@ def read_paths(python: str, env: dict[str, str], extra: list[str]) -> list[str]:
     """Folders a job reads: its interpreter and import path, paths named in its environment,
     ``extra`` (its task and candidate folders)."""
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(python).parent.parent),
-             str(Path(os.path.realpath(python)).parent.parent), str(Path(__file__).resolve().parents[1]),
+             str(Path(os.path.realpath(python)).parent.parent), str(Path(__file__).resolve().parents[2]),
              *sys.path]
     for var in PATH_VARS:
         paths += env.get(var, "").split(os.pathsep)
@@ -161,7 +161,7 @@ def unshare_command(view: View) -> list[str]:
 
 
 def command(mechanism: str, view: View) -> list[str]:
-    """The prefix that runs a command in ``view`` (empty for ``net``/``none``: see ``tools/sandbox.py``)."""
+    """The prefix that runs a command in ``view`` (empty for ``net``/``none``: see ``tools/exec/sandbox.py``)."""
     if mechanism == "bwrap":
         return bwrap_command(view)
     if mechanism == "unshare":

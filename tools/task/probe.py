@@ -7,8 +7,8 @@ one line, answered as ``tritondx: error: FILE: problem``, exit 2.
 - ``leftover_threads`` (after it): task code (``launch``, or the module at import) leaves no non-daemon
   thread running: Python waits for one at exit, so the job would only end at its timeout.
 
-Tolerances (finite, not negative) are checked where they are read (``taskmod.tolerance``); shapes with
-a zero written in the task's literal lists already statically (``tools/task.py``).
+Tolerances (finite, not negative) are checked where they are read (``task/module.py`` ``tolerance``); shapes with
+a zero written in the task's literal lists already statically (``tools/task/spec.py``).
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from typing import Any, Callable
 
 import torch
 
-from tritondx.tools.task import zero_size_shape as _zero_dims
-from tritondx.tools.taskmod import as_tuple, dtype_name, norm_shape
+from tritondx.tools.task.spec import zero_size_shape as _zero_dims
+from tritondx.tools.task.module import as_tuple, dtype_name, norm_shape
 
 # How long threads ``launch`` started may take to finish before they count as left running.
 THREAD_GRACE_S = 1.0
 # On these devices BENCH_SHAPES are only built (a reference on them can take minutes on a CPU).
 CPU_DEVICES = ("cpu",)
-# How verify_impl._user_call words a MemoryError / allocation failure.
+# How verify/impl.py (_user_call) words a MemoryError / allocation failure.
 OOM_TEXT = "ran out of memory"
 
 UserCall = Callable[..., tuple[Any, "str | None"]]

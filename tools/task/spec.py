@@ -15,7 +15,7 @@ A task is one Python file holding:
 Optional: ``NAME``, ``DESCRIPTION``, ``flops(shape, dtype)`` and ``min_bytes(shape, dtype)`` for the
 roofline (default bytes: every input read once plus every output written once; default FLOPs: 0).
 
-Executing a task (it is user code) happens only in a sandboxed worker, see ``tools/sandbox.py``;
+Executing a task (it is user code) happens only in a sandboxed worker, see ``tools/exec/sandbox.py``;
 ``probe_task`` there checks what cannot be checked without running it.
 """
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritondx.tools.evidence import Finding, finding_id
-from tritondx.tools.work import WorkFigures, shape_key
+from tritondx.tools.evidence.records import Finding, finding_id
+from tritondx.tools.evidence.work import WorkFigures, shape_key
 
 
 def roofline_findings(bench: dict[str, Any], variant: str = "initial",
                       work: dict[str, WorkFigures] | None = None) -> list[Finding]:
     """Findings about one variant from a bench result (one per timed shape).
 
-    ``work`` (per shape, tools/work.py) replaces the bench job's declared-or-default FLOPs and bytes with
+    ``work`` (per shape, tools/evidence/work.py) replaces the bench job's declared-or-default FLOPs and bytes with
     the figures counted from the kernel (IR, ncu) where the task declares none; each finding says
     where its figures came from."""
     out: list[Finding] = []

@@ -1,4 +1,4 @@
-"""Entry point of a sandboxed job: ``python -m tritondx.tools.worker JOB.json RESULT.json``.
+"""Entry point of a sandboxed job: ``python -m tritondx.tools.exec.worker JOB.json RESULT.json``.
 
 The job's ``kind`` picks the work: probe (task format at run time), verify (correctness and
 integrity of a candidate), bench (side-by-side timing on a GPU), capture (IR for a target).
@@ -15,7 +15,7 @@ import traceback
 
 
 def main(job_path: str, result_path: str) -> int:
-    from tritondx.tools.sandbox import watch_lifeline
+    from tritondx.tools.exec.sandbox import watch_lifeline
     watch_lifeline()  # first thing: a job never outlives the run that started it
     import os
     if os.environ.get("TRITON_INTERPRET") == "1":  # before any task is imported: libdevice on CPU
@@ -25,22 +25,22 @@ def main(job_path: str, result_path: str) -> int:
         job = json.load(f)
     kind = job["kind"]
     from tritondx.errors import TaskFormatError
-    from tritondx.tools.verify_impl import Rejected
+    from tritondx.tools.verify.impl import Rejected
     try:
         if kind == "probe":
-            from tritondx.tools.verify_impl import probe as fn
+            from tritondx.tools.verify.impl import probe as fn
         elif kind == "verify":
             from tritondx.tools.verify.judge import verify as fn
         elif kind == "hwcheck":
             from tritondx.tools.verify.hwcheck import hwcheck as fn
         elif kind == "bench":
-            from tritondx.tools.bench_impl import bench as fn
+            from tritondx.tools.bench.bench import bench as fn
         elif kind == "capture":
-            from tritondx.tools.capture_impl import capture as fn
+            from tritondx.tools.bench.capture import capture as fn
         elif kind == "launch":
-            from tritondx.tools.launch_impl import run_launch as fn
+            from tritondx.tools.bench.launch import run_launch as fn
         elif kind == "ceilings":
-            from tritondx.tools.bench_impl import measure_ceilings as fn
+            from tritondx.tools.bench.bench import measure_ceilings as fn
         else:
             raise ValueError(f"unknown job kind {kind!r}")
         result = fn(job)
@@ -58,7 +58,7 @@ def main(job_path: str, result_path: str) -> int:
         klass = "compile_error" if "CompilationError" in type(exc).__name__ or "PTXAS" in tb else "exception"
         # A CUDA fault surfaces as a RuntimeError at the next synchronization: name it for what it is
         # (the parent would otherwise only see a job that exited normally).
-        from tritondx.tools.sandbox import ILLEGAL_ACCESS_RE, OOM_RE
+        from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE, OOM_RE
         if ILLEGAL_ACCESS_RE.search(f"{type(exc).__name__}: {exc}"):
             klass = "illegal_memory_access"
         elif klass == "exception" and OOM_RE.search(f"{type(exc).__name__}: {first}"):
@@ -66,7 +66,7 @@ def main(job_path: str, result_path: str) -> int:
         result = {"passed": False, "ok": False, "class": klass, "error": f"{type(exc).__name__}: {first[:400]}",
                   "traceback": tb[-3000:]}
     if isinstance(result, dict):
-        from tritondx.tools.gpulock import usage
+        from tritondx.tools.exec.gpulock import usage
         result["device_usage"] = usage()
     with open(result_path, "w") as f:
         json.dump(result, f, default=str)

@@ -9,9 +9,9 @@ from typing import Any
 import structlog
 
 from tritondx.errors import TaskFormatError
-from tritondx.tools import triton_cache
+from tritondx.tools.exec import triton_cache
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.sandbox import JobResult, run_job
+from tritondx.tools.exec.sandbox import JobResult, run_job
 from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error
 from tritondx.tools.verify.policy import STATIC_RULES, check as policy_check  # noqa: F401 (STATIC_RULES: callers)
 from tritondx.tools.verify.records import Verdict

@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.evidence import ArtifactRef, Finding, Tier
+from tritondx.tools.evidence.records import ArtifactRef, Finding, Tier
 from tritondx.tools.ir.context import KernelIR, load_capture
 from tritondx.tools.ir.detectors import resource_report, run_detectors
-from tritondx.tools.phases import Phases
-from tritondx.tools.verifier import capture_ir
+from tritondx.tools.run.phases import Phases
+from tritondx.tools.verify.api import capture_ir
 
 
 def _ref(path: Path, kind: str) -> ArtifactRef:
@@ -51,7 +51,7 @@ def analyze_tier(tier: Tier, task_path: str, target: str, run_dir: Path, round_:
     where the capture job's seconds are added (``ir_compile``)."""
     phases = phases or Phases()
     if target.startswith("ascend"):
-        from tritondx.tools.npu_bridge import analyze_ascend
+        from tritondx.tools.npu.bridge import analyze_ascend
         return analyze_ascend(tier, task_path, target, run_dir, round_)
     out_dir = run_dir / "ir" / f"{tier}_round{round_}"
     with phases.time("ir_compile"):

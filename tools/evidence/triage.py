@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from tritondx.tools.evidence import Finding, finding_id
-from tritondx.tools.task import TaskSpec
-from tritondx.tools.triage_patterns import source_patterns
+from tritondx.tools.evidence.records import Finding, finding_id
+from tritondx.tools.task.spec import TaskSpec
+from tritondx.tools.evidence.triage_patterns import source_patterns
 
 KERNEL_CLASSES = ("matmul-like", "attention-like", "reduction", "scan", "gather/scatter", "elementwise", "other")
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import torch
 
-from tritondx.tools.gpulock import phase
+from tritondx.tools.exec.gpulock import phase
 from tritondx.tools.verify.buffers import degenerate_inputs
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.guard import LaunchGuard
-from tritondx.tools.probe_checks import check_shapes, leftover_threads
-from tritondx.tools.taskmod import (as_tuple, dtype_name, load_module, norm_shape, to_dtype, tolerance,
+from tritondx.tools.task.probe import check_shapes, leftover_threads
+from tritondx.tools.task.module import (as_tuple, dtype_name, load_module, norm_shape, to_dtype, tolerance,
                                      tolerance_entries)
 
 
@@ -128,7 +128,7 @@ def _probe(path: str, device: str) -> dict[str, Any]:
     if not refs or not all(isinstance(r, torch.Tensor) for r in refs):
         kinds = sorted({type(r).__name__ for r in refs})
         return {"ok": False, "problem": f"reference must return tensors, got {kinds}"}
-    if problem := check_shapes(mod, dtypes, device, _user_call):  # every listed shape: tools/probe_checks.py
+    if problem := check_shapes(mod, dtypes, device, _user_call):  # every listed shape: tools/task/probe.py
         return {"ok": False, "problem": problem}
     guard = LaunchGuard()
     guard.install()
@@ -140,7 +140,7 @@ def _probe(path: str, device: str) -> dict[str, Any]:
         return {"ok": False, "problem": f"launch called sys.exit({exc.code!r})"}
     except Exception as exc:
         if guard.kernel_error is not None:
-            from tritondx.tools.kernel_errors import describe_kernel_error
+            from tritondx.tools.exec.kernel_errors import describe_kernel_error
             return {"ok": False, "problem": describe_kernel_error(guard.kernel_error, path, guard.kernel_error_name)}
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return {"ok": False, "problem": f"launch raised {type(exc).__name__}: {first[:300]}"}
@@ -160,7 +160,7 @@ def _probe(path: str, device: str) -> dict[str, Any]:
         if bad:
             return {"ok": False, "problem": f"the initial launch does not match the reference on {call}: "
                                             f"output {i}: {bad['reason']}"}
-    if problem := leftover_threads():  # tools/probe_checks.py
+    if problem := leftover_threads():  # tools/task/probe.py
         return {"ok": False, "problem": problem}
     return {"ok": True, "ops": sorted(set(guard.ops)), "launches": guard.launches,
             "dtypes": [dtype_name(d) for d in dtypes],

@@ -7,7 +7,7 @@ under the key of another kernel (the initial kernel's, say) and the next job wou
 
 - the **trusted layer** (``trusted_dir``: one folder per original task source) is written only by
   jobs that run nothing but the user's original task (the probe); every other job reads it and
-  cannot write it: the sandbox makes the file system read-only (``tools/sandbox_fs.py``), a warm
+  cannot write it: the sandbox makes the file system read-only (``tools/exec/sandbox_fs.py``), a warm
   runner makes its own mounts read-only (``verify/zygote.py``);
 - each job's own compiles go to its private cache (``TRITON_CACHE_DIR``, in its scratch folder),
   gone with the job.
@@ -27,7 +27,7 @@ from triton.runtime.cache import FileCacheManager
 
 #: the read-only layer a job reads (set by the orchestrator; absent: no trusted layer)
 TRUSTED_ENV = "TRITONDX_JOB_TRUSTED_CACHE"  # TRITONDX_JOB_*: passes the scrubbed environment
-MANAGER = "tritondx.tools.triton_cache:LayeredCache"
+MANAGER = "tritondx.tools.exec.triton_cache:LayeredCache"
 
 
 class LayeredCache(FileCacheManager):
@@ -77,11 +77,11 @@ def reader_env(task_source: str) -> dict[str, str]:
 
 def enabled() -> bool:
     """Whether jobs may use the trusted layer: only where the sandbox makes the whole file system
-    read-only for every job (bubblewrap or unshare in ``tools/sandbox.py``), so that no candidate
+    read-only for every job (bubblewrap or unshare in ``tools/exec/sandbox.py``), so that no candidate
     can write it; ``TRITONDX_TRUSTED_CACHE=0`` turns it off."""
     if os.environ.get("TRITONDX_TRUSTED_CACHE", "1") == "0":
         return False
-    from tritondx.tools.sandbox import isolation
+    from tritondx.tools.exec.sandbox import isolation
     iso = isolation()
     return bool(iso.readonly) and getattr(iso, "mechanism", "none") in ("bwrap", "unshare")
 

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.taskmod import as_tuple, load_module, norm_shape, to_dtype
+from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype
 
 
 @contextlib.contextmanager
@@ -42,7 +42,7 @@ def parse_target(spec: str):
     from triton.backends.compiler import GPUTarget
     backend, _, arch = spec.partition(":")
     if backend != "cuda":
-        raise ValueError(f"capture_impl compiles for cuda targets only, not {spec!r}")
+        raise ValueError(f"the capture job compiles for cuda targets only, not {spec!r}")
     return GPUTarget("cuda", int(arch or 90), 32)
 
 

@@ -1,8 +1,8 @@
 """Run untrusted work (task and candidate code) in a separate process.
 
-Each job runs ``python -m tritondx.tools.worker JOB.json RESULT.json`` with a timeout, a scrubbed
+Each job runs ``python -m tritondx.tools.exec.worker JOB.json RESULT.json`` with a timeout, a scrubbed
 environment (no API keys, tokens or proxy credentials), resource limits and, where the machine allows
-it, in a sandbox that leaves it nothing to keep (``tools/sandbox_fs.py``): the whole file system
+it, in a sandbox that leaves it nothing to keep (``tools/exec/sandbox_fs.py``): the whole file system
 read-only but a private scratch folder (its cwd, HOME and TMPDIR, deleted after the job), no network,
 its own PID namespace (the orchestrator is invisible; every process it starts ends with it), no
 capabilities. The worker writes its result as JSON; a crash, hang or CUDA fault only ends that
@@ -28,7 +28,7 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel
 
-from tritondx.tools import sandbox_fs
+from tritondx.tools.exec import sandbox_fs
 
 log = structlog.get_logger(__name__)
 
@@ -164,7 +164,7 @@ class Isolation(BaseModel):
     prefix: list[str] = []
     network: bool = False     # own network namespace: no links, not even loopback to the host
     pids: bool = False        # own PID namespace and /proc: the parent (its environ, argv, cwd) is invisible
-    readonly: bool = False    # the whole file system read-only but the job's scratch folder (tools/sandbox_fs.py)
+    readonly: bool = False    # the whole file system read-only but the job's scratch folder (tools/exec/sandbox_fs.py)
     mechanism: Literal["bwrap", "unshare", "net", "none"] = "none"
     note: str = ""            # why something is missing
 
@@ -316,13 +316,13 @@ def run_job(
     cache_dir: str | Path | None = None,
 ) -> JobResult:
     """Run one worker job; never raises for anything the job does. ``gpu_lock``: hand the job
-    descriptors of the batch's device lock (``tools/gpulock.py``), which it takes around its device
+    descriptors of the batch's device lock (``tools/exec/gpulock.py``), which it takes around its device
     work; without a lock directory this changes nothing. ``network``: keep the host's network
     (everything else stays isolated). ``cache_dir``: a folder the job may write and that is kept
     (its Triton cache, ``TRITON_CACHE_DIR``); without it the job's caches live in its scratch folder
     and go with it. Only jobs that trust each other may share one: any of them can write it."""
     if gpu_lock:
-        from tritondx.tools.gpulock import job_lock_fds
+        from tritondx.tools.exec.gpulock import job_lock_fds
         with job_lock_fds() as (fds, lock_env):
             return _run_job(job, timeout, python, {**(env or {}), **lock_env}, memory_bytes, network, fds,
                             cache_dir)
@@ -336,7 +336,7 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     job_file, result_file = scratch / "job.json", scratch / "result.json"
     job_file.write_text(json.dumps(job))
     python = python or sys.executable
-    cmd = [python, "-m", "tritondx.tools.worker", str(job_file), str(result_file)]
+    cmd = [python, "-m", "tritondx.tools.exec.worker", str(job_file), str(result_file)]
     job_env = scrubbed_env(env)
     job_env["HOME"] = job_env["TMPDIR"] = str(scratch)  # ~/.triton, ~/.nv, ~/.cache, tempfile: all in scratch
     cache = Path(cache_dir).resolve() if cache_dir else scratch / ".triton-cache"
