@@ -168,6 +168,12 @@ def device_held_line(h: dict[str, Any]) -> str:
             f"of which exclusive (timing) {h['exclusive_s']:.0f} s")
 
 
+def _unmeasured(r: dict[str, Any]) -> str:
+    """The speedup cell of a task without a measured speedup: why (a finished run on a backend that
+    measures no speed says so, not "done")."""
+    return "not measured" if r.get("status") == "done" else str(r.get("status"))
+
+
 def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
     agg = aggregate(results)
     if meta.get("device_held"):
@@ -206,7 +212,7 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
         rb, ra = r.get("roofline_before"), r.get("roofline_after")
         lines.append(f"| {r['task']} | {r.get('kernel_class', '-')} | {us(r.get('initial_ms'))} | "
                      f"{us(r.get('optimized_ms'))} | {r['speedup']:.2f}x | " if r.get("speedup") else
-                     f"| {r['task']} | {r.get('kernel_class', '-')} | - | - | {r['status']} | ")
+                     f"| {r['task']} | {r.get('kernel_class', '-')} | - | - | {_unmeasured(r)} | ")
         if r.get("speedup"):
             lines[-1] += (f"{rb:.0%} -> {ra:.0%} | {us(r.get('torch_eager_ms'))} | {us(r.get('torch_compile_ms'))} | "
                           f"{','.join(r.get('tiers_used', []))} | {'+'.join(r.get('rewrites_applied', [])) or '-'} | "

@@ -18,6 +18,8 @@ _debug = {"on": False}
 @app.callback()
 def _main(debug: bool = typer.Option(False, "--debug", help="show tracebacks on errors")) -> None:
     _debug["on"] = debug
+    from tritondx.logs import setup_logging
+    setup_logging(None)  # every verb: the project's events at info, short lines, secrets redacted (logs.py)
 
 
 _URL_HELP = ("checkpoints in this PostgreSQL database (postgresql://USER[:PASSWORD]@HOST[:PORT]/DB; "
@@ -295,6 +297,10 @@ def verify(
         typer.echo(f"rejected: {candidate}: {v.klass}: {v.reason}")
     if v.ran:
         typer.echo(f"checks run: {', '.join(v.ran)}")
+    if v.coverage:  # shapes, dtypes, value stress, the branches the candidate adds (tools/report/checked.py)
+        from tritondx.tools.report.checked import summarize
+        for line in summarize(v.coverage):
+            typer.echo(f"checked: {line}")
     if res.speedup is not None:
         typer.echo(f"speed: {res.speedup:.2f}x the initial kernel ({res.timing})")
     elif v.passed:
@@ -337,6 +343,19 @@ def apply(
         typer.echo(res.summary())
 
 
+def _usage_errors() -> tuple[type, ...]:
+    """click's exception class, and the copy of click that typer >= 0.2x vendors (``typer._click``)."""
+    import importlib
+
+    import click
+    out: list[type] = [click.exceptions.ClickException]
+    try:
+        out.append(importlib.import_module("typer._click.exceptions").ClickException)
+    except (ImportError, AttributeError):
+        pass
+    return tuple(out)
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)
@@ -351,9 +370,8 @@ def main() -> None:
     except SystemExit:
         raise
     except Exception as exc:  # the last line of defence: one line unless --debug
-        import click
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+        if isinstance(exc, _usage_errors()):  # a wrong command line: one line, click's exit code (2)
+            typer.echo(f"tritondx: error: {exc.format_message()} (see tritondx --help)", err=True)
             sys.exit(exc.exit_code)
         if _debug["on"]:
             traceback.print_exc()

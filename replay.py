@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -296,6 +297,18 @@ def _rewrite_paths(value: Any, old: str, new: str) -> Any:
     return value
 
 
+def _copy_writable(src: Path, dest: Path) -> None:
+    """Copy a file or folder of the source run into the fork, writable by its owner whatever the
+    source's modes (a read-only archive: the fork's nodes write candidates and IR there)."""
+    if src.is_dir():
+        shutil.copytree(src, dest, dirs_exist_ok=True)
+    else:
+        shutil.copy2(src, dest)
+    for p in [dest, *(dest.rglob("*") if dest.is_dir() else [])]:
+        if not p.is_symlink():
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
 def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str | None = None,
          stop_after_tier: str | None = None, tier: str | None = None, max_rounds: int | None = None,
          approver=None, verbose: bool = False) -> dict[str, Any]:
@@ -333,12 +346,11 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
     for item in src_dir.iterdir():  # the files the state names: task copy, candidates, artifacts
         if item.name in _NOT_COPIED or item.resolve() == new_dir.resolve():
             continue
-        dest = new_dir / item.name
-        if item.is_dir():
-            shutil.copytree(item, dest, dirs_exist_ok=True)
-        else:
-            shutil.copy2(item, dest)
-    values = _rewrite_paths(values, str(src_dir.resolve()), str(new_dir.resolve()))
+        _copy_writable(item, new_dir / item.name)
+    # the state's paths name the folder the run was made in; a copied or moved run folder (an archive)
+    # sits elsewhere now: both point into the fork
+    for old_root in {str(values.get("run_dir") or src_dir.resolve()), str(src_dir.resolve())}:
+        values = _rewrite_paths(values, old_root.rstrip("/"), str(new_dir.resolve()))
     values["config"] = cfg.model_dump()
     values["run_dir"] = str(new_dir.resolve())
     if backend is not None:

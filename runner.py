@@ -19,7 +19,7 @@ from tritondx.errors import TaskFormatError, TritonDXError
 from tritondx.checkpoints import thread_id_for
 from tritondx.graph import RUNNER_WRITES_REPORT, builder
 from tritondx.logs import setup_logging
-from tritondx.state import add_seconds
+from tritondx import IMPORTED_AT
 from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task.spec import load_task
 
@@ -90,6 +90,7 @@ def drive(graph, graph_input: Any, config: dict[str, Any], approver: Approver | 
 def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bool = False,
              thread_id: str | None = None, approver: Approver | None = None) -> dict[str, Any]:
     """Optimize or diagnose one task. Raises TritonDXError with a one-line message on bad input."""
+    entered = time.time()
     load_task(task_path)  # a clear one-line error before anything is created
     cfg = check_run_settings(cfg)
     before = set(os.listdir(out)) if out and os.path.isdir(out) else None  # None: the folder is ours
@@ -117,21 +118,22 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     wall = time.time() - t0
     if waiting:  # paused for a person (no approver here): `tritondx resume RUN` picks it up
         return {"status": "paused", "run_dir": str(run_dir), "waiting": waiting}
-    before_graph = t0 - process_started()  # the CLI's imports, the task check, the checkpointer
-    if before_graph > 0:
-        final = {**final, "phase_seconds": add_seconds(final.get("phase_seconds"), {"startup": before_graph})}
-    return finish(run_dir, final, wall)
+    # the CLI's imports, the task check, the checkpointer: part of the wall time, in the "startup" phase
+    # (the report's run_phases: everything outside the nodes)
+    before_graph = max(0.0, t0 - run_started(entered))
+    return finish(run_dir, final, wall + before_graph)
 
 
-def process_started() -> float:
-    """When this process started (epoch seconds; Linux /proc), else now."""
-    try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        boot = next(float(ln.split()[1]) for ln in Path("/proc/stat").read_text().splitlines()
-                    if ln.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return time.time()
+_first_run = [True]
+
+
+def run_started(entered: float) -> float:
+    """When this run started: the package's import for the first run of a process (a CLI run: its
+    imports count), else when ``run_task`` was entered (a later run in the same process)."""
+    if _first_run[0]:
+        _first_run[0] = False
+        return min(IMPORTED_AT, entered)
+    return entered
 
 
 def discard_run_dir(run_dir: Path, before: set[str] | None) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tritondx.tools.evidence.records import TIERS
+from tritondx.tools.report.checked import checked_md
 
 # verification classes set by a person's answer, not by a check (agents/approval.py)
 BY_PERSON = ("rejected_by_human", "dropped_for_feedback")
@@ -350,6 +351,11 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
                       f"{'<br><span class=bad>' + _e((c.get('reason') or '')[:200]) + '</span>' if c.get('verified') is False and c.get('reason') else ''}"
                       "</td></tr>")
     parts.append("</table>")
+    checked = checked_md(report)  # what the verifier checked (tools/report/checked.py), as a list
+    if checked:
+        items = "".join(f"<li>{_e(ln.strip()[2:] if ln.strip().startswith('- ') else ln)}</li>"
+                        for ln in checked[2:] if ln.strip())
+        parts.append(f"<h2>What was checked</h2><ul>{items}</ul>")
     # decisions
     parts.append("<h2>Decisions</h2><table><tr><th>node</th><th>round</th><th>decision</th><th>reason</th></tr>")
     for d in report.get("decisions", []):

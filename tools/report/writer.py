@@ -11,6 +11,7 @@ from typing import Any
 
 from tritondx.tools.evidence.records import TIERS
 from tritondx.tools.run.phases import table_md
+from tritondx.tools.report.checked import checked_md, tolerance_text
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
 from tritondx.tools.report.recheck import recheck_best
 
@@ -26,7 +27,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         candidates.append({k: c[k] for k in ("id", "round", "tier", "family", "params", "description",
                                              "motivated_by", "prediction", "path", "parent")} |
                           {"verified": v.get("passed"), "rejection": v.get("klass"), "reason": v.get("reason"),
-                           "measurement": m})
+                           "coverage": (verifs.get(c["id"]) or {}).get("coverage") or [], "measurement": m})
     best = state.get("best") or {}
     measured = bool(best.get("measured"))
     db = run_dir / "checkpoints.sqlite"
@@ -41,7 +42,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "speed": "measured" if measured else "not measured",
         "findings": state.get("findings", []), "candidates": candidates, "decisions": state.get("decisions", []),
         "closure": [r.model_dump() for r in closure], "family_attempts": state.get("family_attempts", []),
-        "best_rule": best_rule(state),
+        "best_rule": best_rule(state), "tolerances": tolerance_text(state.get("probe") or {}),
         "insufficient": sorted(set(state.get("insufficient", []))),
         "wall_seconds": wall, "gpu_seconds": state.get("gpu_seconds", 0.0),
         "device_seconds": state.get("device_seconds", 0.0),
@@ -186,7 +187,7 @@ def _md(report: dict[str, Any], diff: str) -> str:
         s = f"{m['speedup']:.2f}x" if m else "-"
         ok = "yes" if c["verified"] else f"no ({c.get('rejection')})"
         lines.append(f"| {c['id']} | {c['tier']} | {c['family']} | {ok} | {t} | {s} | {c['description'][:80]} |")
-    lines += ["", "## Decisions", ""]
+    lines += [""] + checked_md(report) + ["## Decisions", ""]
     for d in report["decisions"]:
         lines.append(f"- {d.get('node')}{' round ' + str(d['round']) if 'round' in d else ''}: "
                      f"{d.get('decision')} — {d.get('reason')}")

@@ -16,7 +16,8 @@ from tritondx.tools.verify.buffers import degenerate_inputs
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.guard import LaunchGuard
 from tritondx.tools.task.probe import check_shapes, leftover_threads
-from tritondx.tools.task.module import as_tuple, dtype_name, load_module, norm_shape, tolerance, to_dtype
+from tritondx.tools.task.module import (as_tuple, dtype_name, load_module, norm_shape, to_dtype, tolerance,
+                                     tolerance_entries)
 
 
 class Rejected(Exception):
@@ -164,4 +165,6 @@ def _probe(path: str, device: str) -> dict[str, Any]:
     return {"ok": True, "ops": sorted(set(guard.ops)), "launches": guard.launches,
             "dtypes": [dtype_name(d) for d in dtypes],
             "tolerances": {dtype_name(d): list(tolerance(mod, d)) for d in dtypes},
+            "tolerance_entries": {dtype_name(d): {str(k): list(v) for k, v in tolerance_entries(mod, d).items()}
+                                  for d in dtypes},
             "n_inputs": len(inputs), "n_outputs": len(outs)}

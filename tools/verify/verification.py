@@ -67,7 +67,8 @@ def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: 
                                   "written by candidate code?)", seconds=seconds, device_s=device_s, ran=ran)
         records = [CheckRecord(**x) for x in r.get("checks", [])]
         return Verdict(candidate_id=c["id"], passed=True, backend=backend.name, checks=len(records), records=records,
-                       ran=ran, seconds=seconds, device_s=device_s, speed_measured=False)
+                       ran=ran, coverage=list(r.get("coverage") or []), seconds=seconds, device_s=device_s,
+                       speed_measured=False)
     klass, reason = (r.get("class", "error"), r.get("error", "")) if r else ("no_result", "the judge sent no verdict")
     return Verdict(candidate_id=c["id"], passed=False, klass=klass, reason=str(reason)[:600], backend=backend.name,
                    seconds=seconds, device_s=device_s, ran=ran)

@@ -83,3 +83,30 @@ def test_out_on_a_read_only_folder_is_one_line(finished, ops, tmp_path):
     assert r.stderr.strip().splitlines() == [f"tritondx: error: {ro}/new: cannot write a run folder there "
                                              "(Read-only file system); choose another --out"]
     assert not (ro / "new").exists()
+
+
+def test_fork_of_a_copied_read_only_archive_runs_in_the_fork(finished, cli, tmp_path):
+    """A run folder copied elsewhere (an archive) and made read-only (chmod -R a-w): the fork's state
+    points into the fork, not at the folder the run was made in (was: the round's candidates were
+    written into the fork but the judge was given the old folder's task: FileNotFoundError for each),
+    and the fork's own files are writable by their owner (copytree kept the source's read-only modes)."""
+    import os
+    import stat
+    ro = tmp_path / "archive" / "done"
+    shutil.copytree(finished, ro)
+    subprocess.run(["chmod", "-R", "a-w", str(ro)], check=True)
+    try:
+        rows = cli("history", str(ro)).stdout.splitlines()[1:]
+        cp = [row.split()[1] for row in rows if row.split()[2] == "verifier"][0]
+        fork = tmp_path / "fork"
+        r = cli("replay", str(ro), "-c", cp, "--fork", "--tier", "profile", "--max-rounds", "2", "--backend",
+                "interpreter", "--out", str(fork))
+        assert r.returncode == 0, r.stderr[-2000:]
+        rep = json.loads((fork / "report.json").read_text())
+        assert rep["task_path"].startswith(str(fork.resolve()))
+        assert all(c["path"].startswith(str(fork.resolve())) for c in rep["candidates"])
+        later = [c for c in rep["candidates"] if c["round"] == 2]
+        assert later and all(c["rejection"] != "exception" for c in later), later
+        assert all(p.stat().st_mode & stat.S_IWUSR for p in [fork, *fork.rglob("*")] if not p.is_symlink())
+    finally:
+        os.system(f"chmod -R u+w {ro}")
