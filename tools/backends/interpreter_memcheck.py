@@ -49,17 +49,26 @@ def _check(op: str, ptrs: Any, mask: Any) -> None:
     ranges = getattr(_state, "ranges", None)
     if ranges is None:
         return
-    data = np.asarray(ptrs.data)
-    p = data.astype(np.uint64).ravel()
+    p = np.asarray(ptrs.data)
     if mask is not None:
-        m = np.broadcast_to(np.asarray(mask.data), data.shape).ravel().astype(bool)
-        p = p[m]
+        m = np.asarray(mask.data)
+        if m.shape != p.shape:
+            m = np.broadcast_to(m, p.shape)
+        if not m.all():
+            p = p[m.astype(bool, copy=False)]
     if p.size == 0:
         return
+    if p.dtype != np.uint64:
+        p = p.astype(np.uint64)
     try:
         size = max(1, int(ptrs.get_element_ty().primitive_bitwidth) // 8)
     except Exception:  # noqa: BLE001 - an element type without a width: one byte
         size = 1
+    first_p, last_p = int(p.min()), int(p.max())
+    for lo, hi in ranges:   # the usual case: the whole block inside one argument
+        if first_p >= lo and last_p + size <= hi:
+            return
+    p = p.ravel()
     ok = np.zeros(p.shape, dtype=bool)
     for lo, hi in ranges:
         ok |= (p >= lo) & (p + size <= hi)
