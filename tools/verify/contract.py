@@ -21,13 +21,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import structlog
 import torch
 
 from tritondx.tools.task.module import tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
-
-log = structlog.get_logger()
 
 #: seconds the original may take on one derived case before it counts as "does not finish"
 ORIGINAL_CASE_TIMEOUT = 300.0
