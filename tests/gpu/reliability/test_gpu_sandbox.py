@@ -9,8 +9,8 @@ folder; own PID, network, IPC namespaces; no capabilities), once per mechanism t
 - An honest candidate passes with full isolation (network + PID + mount namespaces), with no
   ``sandbox_weak_isolation`` / ``sandbox_mount_failed`` warning: CUDA and Triton's JIT work inside.
 - The snooping candidate (tests/cpu/reliability/untrusted/snoop.py, on ``cuda`` tensors) sees no
-  planted secret, cannot connect to a loopback server, cannot see the orchestrator (ppid 0, no /proc
-  entry) and cannot write into the run folder.
+  planted secret, cannot connect to a loopback server, cannot see the orchestrator (its own PID namespace, no /proc
+  entry of the orchestrator) and cannot write into the run folder.
 
 When this machine gives less than full isolation the tests are skipped, naming what is missing (then
 candidate code still gets a scrubbed environment, a private working directory, a timeout).
@@ -137,9 +137,16 @@ def test_snooping_candidate_on_cuda_is_contained(tmp_path, mech):
     obs = json.loads(reason.split("SNOOP ", 1)[1])
     assert obs["leaked"] == [], f"secrets reached the candidate: {obs['leaked']}"
     assert obs["net"] != "connected" and accepted == 0, obs["net"]                  # no network, not even loopback
-    assert obs["ppid"] == 0 and obs["penv"] == "absent" and obs["pcmd"] == "absent"  # the orchestrator is invisible
+    assert obs["netns"] != os.readlink("/proc/self/ns/net").split(":", 1)[1]
+    assert obs["pidns"] != os.readlink("/proc/self/ns/pid").split(":", 1)[1]
+    n, leaked, run_cmd = obs["procs"]
+    assert leaked == 0 and run_cmd == 0, obs["procs"]                              # the orchestrator is invisible
+    assert obs["penv"] != "leaked" and obs["pcmd"] != "has_run_dir"
+    # its parent is its namespace's init (a warm runner's zygote, ppid 1) or none (a cold runner is the init)
+    assert obs["ppid"] in (0, 1) and n <= 3, obs
     assert obs["w_cand"] == "EROFS" and obs["w_run"] == "EROFS"                     # the run folder is read-only
     assert not list(run_dir.rglob("written_by_candidate.txt"))
+    # the candidate runs in its own runner folder (tools/verify/spawn.py), removed after the job
     cwd = Path(obs["cwd"])
-    assert cwd.name.startswith("tritondx-job-") and str(cwd).startswith(tempfile.gettempdir())
-    assert obs["home"] == obs["cwd"] and obs["w_cwd"] == "written" and not cwd.exists()
+    assert cwd.name.startswith("tritondx-runner") and str(cwd).startswith(tempfile.gettempdir())
+    assert run_dir not in cwd.parents and obs["home"] is True and obs["w_cwd"] == "written" and not cwd.exists()
