@@ -57,8 +57,10 @@ def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
                 if bad:
                     raise Rejected("hardware_check", f"{label}: output {i} under the profiler is wrong: "
                                                      f"{bad['reason']}")
-    except RunnerDied as exc:
-        raise Rejected(exc.kind, f"{label} under ncu: {exc.message}") from None
+    except RunnerDied as exc:  # ncu writes its own errors to the log file, not to the runner's stderr
+        log = log_file.read_text(errors="replace").strip().splitlines() if log_file.exists() else []
+        said = " | ".join(ln for ln in log if "==ERROR==" in ln or "==WARNING==" in ln)[-400:]
+        raise Rejected(exc.kind, f"{label} under ncu: {exc.message}" + (f"; ncu: {said}" if said else "")) from None
     finally:
         runner.close()
     text = log_file.read_text(errors="replace") if log_file.exists() else ""

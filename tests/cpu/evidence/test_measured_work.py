@@ -97,3 +97,19 @@ def test_ncu_figures_apply_to_the_launch_jobs_shape_only(tmp_path):
         figs = work_for_bench(str(task), bench, {"flops": 123, "dram_bytes": 456}, shape)
     assert figs["[4096, 4096, 4096]"].flops_source == "ncu-measured" and figs["[4096, 4096, 4096]"].flops == 123
     assert figs["[64, 64, 64]"].flops_source == "default" and figs["[64, 64, 64]"].ncu_dram_bytes is None
+
+
+def test_a_wgmma_kernel_has_no_hardware_flop_count():
+    """sm_90: the tensor-path op counters read 0 on warp-group MMA (seen on the H200 with ncu 2025.3, a
+    2048^3 tl.dot GEMM: 0 FLOPs counted); a kernel that issues wgmma gets no ncu FLOPs (None, with a note),
+    so the IR's count stands in the roofline instead of a hardware-looking 0."""
+    head, units, row = NCU.splitlines()[:3]
+    text = "\n".join([head + ',"sm__inst_executed_pipe_tensor_op_gmma.sum"', units + ',"inst"',
+                      row.replace('"805306368"', '"0"') + ',"4,194,304"']) + "\n"
+    rows = parse_raw_csv(text)
+    assert "flops" not in rows[0] and rows[0]["wgmma_instructions"] == 4_194_304
+    w = measured_work(rows)
+    assert w["flops"] is None and "wgmma" in w["flops_note"] and w["dram_bytes"] == 2_500_000
+    entry = {"shape": [2048, 2048, 2048], "bytes": 1000, "flops": 0}
+    fig = resolve(entry, set(), {"flops": 2 * 2048 ** 3, "bytes": 400}, w)
+    assert (fig.flops, fig.flops_source) == (2 * 2048 ** 3, "IR-derived")

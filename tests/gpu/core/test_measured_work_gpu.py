@@ -1,5 +1,6 @@
-"""GPU: the work ncu counts for a tl.dot GEMM agrees with the IR's count (2*M*N*K) and its DRAM bytes
-are at least the inputs read once plus the output written once (run: pytest tests/gpu -m gpu).
+"""GPU: the work ncu counts for a tl.dot GEMM agrees with the IR's count (2*M*N*K), or, where the GEMM
+issues Hopper's wgmma (which the tensor-path op counters do not count), ncu gives no FLOP count rather
+than 0; its DRAM bytes are at least the inputs read once (run: pytest tests/gpu -m gpu).
 
 This also settles how tools/evidence/ncu.py turns ``sm__ops_path_tensor_*`` into FLOPs (FLOP_METRICS: one op
 counted as one FLOP): if the ratio reads 0.5 or 2, fix the factor there."""
@@ -29,5 +30,10 @@ def test_ncu_and_ir_count_the_same_gemm_flops(tmp_path):
     ncu = measured_work(rows)
     ir = ir_work(str(task), [(2048, 2048, 2048)])["[2048, 2048, 2048]"]
     assert ir["flops"] == 2 * 2048 ** 3
-    assert ncu["flops"] == pytest.approx(ir["flops"], rel=0.05), (ncu, ir)
-    assert ncu["dram_bytes"] >= 3 * 2048 * 2048 * 2 * 0.95
+    gmma = [r.get("wgmma_instructions") for r in rows]
+    if any(gmma):  # sm_90 wgmma: the op counters read 0 there, so no hardware count (not a count of 0)
+        assert ncu["flops"] is None and "wgmma" in ncu["flops_note"], ncu
+    else:
+        assert ncu["flops"] == pytest.approx(ir["flops"], rel=0.05), (ncu, ir)
+    # DRAM: the inputs read at least once (the 8 MB output can stay in the H200's 50 MB L2 past the kernel)
+    assert ncu["dram_bytes"] >= 2 * 2048 * 2048 * 2 * 0.95, ncu
