@@ -128,7 +128,7 @@ class RunnerProcess:
             cmd = ["sh", "-c", mounts + 'exec "$@"', "sh"] + cmd
         cmd = (wrap or []) + _namespaces(iso) + cmd
         self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-")[1])
-        self._stderr = open(self.stderr_path, "wb")
+        self._stderr = open(self.stderr_path, "w+b")  # read back through this descriptor (stderr_tail)
         parent = os.getpid()
 
         def preexec() -> None:
@@ -201,10 +201,15 @@ class RunnerProcess:
         self._ask({"op": "reset"})
 
     def stderr_tail(self, n: int = 4000) -> str:
-        self._stderr.flush()
+        """The end of what the runner wrote to stderr, read through the descriptor it writes to, not the
+        path: a warm runner's zygote may clean the folder up once its child has ended (seen on the H200:
+        an illegal memory access read back as "(no output)" and was classified only as ``error``)."""
         try:
-            return self.stderr_path.read_bytes()[-n:].decode(errors="replace")
-        except OSError:
+            self._stderr.flush()
+            fd = self._stderr.fileno()
+            size = os.fstat(fd).st_size
+            return os.pread(fd, n, max(0, size - n)).decode(errors="replace")
+        except (OSError, ValueError):
             return ""
 
     def close(self) -> list[str]:

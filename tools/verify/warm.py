@@ -93,7 +93,7 @@ class ForkedRunner(RunnerProcess):
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
         self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-", dir=self.dir)[1])
-        self._stderr = open(self.stderr_path, "wb")
+        self._stderr = open(self.stderr_path, "w+b")  # read back through this descriptor (stderr_tail)
         try:
             reply = zygote.request({"op": "fork"}, [req_r, ans_w, ev_w, self._stderr.fileno()])
         except (OSError, ValueError, RunnerDied) as exc:

@@ -88,3 +88,25 @@ def test_memory_limit_reaches_the_job(case: Limit, outcomes):
 def test_interpreter_default_limit_is_sensible():
     # room for an honest interpreter job (~1 GiB of address space), far below a host's memory
     assert 4 << 30 <= DEFAULT_MEMORY_BYTES["interpreter"] <= 32 << 30
+
+
+def test_a_dead_runners_last_words_survive_its_folder_being_cleaned(tmp_path):
+    """The judge reads a dead runner's stderr through the descriptor the runner writes to, not by path:
+    a warm runner's zygote may clean the folder up as soon as its child has ended (on the H200 an
+    illegal memory access came back as "(no output)", class ``error``, not ``illegal_memory_access``)."""
+    import torch
+
+    from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess
+    cand = tmp_path / "dies.py"
+    cand.write_text("import os\n\ndef launch(x):\n"
+                    "    os.write(2, b'RuntimeError: CUDA error: an illegal memory access was encountered\\n')\n"
+                    "    os._exit(1)\n")
+    r = RunnerProcess(str(cand), "cpu", [], hide=[])
+    try:
+        r.stderr_path.unlink()  # what a zygote's clean-up does to the folder, here before the death
+        with pytest.raises(RunnerDied) as died:
+            r.call([torch.ones(4)])
+    finally:
+        r.close()
+    assert died.value.kind == "illegal_memory_access", died.value.message
+    assert "illegal memory access" in died.value.message
