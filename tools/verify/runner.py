@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import stat
 import sys
 import threading
 import traceback
@@ -177,24 +178,30 @@ class Runner:
 
 def main() -> int:
     req_fd, ans_fd, ev_fd = (int(x) for x in os.environ.pop("TRITONDX_RUNNER_FDS").split(","))
-    return serve(req_fd, ans_fd, ev_fd)
+    return serve(req_fd, ans_fd, ev_fd, profiled=os.environ.pop("TRITONDX_RUNNER_PROFILED", "") == "1")
 
 
-def serve(req_fd: int, ans_fd: int, ev_fd: int) -> int:
+def _closable(fd: int, profiled: bool) -> bool:
+    """Whether an inherited descriptor is closed before candidate code runs: all of them, except, under a
+    profiler, the sockets and pipes its injected library opened in this process at start-up (closing
+    them killed the runner under ncu 2025.3 on the H200: code 11, no output); files (a log) still close."""
+    if not profiled:
+        return True
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
     """The runner's protocol on these descriptors (a cold runner's, or a warm runner's forked child)."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)     # the candidate's prints go to stderr, never into the protocol
     # nothing else inherited stays open (a profiler's log, a lock): the candidate gets only the protocol
-    os.closerange(3, min(req_fd, ans_fd, ev_fd))
-    for fd in range(max(req_fd, ans_fd, ev_fd) + 1, 256):
-        if fd not in (req_fd, ans_fd, ev_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-    for fd in range(min(req_fd, ans_fd, ev_fd), max(req_fd, ans_fd, ev_fd)):
-        if fd not in (req_fd, ans_fd, ev_fd):
+    keep = (req_fd, ans_fd, ev_fd)
+    for fd in range(3, 256):
+        if fd not in keep and _closable(fd, profiled):
             try:
                 os.close(fd)
             except OSError:

@@ -30,6 +30,9 @@ from tritondx.tools.verify import wire
 
 RUNNER_PY = Path(__file__).with_name("runner.py")
 FDS_ENV = "TRITONDX_RUNNER_FDS"
+#: set for a runner started under a profiler (``wrap``): it keeps the sockets and pipes the profiler's
+#: injected library opened in it (runner.py ``_closable``)
+PROFILED_ENV = "TRITONDX_RUNNER_PROFILED"
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 #: the runner's own /tmp (a tmpfs in its mount namespace) and its folder there
 PRIVATE_TMP_SIZE = "512m"
@@ -113,7 +116,8 @@ class RunnerProcess:
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
         fds = (req_r, ans_w, ev_w, *extra_fds)
-        env = scrubbed_env({"HOME": str(self.dir), FDS_ENV: ",".join(map(str, fds)), "OMP_NUM_THREADS": "1"})
+        env = scrubbed_env({"HOME": str(self.dir), FDS_ENV: ",".join(map(str, fds)), "OMP_NUM_THREADS": "1",
+                            **({PROFILED_ENV: "1"} if wrap else {})})
         cmd = [sys.executable, "-P", str(script)]
         iso = isolation() if not wrap else Isolation()
         if iso.readonly:  # a mount namespace: a fresh /tmp (or other jobs' folders hidden), the judge's hidden

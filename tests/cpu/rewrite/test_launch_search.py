@@ -81,3 +81,44 @@ def test_without_timing_one_configuration_at_most(rw, tmp_path):
     assert sum(x.family == "launch_search" for x in gpu) > 1
     assert len([x for x in gpu if x.family != "launch_search"]) <= 4
     assert gpu_ctx.search_records and CATALOG["launch_search"].batch
+
+
+def test_the_search_buys_configurations_launch_config_does_not_propose(rw):
+    """The budget pays for new configurations: none of the search's is one launch_config already proposes
+    (with 3 configurations a round, the top-ranked ones were all launch_config's and the search added none)."""
+    from tritondx.tools.rewrite.launch_config import launch_config
+    ctx = _ctx(rw, "launch_two_levels", True)
+    theirs = {p.source for p in launch_config(ctx)}
+    p = plan(ctx, exclude=frozenset(theirs))
+    assert p.max_configs == 3 and len(p.sources) == 3          # 30 s budget at 10 s a configuration
+    assert not theirs & set(p.sources.values())
+    assert any(r.reason == "launch_config proposes this configuration this round" for r in p.records)
+
+
+def test_compile_checks_run_several_at_once(rw, monkeypatch):
+    """ptxas checks are separate sandboxed jobs: they run COMPILE_JOBS at a time, at most twice the
+    configurations emitted, and the plan is the same as one after another."""
+    import threading
+    import time
+
+    from tritondx.tools.rewrite import launch_search as ls
+    live, peak, calls, lock = [0], [0], [0], threading.Lock()
+
+    def fake(source):
+        with lock:
+            live[0] += 1
+            calls[0] += 1
+            peak[0] = max(peak[0], live[0])
+        time.sleep(0.2)
+        with lock:
+            live[0] -= 1
+        return [{"kernel": k, "registers": 32, "shared_bytes": 0, "spill_bytes": 0, "num_warps": 4}
+                for k in ("copy_kernel", "scale_kernel", "kernel")]
+    ctx = _ctx(rw, "launch_two_levels", True)
+    monkeypatch.setattr(ls, "COMPILE_JOBS", 1)
+    serial = plan(ctx, compile_fn=fake, budget_s=30, per_config_s=10)
+    monkeypatch.setattr(ls, "COMPILE_JOBS", 3)
+    peak[0], calls[0] = 0, 0
+    parallel = plan(ctx, compile_fn=fake, budget_s=30, per_config_s=10)
+    assert peak[0] >= 2 and calls[0] <= 6
+    assert [r.model_dump() for r in serial.records] == [r.model_dump() for r in parallel.records]

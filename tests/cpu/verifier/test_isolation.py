@@ -110,3 +110,24 @@ def test_a_dead_runners_last_words_survive_its_folder_being_cleaned(tmp_path):
         r.close()
     assert died.value.kind == "illegal_memory_access", died.value.message
     assert "illegal memory access" in died.value.message
+
+
+def test_under_a_profiler_the_runner_keeps_its_sockets_and_pipes_but_no_file(tmp_path):
+    """A runner closes every inherited descriptor before candidate code runs; under ncu it keeps the
+    sockets and pipes ncu's injected library opened in it (closing them killed the runner: code 11),
+    but still closes files (a profiler's log the candidate could otherwise write to)."""
+    import os
+    import socket
+
+    from tritondx.tools.verify.runner import _closable
+    r, w = os.pipe()
+    a, b = socket.socketpair()
+    f = open(tmp_path / "ncu.log", "w")
+    try:
+        assert all(_closable(fd, profiled=False) for fd in (r, w, a.fileno(), f.fileno()))
+        assert not any(_closable(fd, profiled=True) for fd in (r, w, a.fileno()))
+        assert _closable(f.fileno(), profiled=True)
+    finally:
+        for fd in (r, w):
+            os.close(fd)
+        a.close(), b.close(), f.close()
