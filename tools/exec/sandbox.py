@@ -186,25 +186,6 @@ def _try(cmd: list[str]) -> bool:
         return False
 
 
-#: job kinds that run Nsight Compute over the processes they start (``--target-processes all``): under
-#: bwrap its injected target died at once on the H200 (ncu 2025.3.1: "the candidate's process ended (code
-#: 11)", nothing on stderr or in ncu's log), under the ``unshare`` mount script it ran. Both give the same
-#: read-only view; these jobs take ``unshare`` where it works, else the default.
-PROFILER_JOBS = frozenset({"hwcheck"})
-
-
-def isolation_for(kind: str) -> Isolation:
-    """The isolation a job of ``kind`` runs under (``isolation()``, or ``unshare`` for ``PROFILER_JOBS``)."""
-    if kind in PROFILER_JOBS and not os.environ.get("TRITONDX_SANDBOX") and isolation().mechanism == "bwrap":
-        with _ISOLATION_LOCK:
-            if "unshare" not in _ISOLATION:
-                _ISOLATION["unshare"] = _probe_isolation("unshare")
-            alt = _ISOLATION["unshare"]
-        if alt.mechanism == "unshare":
-            return alt
-    return isolation()
-
-
 def isolation() -> Isolation:
     """The strongest isolation this machine allows: bubblewrap, else ``unshare`` with a mount script
     (both: read-only file system but a private scratch folder, own PID, network, IPC and UTS
@@ -361,7 +342,7 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     cache = Path(cache_dir).resolve() if cache_dir else scratch / ".triton-cache"
     cache.mkdir(parents=True, exist_ok=True)
     job_env["TRITON_CACHE_DIR"] = str(cache)
-    iso = isolation_for(str(job.get("kind")))
+    iso = isolation()
     _warn_weak(iso, str(job.get("kind")))
     stages: list[sandbox_fs.Stage] = []
     if iso.readonly:

@@ -83,19 +83,3 @@ def test_without_cache_dir_the_triton_cache_is_scratch(tmp_path):
     cwd = problem.split(" CWD=")[1]
     assert f"CACHE={cwd}/" in problem and not (tmp_path / "shared-cache").exists(), problem
 
-
-def test_profiler_jobs_take_unshare_where_bwrap_is_the_default(monkeypatch):
-    """Nsight Compute's injected target died under bwrap on the H200: the hwcheck job runs under the
-    ``unshare`` mount script (the same read-only view) where both work; every other job keeps bwrap."""
-    import pytest
-
-    from tritondx.tools.exec import sandbox
-    monkeypatch.delenv("TRITONDX_SANDBOX", raising=False)
-    monkeypatch.delenv("TRITONDX_NO_NETNS", raising=False)
-    if sandbox.isolation().mechanism != "bwrap" or sandbox.isolation_for("hwcheck").mechanism != "unshare":
-        pytest.skip(f"needs bwrap and unshare both working here (default: {sandbox.isolation().mechanism})")
-    hw = sandbox.isolation_for("hwcheck")
-    assert hw.readonly and hw.pids and hw.network and hw.missing == []
-    assert sandbox.isolation_for("verify").mechanism == "bwrap" and sandbox.isolation_for("bench").mechanism == "bwrap"
-    monkeypatch.setenv("TRITONDX_SANDBOX", "bwrap")  # an explicit choice is kept for every job
-    assert sandbox.isolation_for("hwcheck").mechanism == "bwrap"
