@@ -13,6 +13,8 @@ import secrets
 from typing import Any
 
 SEAL_ENV = "TRITONDX_JOB_SEAL"
+#: the answer's parts the seal covers
+SEALED = ("passed", "class", "error", "checks", "coverage", "ran")
 
 
 def new_key() -> str:
@@ -24,10 +26,10 @@ def take_key() -> str:
 
 
 def _digest(key: str, result: dict[str, Any]) -> str:
-    """Over everything the judge answered (the verdict, its check records, what was checked and covered,
-    the device seconds), so no part of a sealed answer can be changed on its way: was only passed / class /
-    error / checks, so a forged ``coverage`` (what the report says was checked) kept the seal."""
-    body = {k: v for k, v in result.items() if k != "seal"}
+    """Over every part of the judge's answer a verdict or report is made from (``SEALED``): it was only
+    passed / class / error / checks, so a forged ``coverage`` (what the report says was checked) kept the
+    seal. (The worker adds its own figures, such as ``device_usage``, after the judge has signed.)"""
+    body = {k: result.get(k) for k in SEALED}
     return hmac.new(key.encode(), json.dumps(body, sort_keys=True, default=str).encode(), hashlib.sha256).hexdigest()
 
 

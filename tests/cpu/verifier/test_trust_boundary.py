@@ -68,17 +68,16 @@ def test_a_passing_answer_without_the_judges_seal_is_a_forgery(monkeypatch):
 
 
 def test_the_seal_covers_what_the_report_says_was_checked():
-    """A sealed answer whose coverage (the branches each case reached), ran checks or device seconds were
-    changed after the judge signed it no longer carries a valid seal (it covered only passed / class /
-    error / checks)."""
+    """A sealed answer whose coverage (the branches each case reached) or list of checks run was changed
+    after the judge signed it no longer carries a valid seal (it covered only passed / class / error /
+    checks)."""
     key = seal.new_key()
     body = {"passed": True, "checks": [{"shape": [1000], "dtype": "float32", "seed": 1}],
             "coverage": [{"line": 13, "covered": False}], "ran": ["values vs reference"],
             "device_usage": {"shared_s": 1.0}}
     signed = seal.sign(key, body)
     assert seal.valid(key, signed)
-    for k, v in (("coverage", [{"line": 13, "covered": True}]), ("ran", []), ("device_usage", {"shared_s": 0.0}),
-                 ("error", "x")):
+    for k, v in (("coverage", [{"line": 13, "covered": True}]), ("ran", []), ("error", "x")):
         assert not seal.valid(key, {**signed, k: v}), k
 
 
