@@ -41,7 +41,18 @@ DENY_MODULES = {
                            "subprocess", "socket", "mmap", "io", "pathlib", "shutil", "tempfile", "atexit",
                            "faulthandler", "resource", "fcntl", "posix", "_posixsubprocess", "sysconfig", "site"),
     "host_compute": ("numpy", "cupy", "numba", "jax", "scipy", "array"),
+    # a launcher that reads where and when it runs can be honest inside the verifier's runner and wrong
+    # anywhere else (a thread count, a clock, a random draw): no run-time check sees what does not run there
+    "environment_probe": ("time", "datetime", "random", "platform", "uuid", "getpass", "locale", "secrets",
+                          "calendar", "zoneinfo", "psutil", "warnings", "logging"),
 }
+#: attributes that read the process's environment (threads, seeds, memory, devices, modes), by the
+#: same reasoning as the environment_probe modules
+PROBE_ATTRS = ("get_num_threads", "get_num_interop_threads", "set_num_threads", "initial_seed", "get_rng_state",
+               "cpu_count", "getpid", "is_grad_enabled", "is_inference_mode_enabled", "is_inference",
+               "are_deterministic_algorithms_enabled", "get_default_dtype", "get_default_device", "device_count",
+               "memory_allocated", "memory_reserved", "max_memory_allocated", "mem_get_info", "memory_stats",
+               "is_initialized", "current_device", "getenv", "environ")
 #: builtins a candidate may not add (reflection, dynamic code, files)
 DENY_NAMES = ("vars", "getattr", "setattr", "delattr", "eval", "exec", "compile", "globals", "locals",
               "__import__", "open", "breakpoint", "memoryview", "__builtins__", "__loader__", "__spec__", "dir",
@@ -74,11 +85,15 @@ def _features(tree: ast.AST) -> dict[str, tuple[str, int]]:
                         add(f"import {root}", klass, node)
             for a in node.names:
                 imported.add((a.asname or a.name).split(".")[0])
+                if isinstance(node, ast.ImportFrom) and a.name in PROBE_ATTRS:
+                    add(f"`{a.name}`", "environment_probe", node)
         elif isinstance(node, ast.Name) and node.id in DENY_NAMES:
             add(f"`{node.id}`", "verifier_tampering", node)
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") and node.attr.endswith("__"):
                 add(f"`.{node.attr}`", "verifier_tampering", node)
+            elif node.attr in PROBE_ATTRS:
+                add(f"`.{node.attr}`", "environment_probe", node)
             elif node.attr in DENY_ATTRS:
                 add(f"`.{node.attr}`", "host_compute" if node.attr in ("numpy", "tolist") else "verifier_tampering",
                     node)

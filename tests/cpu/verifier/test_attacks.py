@@ -84,3 +84,20 @@ def test_every_attack_file_has_a_case_and_a_readme_row():
     assert files == {a.name for a in ATTACKS}
     readme = (HERE / "README.md").read_text()
     assert not [a.name for a in ATTACKS if f"{a.name}.py" not in readme]
+
+
+PROBES = sorted((HERE / "envprobes").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", PROBES, ids=[p.stem for p in PROBES])
+def test_a_launcher_that_reads_its_environment_is_rejected_before_it_runs(path: Path):
+    """Environment probes (a thread count, a clock) are honest inside the verifier's runner and wrong
+    anywhere else, so no run-time check can see them: the static policy rejects what the original does
+    not read. Run-time first (static policy off: it passes, which is why the policy rule exists), then
+    through the verifier as a user runs it."""
+    loose = verify_candidate(str(AXPY), str(path), path.stem, get_backend("interpreter"), allowed_ops=ALLOWED_OPS,
+                             timeout=300, static_policy=False)
+    assert loose.passed, f"{path.stem}: expected honest inside the runner, got {loose.klass}: {loose.reason}"
+    v = verify_candidate(str(AXPY), str(path), path.stem, get_backend("interpreter"), allowed_ops=ALLOWED_OPS)
+    assert not v.passed and v.klass == "environment_probe", (v.klass, v.reason)
+    assert policy_check(AXPY.read_text(), AXPY.read_text()) is None  # the original itself is clean
