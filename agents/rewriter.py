@@ -22,27 +22,16 @@ from tritondx.tools.rewrite.feedback import FeedbackPlan, read_feedback
 from tritondx.tools.task.spec import load_task
 
 
-def _unmeasured_families(state: DXState) -> set[str]:
-    """Families another candidate of which could not be told apart from one already verified: the current
-    best's family when the best is unmeasured, and, on a backend that measures no speed (unless a person
-    reviews the candidates), every family with a verified candidate in this run."""
-    best = state.get("best") or {}
-    cands = state.get("candidates", [])
-    out = {c["family"] for c in cands if c["id"] == best.get("id")} if best.get("measured") is False else set()
-    if not backend_of(state).can_time and not run_config(state).interactive:
-        ok = {v["id"] for v in state.get("verifications", []) if v.get("passed")}
-        out |= {c["family"] for c in cands if c["id"] in ok}
-    return out
-
-
 def _context(state: DXState) -> RewriteContext:
     probe = state.get("probe", {})
     tried = {c.get("signature", "") for c in state.get("candidates", [])}
+    best = state.get("best") or {}
     return RewriteContext(
         spec=best_spec(state), original=load_task(state["task_path"]), kernel_class=state.get("kernel_class", "other"),
         findings=findings(state), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
         dtypes=probe.get("dtypes", []), tried=tried, insufficient=set(state.get("insufficient", [])),
-        unmeasured_families=_unmeasured_families(state), prefer=set(state.get("force_families") or []),
+        unmeasured_families={c["family"] for c in state.get("candidates", []) if c["id"] == best.get("id")}
+        if best.get("measured") is False else set(), prefer=set(state.get("force_families") or []),
         can_time=backend_of(state).can_time, search_budget_s=run_config(state).search_budget_s,
         compile_fn=_compile_fn(state))
 
