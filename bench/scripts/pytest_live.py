@@ -11,6 +11,8 @@ import os
 
 def pytest_runtest_logreport(report):
     path = os.environ.get("TRITONDX_LIVE_REPORT")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # the controller receives every worker's report and writes it once
     if not path or (report.when != "call" and report.outcome == "passed"):
         return  # setup and teardown are recorded only when they fail or skip
     row = {"test": report.nodeid, "when": report.when, "outcome": report.outcome,
