@@ -131,7 +131,8 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
     done = [r for r in results if r.get("speedup")]
     sp = [r["speedup"] for r in done]
     agg: dict[str, Any] = {"tasks": len(results), "measured": len(done),
-                           "failed": sum(1 for r in results if r["status"] != "done")}
+                           "failed": sum(1 for r in results if r["status"] not in ("done", "not_finished")),
+                           "not_finished": sum(1 for r in results if r["status"] == "not_finished")}
     if sp:
         agg.update({"geomean_speedup": geomean(sp), "median_speedup": statistics.median(sp),
                     "over_2x": sum(1 for s in sp if s > 2), "over_5x": sum(1 for s in sp if s > 5),
@@ -184,7 +185,8 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
              f"device: {meta.get('device')}; torch {meta.get('torch')}; triton {meta.get('triton')}; "
              f"date {meta.get('date')}", ""]
     if agg.get("geomean_speedup"):
-        lines += [f"- tasks: {agg['tasks']} (measured {agg['measured']}, failed {agg['failed']})",
+        lines += [f"- tasks: {agg['tasks']} (measured {agg['measured']}, failed {agg['failed']}"
+                  + (f", not finished by the deadline {agg['not_finished']}" if agg.get("not_finished") else "") + ")",
                   f"- geomean speedup: **{agg['geomean_speedup']:.2f}x**, median {agg['median_speedup']:.2f}x",
                   f"- over 2x: {agg['over_2x']}/{agg['measured']}; over 5x: {agg['over_5x']}/{agg['measured']}",
                   f"- roofline fraction (geomean): before {agg['roofline_before_geomean']:.0%}, "
@@ -351,8 +353,15 @@ def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | 
         elif run_path.exists():  # a run that died before its first checkpoint: nothing to keep
             shutil.rmtree(run_path)
         # The child dies with this process (kill -9 included), so a resumed batch never races an
-        # orphaned run on the same folder.
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn())
+        # orphaned run on the same folder. At the batch's deadline a run still going is stopped: its
+        # checkpoints stay, and the next batch on this folder (or `tritondx resume`) continues it.
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn(),
+                               timeout=max(1.0, not_after - time.time()) if not_after else None)
+        except subprocess.TimeoutExpired:
+            return {"task": name, "path": task, "status": "not_finished", "exit": None,
+                    "wall_s": time.time() - t0, "stderr_tail": f"stopped at the batch's deadline; "
+                                                             f"`tritondx resume {run_path}` continues it"}
     best = None
     rep = run_path / "report.json"
     if rep.exists():

@@ -22,21 +22,7 @@ t0=$(date +%s)
 timeout $(( deadline + 240 )) python3 bench/scripts/run_batch.py .corpus $OUT/cost "$workers" "$deadline" "$only" \
   > $OUT/cost.log 2>&1
 echo "batch exit $? after $(( $(date +%s) - t0 )) s"
-python3 - "$OUT/cost/results.json" <<'PY'
-import json, statistics, sys
-d = json.load(open(sys.argv[1]))
-rs = [r for r in d["results"] if r.get("status") == "done"]
-walls = sorted(r["wall_s"] for r in rs)
-held = d["meta"].get("device_held") or {}
-print(f"tasks done {len(rs)} of {len(d['results'])}; median wall per task {statistics.median(walls):.0f} s; "
-      f"max {max(walls):.0f} s" if walls else "no task done")
-print(f"total wall {held.get('wall_s', 0):.0f} s; device held {held.get('held_s', 0):.0f} s "
-      f"({held.get('held_fraction', 0):.0%}); exclusive {held.get('exclusive_s', 0):.0f} s")
-ph = d["aggregate"].get("phase_seconds") or {}
-tot = sum(ph.values()) or 1
-for k, v in sorted(ph.items(), key=lambda kv: -kv[1]):
-    print(f"  {k:20s} {v:8.0f} s  {v / tot:4.0%}")
-PY
+python3 bench/scripts/cost_summary.py $OUT/cost/results.json .corpus
 tail -40 $OUT/cost/summary.md
 rm -f $OUT/cost/report.html $OUT/cost/speedups.png
 cd $OUT && tar czf cost_runs.tgz --exclude='*.passes.txt' --exclude='*.llir' --exclude='*.sass' --exclude='*.ttgir' \

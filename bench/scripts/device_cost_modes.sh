@@ -26,20 +26,7 @@ t0=$(date +%s)
    "$deadline" "$mtasks" > $OUT/all.log 2>&1) &
 wait
 echo "batches done after $(( $(date +%s) - t0 )) s"
-python3 - "$OUT/cost/results.json" <<'PY'
-import json, statistics, sys
-d = json.load(open(sys.argv[1]))
-rs = [r for r in d["results"] if r.get("status") == "done"]
-walls = sorted(r["wall_s"] for r in rs)
-held = d["meta"].get("device_held") or {}
-print(f"corpus: tasks done {len(rs)} of {len(d['results'])}; median wall per task {statistics.median(walls):.0f} s"
-      if walls else "corpus: no task done")
-print(f"total wall {held.get('wall_s', 0):.0f} s; device held {held.get('held_s', 0):.0f} s "
-      f"({held.get('held_fraction', 0):.0%}); exclusive {held.get('exclusive_s', 0):.0f} s")
-ph = d["aggregate"].get("phase_seconds") or {}
-tot = sum(ph.values()) or 1
-print("  ".join(f"{k} {v:.0f}s ({v / tot:.0%})" for k, v in sorted(ph.items(), key=lambda kv: -kv[1])))
-PY
+python3 bench/scripts/cost_summary.py $OUT/cost/results.json .corpus
 head -14 $OUT/cost/summary.md | tail -9
 python3 bench/scripts/compare_modes.py $OUT/escalation/results.json $OUT/alltiers/results.json $OUT/compare_modes.md | tail -5
 rm -f $OUT/*/report.html $OUT/*/speedups.png

@@ -6,6 +6,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,21 @@ def test_single_gpu_keeps_the_old_behaviour(tmp_path, monkeypatch):
     assert all(r["gpu"] is None and r["lock"] == str(out / ".locks") for r in runs)  # nothing pinned
     assert _max_overlap([(r["start"], r["end"]) for r in runs]) == 2
     assert "gpus" not in json.loads((out / "results.json").read_text())["meta"]
+
+
+def test_a_run_still_going_at_the_deadline_is_stopped_and_counted(tmp_path, monkeypatch):
+    """At the batch's deadline the runs still going are stopped (their checkpoints stay: the next batch on
+    the folder resumes them) and recorded as not finished, so a deadline bounds the batch's wall time and its
+    summary covers every task it started (was: in-flight runs went on, and a batch cut by an outer timeout
+    left a results.json that named only the tasks that had ended)."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    t0 = time.time()
+    agg, runs, out = _fake_batch(tmp_path, monkeypatch, n_tasks=4, gpus=None, workers=2, sleep=30, deadline_s=2)
+    assert time.time() - t0 < 20
+    results = json.loads((out / "results.json").read_text())["results"]
+    assert [r["status"] for r in results] == ["not_finished", "not_finished"] and runs == []   # 2 started, 2 skipped
+    assert all("tritondx resume" in r["stderr_tail"] for r in results)
+    assert agg["not_finished"] == 2 and agg["failed"] == 0
 
 
 def _cli(*args, env=None, timeout=300, cwd=None):
