@@ -251,7 +251,8 @@ def batch(
     max_rounds: Optional[int] = typer.Option(None, help="rewrite rounds per task"),
     only: Optional[str] = typer.Option(None, help="comma-separated task names"),
     all_tiers: bool = typer.Option(False, help="gather every tier before the first rewrite (ablation)"),
-    deadline: Optional[float] = typer.Option(None, help="start no new task after this many seconds"),
+    deadline: Optional[float] = typer.Option(None, help="after this many seconds start no new task and stop the "
+                                             "runs still going (checkpointed: the next batch resumes them)"),
     shuffle: bool = typer.Option(False, help="fixed pseudo-random task order (a cut-short batch stays a fair sample)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="run the tasks on Ray: a cluster "
                                               "address (host:port, ray://host:10001), auto (the running cluster) "
