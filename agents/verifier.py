@@ -23,7 +23,7 @@ from tritondx.tools.verify.select_untimed import unmeasured_choice
 from tritondx.tools.evidence.records import ArtifactRef
 from tritondx.tools.verify.route import Limits, RoundFacts, decide, escalation_why  # noqa: F401 (callers)
 from tritondx.tools.verify.select import beats, measurements, pick, summarize_bench
-from tritondx.tools.verify.timing import NCU_MISSING, hardware_check, time_round
+from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING, hardware_check, time_round
 from tritondx.tools.verify.verification import verify_all
 
 Next = Literal["rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "__end__"]
@@ -91,7 +91,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                     hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend)
                 winner["hardware"] = hw.model_dump()
                 log.info("hardware_check", candidate=winner["id"], confirmed=hw.confirmed, note=hw.note[:200])
-                if not hw.confirmed and not hw.note.startswith(NCU_MISSING):
+                if not hw.confirmed and not hw.note.startswith((NCU_MISSING, HW_UNAVAILABLE)):
                     verifications.append({"id": winner["id"] + ":hardware", "candidate_id": winner["id"],
                                           "passed": False, "klass": "hardware_unconfirmed", "backend": backend.name,
                                           "reason": f"claimed {winner['speedup']:.2f}x not confirmed: {hw.note}"})
@@ -103,6 +103,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                 best = {"id": winner["id"], "path": cands[winner["id"]]["path"], "median_ms": winner["median_ms"],
                         "speedup": winner["speedup"], "roofline_fraction": winner["roofline_fraction"],
                         "family": winner["family"], "measured": True}
+                if winner.get("hardware"):  # what the report says of the claim: confirmed, or why not
+                    best["hardware"] = {k: winner["hardware"].get(k) for k in ("confirmed", "measured", "note")}
             else:
                 gain = 1.0
                 best.update({"median_ms": prev["median_ms"], "speedup": base / prev["median_ms"],

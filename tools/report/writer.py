@@ -138,6 +138,15 @@ def _profile_md(report: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
+def _hardware_md(best: dict[str, Any]) -> list[str]:
+    """The hardware check of the best's claim (ncu kernel time, separate processes), as it came out."""
+    hw = best.get("hardware")
+    if not hw:
+        return []
+    state = "confirmed" if hw.get("confirmed") else "NOT confirmed (the speedup stands on the bench alone)"
+    return [f"- hardware check of the speedup: {state}: {hw.get('note') or ''}"]
+
+
 def _md(report: dict[str, Any], diff: str) -> str:
     lines = [f"# tritondx report: {report['task']}", ""]
     b = report["best"]
@@ -158,7 +167,7 @@ def _md(report: dict[str, Any], diff: str) -> str:
               f"- tiers used: {', '.join(report['tiers_used'])}", f"- rewrite rounds: {report['rounds']}",
               f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s "
               f"(holding the device: {report.get('device_seconds') or 0:.1f} s)",
-              f"- how the result was chosen: {report.get('best_rule')}", ""]
+              f"- how the result was chosen: {report.get('best_rule')}"] + _hardware_md(b) + [""]
     if report.get("phase_seconds"):
         lines += ["## Where the time went", ""] + table_md(report["phase_seconds"], report["wall_seconds"]) + [""]
     lines += _profile_md(report)

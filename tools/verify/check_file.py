@@ -11,7 +11,7 @@ from tritondx.errors import TaskFormatError
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.verify.records import HardwareCheck, Verdict
 from tritondx.tools.verify.select import beats, summarize_bench
-from tritondx.tools.verify.timing import NCU_MISSING, hardware_check, time_round
+from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING, hardware_check, time_round
 from tritondx.tools.verify.verification import verify_all
 
 
@@ -54,7 +54,7 @@ def check_candidate_file(task_path: str, candidate_path: str, backend: Backend, 
         return FileCheck(verdict=verdict.model_copy(update={"speed_measured": True}), speedup=speedup,
                          timing="not measurably faster than the initial kernel")
     hw = hardware_check(task_path, cand["path"], speedup, backend) if backend.name == "cuda" else None
-    if hw is not None and not hw.confirmed and not hw.note.startswith(NCU_MISSING):
+    if hw is not None and not hw.confirmed and not hw.note.startswith((NCU_MISSING, HW_UNAVAILABLE)):
         return FileCheck(verdict=verdict.model_copy(update={
             "passed": False, "klass": "hardware_unconfirmed",
             "reason": f"claimed {speedup:.2f}x not confirmed: {hw.note}"}), speedup=speedup, timing=why, hardware=hw)

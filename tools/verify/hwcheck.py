@@ -22,7 +22,7 @@ import torch
 from tritondx.tools.evidence.ncu import ncu_path, parse_raw_csv
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
-from tritondx.tools.verify.timing import NCU_MISSING
+from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
 from tritondx.tools.verify.impl import Rejected, device_phase
 
@@ -41,8 +41,9 @@ def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
     """ncu's kernel time per call of ``path`` over ``cases`` (inputs, reference), each call judged."""
     calls = len(cases) - 1
     log_file = Path(os.getcwd()) / f"ncu-{label}.csv"
-    runner = RunnerProcess(path, "cuda", [], hide=[os.getcwd()], wrap=_ncu_cmd(exe, log_file))
+    runner = None
     try:
+        runner = RunnerProcess(path, "cuda", [], hide=[os.getcwd()], wrap=_ncu_cmd(exe, log_file))
         if not runner.hello.get("ok"):
             raise Rejected("import_error", f"{label}: importing failed: {runner.hello.get('error')}")
         runner.call(list(cases[0][0]))  # warm-up: compiles, autotunes (not profiled)
@@ -62,7 +63,8 @@ def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
         said = " | ".join(ln for ln in log if "==ERROR==" in ln or "==WARNING==" in ln)[-400:]
         raise Rejected(exc.kind, f"{label} under ncu: {exc.message}" + (f"; ncu: {said}" if said else "")) from None
     finally:
-        runner.close()
+        if runner is not None:
+            runner.close()
     text = log_file.read_text(errors="replace") if log_file.exists() else ""
     rows = parse_raw_csv(text)
     if not rows:
@@ -91,6 +93,11 @@ def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
                 *[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])))
             cases.append((tuple(t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs), refs))
         out = {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}
-        out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial")
+        try:
+            out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial")
+        except Rejected as exc:
+            # the initial kernel is the task's own: ncu failing on it is this tool's failure, not the
+            # candidate's, and says nothing about the claim (seen on the H200: the runner under ncu died)
+            return {"ok": False, "unavailable": True, "note": f"{HW_UNAVAILABLE}: {exc.reason}"[:400]}
         out["best"] = _measure(exe, job["candidate"], cases, atol, rtol, "best")
     return out

@@ -89,6 +89,9 @@ def time_round(task_path: str, best: dict, passed: list[dict], backend: Backend,
 
 #: how a hardware check that could not run because ncu is missing begins its note
 NCU_MISSING = "ncu not available"
+#: the hardware check could not measure the initial kernel (ncu failed on the task's own code): no
+#: evidence about the claim either way, so no rejection; the report says the speedup is unconfirmed
+HW_UNAVAILABLE = "hardware check unavailable"
 #: a claimed speedup the hardware's kernel durations fall short of by more than this is rejected
 HW_TOLERANCE = 0.10
 

@@ -3,6 +3,8 @@ the H200 (l2_foreach_add, bench_round1.json of the 2026-11-30 suite run) and on 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tritondx.agents.verifier import _summarize_bench, beats
 
 
@@ -75,3 +77,41 @@ def test_extra_round_only_where_speed_is_measured():
     assert decide(RoundFacts(can_time=True, **facts), lim)[0] == "extra_round"
     outcome, why = decide(RoundFacts(can_time=False, **facts), lim)
     assert outcome == "stop" and "measures no speed" in why
+
+
+def test_a_hardware_check_that_cannot_measure_the_initial_kernel_keeps_the_winner(tmp_path, monkeypatch):
+    """The round's winner on CUDA goes through ncu (separate processes). A check that measures both and
+    does not confirm the claim rejects it; one that could not measure the *initial* kernel (ncu failing on
+    the task's own code: seen on the H200) says nothing about the claim, so the winner stays best and the
+    report says the speedup is not hardware-confirmed (was: every winner rejected, so no speedup at all)."""
+    from tritondx.agents import verifier as V
+    from tritondx.tools.report.writer import _hardware_md
+    from tritondx.tools.verify.records import HardwareCheck, Verdict
+    from tritondx.tools.verify.timing import HW_UNAVAILABLE, TimedRound
+    task = tmp_path / "task.py"
+    task.write_text((Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py").read_text())
+    cand = {"id": "r1c1", "family": "launch_config", "motivated_by": [], "path": str(task)}
+    state = {"task_path": str(task), "run_dir": str(tmp_path), "backend": "cuda", "target": "cuda:90",
+             "config": {"backend": "cuda", "max_rounds": 1, "final_profile": False}, "tiers_done": ["triage"],
+             "findings": [], "candidates": [cand], "pending": ["r1c1"], "round": 1, "rounds_at_tier": 1,
+             "best": {"id": "initial", "path": str(task)}, "family_attempts": []}
+    from tritondx.tools.backends.cuda import CudaBackend
+    monkeypatch.setattr(V, "backend_of", lambda s: CudaBackend())  # the node's CUDA path, on this CPU
+    monkeypatch.setattr(V, "verify_all", lambda *a, **k: [Verdict(candidate_id="r1c1", passed=True, backend="cuda")])
+    monkeypatch.setattr(V, "time_round", lambda *a, **k: TimedRound(result={"shapes": []}, survivors=["r1c1"],
+                                                                    variants=[{"id": "initial"}, {"id": "r1c1"}]))
+    monkeypatch.setattr(V, "summarize_bench", lambda r, ids: {"initial": {"median_ms": 2.0, "roofline_fraction": .3},
+                                                              "r1c1": {"median_ms": 1.0, "roofline_fraction": .6}})
+    monkeypatch.setattr(V, "measurements", lambda *a: ([], []))
+    monkeypatch.setattr(V, "pick", lambda *a: ({"id": "r1c1", "median_ms": 1.0, "speedup": 2.0,
+                                               "roofline_fraction": 0.6, "family": "launch_config"}, "faster"))
+    outcomes = {}
+    for label, note in (("unavailable", f"{HW_UNAVAILABLE}: initial under ncu: the candidate's process ended"),
+                        ("disagrees", "ncu: 2.0 us -> 1.9 us per call (1.05x) vs claimed 2.00x")):
+        monkeypatch.setattr(V, "hardware_check", lambda *a, _n=note, **k: HardwareCheck(claimed=2.0, note=_n))
+        outcomes[label] = V.verifier_node(dict(state), {"configurable": {"thread_id": "t"}}).update
+    kept = outcomes["unavailable"]["best"]
+    assert kept["id"] == "r1c1" and kept["hardware"]["confirmed"] is False
+    assert "NOT confirmed" in _hardware_md(kept)[0] and HW_UNAVAILABLE in _hardware_md(kept)[0]
+    assert outcomes["disagrees"]["best"]["id"] == "initial"
+    assert any(v.get("klass") == "hardware_unconfirmed" for v in outcomes["disagrees"]["verifications"])
