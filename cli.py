@@ -293,7 +293,10 @@ def verify(
     res = check_candidate_file(task, candidate, get_backend(backend), timeout=timeout)
     v = res.verdict
     if v.passed:
-        typer.echo(f"verified: {candidate} ({v.checks} checks on {v.backend})")
+        unrun = sum("dead code on this device" in c for c in v.coverage)  # device-kind sides (README)
+        typer.echo(f"verified: {candidate} ({v.checks} checks on {v.backend})"
+                   + (f"; {unrun} device-kind branch side(s) run only on another device and were not checked "
+                      f"here" if unrun else ""))
     else:
         typer.echo(f"rejected: {candidate}: {v.klass}: {v.reason}")
     if v.ran:

@@ -56,3 +56,19 @@ def test_a_missing_candidate_is_one_line_exit_2(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tritondx: error: ") and "nope.py: no such file" in lines[0], \
         r.stderr
+
+
+def test_a_device_kind_side_not_checked_here_is_said_on_the_verdict_line(tmp_path):
+    """A candidate that branches on ``x.is_cuda`` is verified on the CPU for its CPU side only (the CUDA side
+    is dead code on this device: here it is even wrong, alpha 0). The verdict line says so, not just the
+    coverage lines below it."""
+    src = AXPY.read_text().replace("    axpy_kernel[grid](x, y, out, n, 2.5, BLOCK=BLOCK, num_warps=1)",
+                                   "    alpha = 0.0 if x.is_cuda else 2.5\n"
+                                   "    axpy_kernel[grid](x, y, out, n, alpha, BLOCK=BLOCK, num_warps=1)")
+    assert "x.is_cuda" in src
+    cand = tmp_path / "cuda_side_wrong.py"
+    cand.write_text(src)
+    r = _cli(str(AXPY), str(cand))
+    assert r.returncode == 0, r.stdout + r.stderr
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("verified:") and "1 device-kind branch side(s) run only on another device" in first, first
