@@ -44,7 +44,7 @@ DENY_MODULES = {
     # a launcher that reads where and when it runs can be honest inside the verifier's runner and wrong
     # anywhere else (a thread count, a clock, a random draw): no run-time check sees what does not run there
     "environment_probe": ("time", "datetime", "random", "platform", "uuid", "getpass", "locale", "secrets",
-                          "calendar", "zoneinfo", "psutil", "warnings", "logging"),
+                          "calendar", "zoneinfo", "psutil"),
 }
 #: attributes that read the process's environment (threads, seeds, memory, devices, modes), by the
 #: same reasoning as the environment_probe modules
