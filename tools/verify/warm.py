@@ -158,6 +158,13 @@ class RunnerPool:
         if os.environ.get(WARM_ENV, "1") == "0":
             self.why_cold = f"{WARM_ENV}=0"
             return
+        from tritondx.tools.exec.sandbox import isolation
+        if not isolation().readonly:
+            # no read-only sandbox around this job: a zygote's view is the host's /tmp, and its clean-up
+            # after each child (Snapshots.restore) removed files other runners had made there meanwhile
+            # (the original's runner, started for the contract: "candidate.py: No such file", CI 2026-12-01)
+            self.why_cold = "no read-only sandbox: a warm runner's clean-up would reach the host's /tmp"
+            return
         for _ in range(max(1, slots)):
             try:
                 z = Zygote(device, hide)
