@@ -119,6 +119,9 @@ def die_with_parent_fn():
 _LIFELINE: tuple[int, int] | None = None
 _LIFELINE_LOCK = threading.Lock()
 LIFELINE_ENV = "TRITONDX_JOB_LIFELINE_FD"
+#: "1" / "0" in every job's environment: whether the job runs inside a read-only sandbox (what the job cannot
+#: probe itself: bwrap does not nest). Not passed on to candidate runners (no allowed prefix)
+SANDBOXED_JOB_ENV = "TDX_SANDBOXED_JOB"
 
 
 def _lifeline_fd() -> int:
@@ -344,6 +347,7 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     job_env["TRITON_CACHE_DIR"] = str(cache)
     iso = isolation()
     _warn_weak(iso, str(job.get("kind")))
+    job_env[SANDBOXED_JOB_ENV] = "1" if iso.readonly else "0"
     stages: list[sandbox_fs.Stage] = []
     if iso.readonly:
         stages = _stages(job, scratch)

@@ -158,12 +158,13 @@ class RunnerPool:
         if os.environ.get(WARM_ENV, "1") == "0":
             self.why_cold = f"{WARM_ENV}=0"
             return
-        from tritondx.tools.exec.sandbox import isolation
-        if not isolation().readonly:
-            # no read-only sandbox around this job: a zygote's view is the host's /tmp, and its clean-up
-            # after each child (Snapshots.restore) removed files other runners had made there meanwhile
-            # (the original's runner, started for the contract: "candidate.py: No such file", CI 2026-12-01)
-            self.why_cold = "no read-only sandbox: a warm runner's clean-up would reach the host's /tmp"
+        from tritondx.tools.exec.sandbox import SANDBOXED_JOB_ENV
+        if os.environ.get(SANDBOXED_JOB_ENV) == "0":
+            # this judge job has no read-only sandbox around it (run_job says so): a zygote's view is then
+            # the host's /tmp, and its clean-up after each child (Snapshots.restore) removed files other
+            # runners had made there meanwhile (the contract's original runner: "candidate.py: No such
+            # file", CI dry run 2026-12-01)
+            self.why_cold = "the judge job has no read-only sandbox: a warm runner's clean-up would reach the host's /tmp"
             return
         for _ in range(max(1, slots)):
             try:
