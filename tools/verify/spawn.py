@@ -122,7 +122,11 @@ class RunnerProcess:
         iso = isolation() if not wrap else Isolation()
         if iso.readonly:  # a mount namespace: a fresh /tmp (or other jobs' folders hidden), the judge's hidden
             if _needs_host_tmp(env):
-                hide = hide + [str(d) for d in Path(tempfile.gettempdir()).glob("tritondx-[jr]*-*") if d != self.dir]
+                # other jobs' folders, never the one this runner's own folder is in (an unsandboxed judge
+                # job's scratch is such a folder: hiding it took the runner's cwd away, "candidate.py: No
+                # such file", whenever the venv lived under /tmp, as in a CI clone there)
+                hide = hide + [str(d) for d in Path(tempfile.gettempdir()).glob("tritondx-[jr]*-*")
+                               if d != self.dir and d not in self.dir.parents]
             mounts = "".join(f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(h)} 2>/dev/null; " for h in hide)
             if not _needs_host_tmp(env):
                 # set inside the namespace: a wrapper outside it (ncu) keeps the host's TMPDIR
