@@ -127,6 +127,9 @@ class RunnerProcess:
                 # such file", whenever the venv lived under /tmp, as in a CI clone there)
                 hide = hide + [str(d) for d in Path(tempfile.gettempdir()).glob("tritondx-[jr]*-*")
                                if d != self.dir and d not in self.dir.parents]
+            # never a folder this runner's own folder is in (in an unsandboxed judge job the runners' folders
+            # are inside the judge's hidden cwd: hiding it took the runner's cwd away)
+            hide = [h for h in hide if Path(h) != self.dir and Path(h) not in self.dir.parents]
             mounts = "".join(f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(h)} 2>/dev/null; " for h in hide)
             if not _needs_host_tmp(env):
                 # set inside the namespace: a wrapper outside it (ncu) keeps the host's TMPDIR
