@@ -122,11 +122,7 @@ class RunnerProcess:
         iso = isolation() if not wrap else Isolation()
         if iso.readonly:  # a mount namespace: a fresh /tmp (or other jobs' folders hidden), the judge's hidden
             if _needs_host_tmp(env):
-                # other jobs' folders, never the one this runner's own folder is in (an unsandboxed judge
-                # job's scratch is such a folder: hiding it took the runner's cwd away, "candidate.py: No
-                # such file", whenever the venv lived under /tmp, as in a CI clone there)
-                hide = hide + [str(d) for d in Path(tempfile.gettempdir()).glob("tritondx-[jr]*-*")
-                               if d != self.dir and d not in self.dir.parents]
+                hide = hide + [str(d) for d in Path(tempfile.gettempdir()).glob("tritondx-[jr]*-*")]
             # never a folder this runner's own folder is in (in an unsandboxed judge job the runners' folders
             # are inside the judge's hidden cwd: hiding it took the runner's cwd away)
             hide = [h for h in hide if Path(h) != self.dir and Path(h) not in self.dir.parents]
