@@ -19,6 +19,8 @@ ENV_KNOBS = {
     "accept_unmeasured": "TRITONDX_ACCEPT_UNMEASURED",
 
     "search_budget_s": "TRITONDX_SEARCH_BUDGET",
+    "verify_screen": "TRITONDX_VERIFY_SCREEN",
+    "full_verify_top": "TRITONDX_FULL_VERIFY_TOP",
 }
 
 
@@ -45,6 +47,11 @@ class RunConfig(BaseModel):
     final_profile: bool = Field(True, description="after the search, read the counters of initial and best with "
                                                   "Nsight Compute for the report (cuda, when ncu is installed)")
     verify_parallel: int = Field(4, description="candidates verified at once, each in its own process")
+    verify_screen: bool = Field(True, description="on a backend that times: check every candidate on the listed "
+                                                  "shapes, time the survivors, and run the full checks only on "
+                                                  "those that would win (tools/verify/staged.py)")
+    full_verify_top: int = Field(3, description="with verify_screen: how many of the fastest candidates that beat "
+                                                "the best get the full checks in a round")
     all_tiers: bool = Field(False, description="gather every tier's evidence before the first rewrite (ablation)")
     stop_after_tier: str | None = Field(None, description="never escalate past this tier (ablation)")
     llm: bool = False

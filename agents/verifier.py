@@ -23,6 +23,7 @@ from tritondx.tools.verify.select_untimed import unmeasured_choice
 from tritondx.tools.evidence.records import ArtifactRef
 from tritondx.tools.verify.route import Limits, RoundFacts, decide, escalation_why  # noqa: F401 (callers)
 from tritondx.tools.verify.select import beats, measurements, pick, summarize_bench
+from tritondx.tools.verify.staged import contenders, screen_note
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING, hardware_check, time_round
 from tritondx.tools.verify.verification import verify_all
 
@@ -44,9 +45,11 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     round_no = state.get("round", 0)
 
     ph = Phases()
+    ops = state.get("probe", {}).get("ops", [])
+    screen = backend.can_time and cfg.verify_screen   # listed shapes first, full checks for would-be winners
     with ph.time("verify"):
-        verdicts = verify_all(state["task_path"], pending, backend, state.get("probe", {}).get("ops", []),
-                              cfg.verify_timeout_s, cfg.verify_parallel)
+        verdicts = verify_all(state["task_path"], pending, backend, ops, cfg.verify_timeout_s, cfg.verify_parallel,
+                              scope="screen" if screen else "full")
     verifications, passed = [], []
     for c, v in zip(pending, verdicts):
         if backend.can_time:
@@ -54,7 +57,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
             device_seconds += v.device_s
         verifications.append({**v.model_dump(exclude={"records"}), "id": c["id"]})
         log.info("verified", candidate=c["id"], family=c["family"], passed=v.passed, klass=v.klass,
-                 reason=v.reason[:200])
+                 reason=v.reason[:200], scope=v.scope)
         if v.passed:
             passed.append(c)
     insufficient = [fid for c in pending if c not in passed for fid in c["motivated_by"]]
@@ -85,7 +88,28 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                                       "klass": "faster_than_roofline", "backend": backend.name,
                                       "reason": "measured time is below what the roofline allows"})
                 passed.remove(c)
-            winner, why = pick(timed.result, summary, measured, {c["id"] for c in passed}, prev_id)
+            eligible = {c["id"] for c in passed}
+            if screen:   # only a candidate verified in full can win (tools/verify/staged.py)
+                ids = contenders(timed.result, summary, measured, eligible, prev_id, cfg.full_verify_top)
+                eligible = set()
+                if ids:
+                    with ph.time("verify"):
+                        full = verify_all(state["task_path"], [cands[i] for i in ids], backend, ops,
+                                          cfg.verify_timeout_s, cfg.verify_parallel, scope="full")
+                    for v in full:
+                        gpu_seconds += v.seconds
+                        device_seconds += v.device_s
+                        entry = {**v.model_dump(exclude={"records"}), "id": v.candidate_id}
+                        verifications = [entry if e["id"] == v.candidate_id else e for e in verifications]
+                        log.info("verified", candidate=v.candidate_id, family=cands[v.candidate_id]["family"],
+                                 passed=v.passed, klass=v.klass, reason=v.reason[:200], scope=v.scope)
+                        if v.passed:
+                            eligible.add(v.candidate_id)
+                        else:
+                            insufficient += cands[v.candidate_id]["motivated_by"]
+                            passed = [c for c in passed if c["id"] != v.candidate_id]
+                            measured = [m for m in measured if m["id"] != v.candidate_id]
+            winner, why = pick(timed.result, summary, measured, eligible, prev_id)
             if winner and why and backend.name == "cuda" and cfg.ncu:
                 with ph.time("hwcheck"):
                     hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend)
@@ -125,7 +149,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     goto = {"stop": "__end__", "same_tier": "rewriter", "extra_round": "rewriter"}.get(outcome) or TIER_NODE[tier_next]
     if outcome == "next_tier":
         reason = f"escalate to {tier_next}: {reason}"
-    upd: dict = {"verifications": verifications, "measurements": measured, "best": best, "pending": [],
+    upd: dict = {"verifications": [screen_note(e) for e in verifications], "measurements": measured, "best": best, "pending": [],
                  "gpu_seconds": gpu_seconds, "device_seconds": device_seconds, "insufficient": insufficient,
                  "artifacts": bench_artifacts, "phase_seconds": ph.seconds}
     if goto == "__end__" and reason == "no tier left":   # every finding closed: try what was never tried

@@ -332,6 +332,8 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
         m = c.get("measurement") or {}
         if c.get("verified"):
             ok = '<span class="ok">yes</span>'
+        elif c.get("screened"):
+            ok = '<span class="human">listed shapes only (not faster: no full checks)</span>'
         elif c.get("rejection") == "rejected_by_human":
             ok = '<span class="human">rejected by a person</span>'
         elif c.get("rejection") == "dropped_for_feedback":

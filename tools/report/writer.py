@@ -16,6 +16,11 @@ from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
 from tritondx.tools.report.recheck import recheck_best
 
 
+def screened(v: dict[str, Any]) -> bool:
+    """A candidate that passed the screen (listed shapes) and got no full checks (tools/verify/staged.py)."""
+    return bool(v.get("passed")) and v.get("scope") == "screen"
+
+
 def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str, Any]:
     verifs = {v.get("candidate_id", v["id"]): v for v in state.get("verifications", []) if ":" not in v["id"]}
     timing_rejects = {v["candidate_id"]: v for v in state.get("verifications", []) if v["id"].endswith(":timing")}
@@ -26,7 +31,9 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         m = meas.get(c["id"])
         candidates.append({k: c[k] for k in ("id", "round", "tier", "family", "params", "description",
                                              "motivated_by", "prediction", "path", "parent")} |
-                          {"verified": v.get("passed"), "rejection": v.get("klass"), "reason": v.get("reason"),
+                          # None where checked on the listed shapes only (timed, not faster): never "verified"
+                          {"verified": None if screened(v) else v.get("passed"), "screened": screened(v),
+                           "rejection": v.get("klass"), "reason": v.get("reason"),
                            "coverage": (verifs.get(c["id"]) or {}).get("coverage") or [], "measurement": m})
     best = state.get("best") or {}
     measured = bool(best.get("measured"))
@@ -194,7 +201,8 @@ def _md(report: dict[str, Any], diff: str) -> str:
         m = c.get("measurement") or {}
         t = f"{m['median_ms'] * 1e3:.1f}" if m else "-"
         s = f"{m['speedup']:.2f}x" if m else "-"
-        ok = "yes" if c["verified"] else f"no ({c.get('rejection')})"
+        ok = ("yes" if c["verified"] else "listed shapes only (not faster: no full checks)" if c.get("screened")
+              else f"no ({c.get('rejection')})")
         lines.append(f"| {c['id']} | {c['tier']} | {c['family']} | {ok} | {t} | {s} | {c['description'][:80]} |")
     lines += [""] + checked_md(report) + ["## Decisions", ""]
     for d in report["decisions"]:

@@ -76,6 +76,7 @@ class CasePlan(BaseModel):
     dropped: list[DroppedCase] = Field(default_factory=list)
     branches: list[BranchCoverage] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    scope: Literal["full", "screen"] = "full"
 
     def unchecked(self) -> list[BranchCoverage]:
         return [b for b in self.branches if b.status == "unreached"]
@@ -286,11 +287,16 @@ class _Planner:
         return True
 
     # --- the plan -------------------------------------------------------------------------------------
-    def build(self) -> CasePlan:
+    def build(self, scope: str = "full") -> CasePlan:
         for dtype in self.dtypes:
             for shape in self.listed:
                 for _ in range(SEEDS_PER_LISTED):
                     self.add(shape, dtype, "listed in CHECK_SHAPES", check=False)
+        if scope == "screen":   # the listed shapes only: a candidate is timed after this, never chosen on it
+            self.plan.scope, self.plan.branches = "screen", []
+            self.plan.notes.append("screen: listed shapes only (no derived sizes, value stress or branch "
+                                   "coverage); a candidate that would be chosen gets the full checks first")
+            return self.plan
         if not self.int_listed:
             self.plan.notes.append(f"shapes {self.listed} are sentinels (the task picks its own sizes): no derived "
                                    "sizes; listed shapes and value stress only")
@@ -436,10 +442,12 @@ def device_sides(bc: BranchCoverage, device: str) -> None:
 
 
 def plan_checks(task_mod: Any, original_source: str, candidate_source: str, device: str,
-                include_bench: bool = False, size_class: str | None = None) -> CasePlan:
+                include_bench: bool = False, size_class: str | None = None, scope: str = "full") -> CasePlan:
     """The full plan: cases, dropped cases, branch coverage (see the module docstring). ``size_class``
-    ("cpu"/"cuda") picks the size budget; None: the device's own."""
-    return _Planner(task_mod, original_source, candidate_source, device, include_bench, size_class).build()
+    ("cpu"/"cuda") picks the size budget; None: the device's own. ``scope="screen"``: the listed (and,
+    with ``include_bench``, benchmark) shapes only, for the cheap first pass before timing
+    (``verify/staged.py``): it verifies nothing a report may call verified."""
+    return _Planner(task_mod, original_source, candidate_source, device, include_bench, size_class).build(scope)
 
 
 def plan_cases(task_mod: Any, original_source: str, candidate_source: str, device: str) -> list[CheckCase]:

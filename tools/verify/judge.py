@@ -176,7 +176,8 @@ class Judge:
             cand_src = Path(self.job["candidate"]).read_text()
             # listed shapes, derived sizes, both sides of every added branch, value stress; fresh seeds
             self.plan = plan_checks(self.orig, orig_src, cand_src, self.device,
-                                    include_bench=bool(self.job.get("include_bench")))
+                                    include_bench=bool(self.job.get("include_bench")),
+                                    scope=self.job.get("scope") or "full")
             cases = self.plan.cases
         if not cases:
             raise Rejected("no_checks", "the check planner gave no cases: nothing would be verified")
@@ -233,7 +234,8 @@ class Judge:
             if traced:
                 raise Rejected("unchecked_branch", "; ".join(traced[:3])[:600])
         return {"passed": True, "checks": self.records, "ran": self.ran(),
-                "coverage": self.plan.summary() if self.plan is not None else []}
+                "coverage": self.plan.summary() if self.plan is not None else [],
+                "scope": self.plan.scope if self.plan is not None else "full"}
 
     def _new_runner(self):
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -34,6 +34,9 @@ class Verdict(BaseModel):
     seconds: float = 0.0          # the job's wall time (start-up, imports, compiles, waits included)
     device_s: float = 0.0         # of which the job held the device (tools/exec/gpulock.py phases)
     speed_measured: bool = False
+    #: "full": every check of the plan; "screen": the listed shapes only (before timing: verify/staged.py),
+    #: which no report calls verified
+    scope: Literal["full", "screen"] = "full"
 
 
 class VariantTiming(BaseModel):

@@ -14,7 +14,7 @@ from typing import Any
 
 SEAL_ENV = "TRITONDX_JOB_SEAL"
 #: the answer's parts the seal covers
-SEALED = ("passed", "class", "error", "checks", "coverage", "ran")
+SEALED = ("passed", "class", "error", "checks", "coverage", "ran", "scope")
 
 
 def new_key() -> str:

@@ -56,8 +56,10 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
                    seconds=seconds, device_s=device_s, ran=ran)
 
 
-def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: float, ran_static: bool) -> Verdict:
-    """One candidate's verdict out of a round job's answer (``judge.verify_round``)."""
+def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: float, ran_static: bool,
+                  scope: str = "full") -> Verdict:
+    """One candidate's verdict out of a round job's answer (``judge.verify_round``), for the ``scope``
+    the orchestrator asked for (a sealed answer for another scope is not this verdict)."""
     ran = (["static policy"] if ran_static else []) + list((r or {}).get("ran") or [])
     device_s = held_seconds((r or {}).get("device_usage"))
     if r and r.get("passed") is True:
@@ -65,21 +67,26 @@ def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: 
             return Verdict(candidate_id=c["id"], passed=False, klass="verdict_forgery", backend=backend.name,
                            reason="the job's answer says passed but does not carry the judge's seal (a result "
                                   "written by candidate code?)", seconds=seconds, device_s=device_s, ran=ran)
+        if (r.get("scope") or "full") != scope:
+            return Verdict(candidate_id=c["id"], passed=False, klass="verdict_forgery", backend=backend.name,
+                           reason=f"the judge's answer is for {r.get('scope')!r} checks, {scope!r} were asked for",
+                           seconds=seconds, device_s=device_s, ran=ran)
         records = [CheckRecord(**x) for x in r.get("checks", [])]
         return Verdict(candidate_id=c["id"], passed=True, backend=backend.name, checks=len(records), records=records,
                        ran=ran, coverage=list(r.get("coverage") or []), seconds=seconds, device_s=device_s,
-                       speed_measured=False)
+                       speed_measured=False, scope=scope)
     klass, reason = (r.get("class", "error"), r.get("error", "")) if r else ("no_result", "the judge sent no verdict")
     return Verdict(candidate_id=c["id"], passed=False, klass=klass, reason=str(reason)[:600], backend=backend.name,
                    seconds=seconds, device_s=device_s, ran=ran)
 
 
 def verify_round(task_path: str, candidates: list[dict], backend: Backend, allowed_ops: list[str], timeout: float,
-                 parallel: int, alone: bool = False, static_policy: bool = True) -> list[Verdict]:
+                 parallel: int, alone: bool = False, static_policy: bool = True, scope: str = "full") -> list[Verdict]:
     """The candidates that pass the static policy in ONE judge job (one original, one set of cases and
     inputs, warm runners); ``timeout`` is per candidate. A candidate that ran out of device memory
     beside other jobs of a batch is checked once more with the device alone (``run_device_job``).
-    ``static_policy=False``: the run-time checks alone (the adversarial suite)."""
+    ``static_policy=False``: the run-time checks alone (the adversarial suite). ``scope="screen"``: the
+    listed shapes only (``cases.plan_checks``), the cheap pass before timing (``verify/staged.py``)."""
     orig_src = Path(task_path).read_text()
     out: dict[str, Verdict] = {}
     todo = []
@@ -96,7 +103,8 @@ def verify_round(task_path: str, candidates: list[dict], backend: Backend, allow
         job = {"kind": "verify", "task": str(Path(task_path).resolve()), "device": backend.torch_device,
                "include_bench": backend.can_time, "allowed_ops": allowed_ops or [],
                "candidates": [{"id": c["id"], "path": str(Path(c["path"]).resolve())} for c in todo],
-               "timeout_per_candidate": timeout, "parallel": max(1, min(parallel, os.cpu_count() or 1))}
+               "timeout_per_candidate": timeout, "parallel": max(1, min(parallel, os.cpu_count() or 1)),
+               "scope": scope}
         extra = {seal.SEAL_ENV: key, **({JOB_ALONE_ENV: "1"} if alone else {})}
         if triton_cache.enabled():  # read the original's trusted compiles, never write them
             extra.update(triton_cache.reader_env(orig_src))
@@ -115,18 +123,18 @@ def verify_round(task_path: str, candidates: list[dict], backend: Backend, allow
         for c in todo:
             a = answers.get(c["id"])
             out[c["id"]] = _verdict_from(c, a, key, backend, float((a or {}).get("seconds") or 0.0) + overhead,
-                                         static_policy)
+                                         static_policy, scope)
         oom = [c for c in todo if out[c["id"]].klass == "out_of_memory"]
         if oom and backend.can_time and not alone and os.environ.get("TRITONDX_LOCK_DIR"):
             log.info("verify_retry_alone", candidates=[c["id"] for c in oom])
             for v in verify_round(task_path, oom, backend, allowed_ops, timeout, 1, alone=True,
-                                  static_policy=static_policy):
+                                  static_policy=static_policy, scope=scope):
                 v.seconds += out[v.candidate_id].seconds
                 out[v.candidate_id] = v
     return [out[c["id"]] for c in candidates]
 
 
 def verify_all(task_path: str, candidates: list[dict], backend: Backend, allowed_ops: list[str], timeout: float,
-               parallel: int) -> list[Verdict]:
+               parallel: int, scope: str = "full") -> list[Verdict]:
     """Every candidate of a round: one judge job for all of them (``verify_round``)."""
-    return verify_round(task_path, candidates, backend, allowed_ops, timeout, parallel)
+    return verify_round(task_path, candidates, backend, allowed_ops, timeout, parallel, scope=scope)

@@ -115,3 +115,52 @@ def test_a_hardware_check_that_cannot_measure_the_initial_kernel_keeps_the_winne
     assert "NOT confirmed" in _hardware_md(kept)[0] and HW_UNAVAILABLE in _hardware_md(kept)[0]
     assert outcomes["disagrees"]["best"]["id"] == "initial"
     assert any(v.get("klass") == "hardware_unconfirmed" for v in outcomes["disagrees"]["verifications"])
+
+
+def test_on_a_timing_backend_only_the_would_be_winners_get_the_full_checks(tmp_path, monkeypatch):
+    """Staged verification (tools/verify/staged.py): every candidate is screened on the listed shapes and
+    timed; only those that beat the best get the full checks, fastest first. The fastest one failing them
+    is rejected with its class and the next one wins; the one that was not faster is never called verified
+    (the report says "listed shapes only")."""
+    from tritondx.agents import verifier as V
+    from tritondx.tools.backends.cuda import CudaBackend
+    from tritondx.tools.report.writer import build_report
+    from tritondx.tools.verify.records import Verdict
+    from tritondx.tools.verify.timing import TimedRound
+    task = tmp_path / "task.py"
+    task.write_text((Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py").read_text())
+    ids = ["r1c1", "r1c2", "r1c3"]
+    cands = [{"id": i, "round": 1, "tier": "triage", "family": "launch_config", "params": 1, "description": i,
+              "motivated_by": [n], "prediction": "", "path": str(task), "parent": "initial"}
+             for n, i in enumerate(ids)]
+    state = {"task_path": str(task), "run_dir": str(tmp_path), "backend": "cuda", "target": "cuda:90",
+             "config": {"backend": "cuda", "max_rounds": 1, "final_profile": False, "ncu": False},
+             "tiers_done": ["triage"], "findings": [], "candidates": cands, "pending": ids, "round": 1,
+             "rounds_at_tier": 1, "best": {"id": "initial", "path": str(task)}, "family_attempts": []}
+    calls = []
+
+    def fake_verify(task_path, cs, backend, ops, timeout, parallel, scope="full"):
+        calls.append((scope, [c["id"] for c in cs]))
+        return [Verdict(candidate_id=c["id"], backend="cuda", scope=scope,
+                        passed=not (scope == "full" and c["id"] == "r1c1"),
+                        klass="mismatch" if scope == "full" and c["id"] == "r1c1" else None) for c in cs]
+
+    result = _result({"initial": [1.0, 1.0, 1.0], "r1c1": [0.5, 0.5, 0.5], "r1c2": [0.6, 0.6, 0.6],
+                      "r1c3": [1.0, 1.01, 0.99]})
+    monkeypatch.setattr(V, "backend_of", lambda s: CudaBackend())
+    monkeypatch.setattr(V, "verify_all", fake_verify)
+    monkeypatch.setattr(V, "time_round", lambda *a, **k: TimedRound(
+        result=result, survivors=ids, variants=[{"id": v} for v in ["initial", *ids]]))
+    upd = V.verifier_node(dict(state), {"configurable": {"thread_id": "t"}}).update
+    assert calls == [("screen", ids), ("full", ["r1c1", "r1c2"])]
+    assert upd["best"]["id"] == "r1c2"
+    by = {v["id"]: v for v in upd["verifications"]}
+    assert by["r1c1"]["klass"] == "mismatch" and by["r1c2"]["scope"] == "full" and by["r1c3"]["scope"] == "screen"
+    report = build_report(tmp_path, {**state, **upd, "candidates": cands}, 1.0)
+    verified = {c["id"]: (c["verified"], c["screened"]) for c in report["candidates"]}
+    assert verified == {"r1c1": (False, False), "r1c2": (True, False), "r1c3": (None, True)}
+    # with the screen off, one judge job checks every candidate in full
+    calls.clear()
+    V.verifier_node({**state, "config": {**state["config"], "verify_screen": False}},
+                    {"configurable": {"thread_id": "t"}})
+    assert calls == [("full", ids)]

@@ -188,3 +188,15 @@ def test_a_dropped_case_unreaches_the_branch_sides_only_it_reached():
     p.drop(only, "outside the original kernel's contract (test)")
     assert "true" not in bc.reached and bc.status == "unreached" and "contract" in bc.note
     assert p.rejection() is not None and any("(test)" in d.why for d in p.dropped)
+
+
+def test_the_screen_plans_the_listed_shapes_only():
+    """scope="screen" (the pass before timing, verify/staged.py): the listed shapes, no derived size, no
+    value stress, no branch to cover; the same candidate's full plan has all of them."""
+    cand = CHECKS / "k_even_wrong.py"
+    mod = load_module(str(AXPY), "t")
+    screen = plan_checks(mod, AXPY.read_text(), cand.read_text(), "cpu", scope="screen")
+    assert screen.scope == "screen" and {c.why for c in screen.cases} == {"listed in CHECK_SHAPES"}
+    assert not screen.branches and screen.rejection() is None
+    full = plan(AXPY, cand)
+    assert full.scope == "full" and len(full.cases) > len(screen.cases) and full.branches

@@ -77,8 +77,22 @@ def test_the_seal_covers_what_the_report_says_was_checked():
             "device_usage": {"shared_s": 1.0}}
     signed = seal.sign(key, body)
     assert seal.valid(key, signed)
-    for k, v in (("coverage", [{"line": 13, "covered": True}]), ("ran", []), ("error", "x")):
+    for k, v in (("coverage", [{"line": 13, "covered": True}]), ("ran", []), ("error", "x"), ("scope", "full")):
         assert not seal.valid(key, {**signed, k: v}), k
+
+
+def test_a_screen_answer_is_no_full_verdict():
+    """Staged verification (verify/staged.py): the screen checks the listed shapes only. A sealed screen
+    answer handed back where the full checks were asked for is rejected, so no candidate is called
+    verified on the screen's evidence."""
+    from tritondx.tools.verify.verification import _verdict_from
+    key = seal.new_key()
+    answer = seal.sign(key, {"passed": True, "checks": [], "coverage": [], "ran": [], "scope": "screen"})
+    cand = {"id": "c"}
+    backend = get_backend("interpreter")
+    assert _verdict_from(cand, answer, key, backend, 1.0, True, "screen").passed
+    full = _verdict_from(cand, answer, key, backend, 1.0, True, "full")
+    assert not full.passed and full.klass == "verdict_forgery" and "'screen'" in full.reason
 
 
 class _Probe:
