@@ -2,7 +2,8 @@
 # Device: escalation on need vs every tier on every task, in the same run: the two batches run at once
 # on the same tasks and the same GPUs (one lock folder per GPU shared by both), so they see the same load;
 # then compare_modes.py (device seconds = seconds the jobs held the device, not their wall time).
-# Usage: bash bench/scripts/device_modes.sh WORKERS_PER_GPU DEADLINE_S TASKS(comma-separated)
+# Usage: bash bench/scripts/device_modes.sh WORKERS_PER_GPU DEADLINE_S TASKS(comma-separated)   (carry .whl .debs)
+for f in .debs/*.deb; do [ -f "$f" ] && dpkg -x "$f" / 2>/dev/null; done
 source bench/scripts/device_env.sh
 export TRITONDX_LOCK_DIR=/tmp/tdx-locks
 t0=$(date +%s)
