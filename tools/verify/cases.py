@@ -288,14 +288,21 @@ class _Planner:
 
     # --- the plan -------------------------------------------------------------------------------------
     def build(self, scope: str = "full") -> CasePlan:
+        checked = [norm_shape(s) for s in self.mod.CHECK_SHAPES]
         for dtype in self.dtypes:
             for shape in self.listed:
-                for _ in range(SEEDS_PER_LISTED):
-                    self.add(shape, dtype, "listed in CHECK_SHAPES", check=False)
+                if shape in checked:
+                    for _ in range(SEEDS_PER_LISTED):
+                        self.add(shape, dtype, "listed in CHECK_SHAPES", check=False)
+                elif scope != "screen":
+                    # a benchmark shape (GPU): large (its inputs and outputs cross the process boundary
+                    # as bytes: ~100 s a candidate at 2 seeds and 2 dtypes on the H200 suite's 8192x16384),
+                    # so one seed, and none in the screen: only a candidate that would win is checked there
+                    self.add(shape, dtype, "listed in BENCH_SHAPES (the timed shape)", check=False)
         if scope == "screen":   # the listed shapes only: a candidate is timed after this, never chosen on it
             self.plan.scope, self.plan.branches = "screen", []
-            self.plan.notes.append("screen: listed shapes only (no derived sizes, value stress or branch "
-                                   "coverage); a candidate that would be chosen gets the full checks first")
+            self.plan.notes.append("screen: CHECK_SHAPES only (no benchmark shape, derived size, value stress "
+                                   "or branch coverage); a candidate that would be chosen gets the full checks first")
             return self.plan
         if not self.int_listed:
             self.plan.notes.append(f"shapes {self.listed} are sentinels (the task picks its own sizes): no derived "
@@ -446,7 +453,8 @@ def plan_checks(task_mod: Any, original_source: str, candidate_source: str, devi
     """The full plan: cases, dropped cases, branch coverage (see the module docstring). ``size_class``
     ("cpu"/"cuda") picks the size budget; None: the device's own. ``scope="screen"``: the listed (and,
     with ``include_bench``, benchmark) shapes only, for the cheap first pass before timing
-    (``verify/staged.py``): it verifies nothing a report may call verified."""
+    (``verify/staged.py``): it verifies nothing a report may call verified. Benchmark shapes are checked
+    once per dtype, in full plans only."""
     return _Planner(task_mod, original_source, candidate_source, device, include_bench, size_class).build(scope)
 
 

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
-from tritondx.tools.task.module import load_module, tolerance
+from tritondx.tools.task.module import load_module, norm_shape, tolerance
 from tritondx.tools.verify.buffers import degenerate_inputs, written_buffers
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
 
@@ -200,3 +200,18 @@ def test_the_screen_plans_the_listed_shapes_only():
     assert not screen.branches and screen.rejection() is None
     full = plan(AXPY, cand)
     assert full.scope == "full" and len(full.cases) > len(screen.cases) and full.branches
+
+
+def test_benchmark_shapes_are_checked_once_per_dtype_and_not_in_the_screen():
+    """On a GPU the full plan checks BENCH_SHAPES too (what is timed is checked), one seed each: their
+    inputs and outputs cross the process boundary as bytes (the H200 suite's 8192x16384 screens took
+    over 400 s at two seeds and two dtypes). The screen leaves them out: a candidate that would win
+    gets them in its full checks."""
+    mod = load_module(str(AXPY), "t")
+    bench = [norm_shape(s) for s in mod.BENCH_SHAPES if norm_shape(s) not in map(norm_shape, mod.CHECK_SHAPES)]
+    assert bench
+    full = plan_checks(mod, AXPY.read_text(), AXPY.read_text(), "cpu", include_bench=True)
+    timed = [c for c in full.cases if c.why.startswith("listed in BENCH_SHAPES")]
+    assert sorted(c.shape for c in timed) == sorted(bench) * len(mod.DTYPES)
+    screen = plan_checks(mod, AXPY.read_text(), AXPY.read_text(), "cpu", include_bench=True, scope="screen")
+    assert not [c for c in screen.cases if c.shape in bench]
