@@ -23,7 +23,7 @@ from tritondx.tools.verify.select_untimed import unmeasured_choice
 from tritondx.tools.evidence.records import ArtifactRef
 from tritondx.tools.verify.route import Limits, RoundFacts, decide, escalation_why  # noqa: F401 (callers)
 from tritondx.tools.verify.select import beats, measurements, pick, summarize_bench
-from tritondx.tools.verify.staged import contenders, screen_note
+from tritondx.tools.verify.staged import confirm, contenders, screen_note
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING, hardware_check, time_round
 from tritondx.tools.verify.verification import verify_all
 
@@ -91,24 +91,20 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
             eligible = {c["id"] for c in passed}
             if screen:   # only a candidate verified in full can win (tools/verify/staged.py)
                 ids = contenders(timed.result, summary, measured, eligible, prev_id, cfg.full_verify_top)
-                eligible = set()
-                if ids:
-                    with ph.time("verify"):
-                        full = verify_all(state["task_path"], [cands[i] for i in ids], backend, ops,
-                                          cfg.verify_timeout_s, cfg.verify_parallel, scope="full")
-                    for v in full:
-                        gpu_seconds += v.seconds
-                        device_seconds += v.device_s
-                        entry = {**v.model_dump(exclude={"records"}), "id": v.candidate_id}
-                        verifications = [entry if e["id"] == v.candidate_id else e for e in verifications]
-                        log.info("verified", candidate=v.candidate_id, family=cands[v.candidate_id]["family"],
-                                 passed=v.passed, klass=v.klass, reason=v.reason[:200], scope=v.scope)
-                        if v.passed:
-                            eligible.add(v.candidate_id)
-                        else:
-                            insufficient += cands[v.candidate_id]["motivated_by"]
-                            passed = [c for c in passed if c["id"] != v.candidate_id]
-                            measured = [m for m in measured if m["id"] != v.candidate_id]
+                with ph.time("verify"):
+                    full = confirm(state["task_path"], [cands[i] for i in ids], backend, ops, cfg)
+                eligible = {v.candidate_id for v in full if v.passed}
+                for v in full:
+                    gpu_seconds += v.seconds
+                    device_seconds += v.device_s
+                    entry = {**v.model_dump(exclude={"records"}), "id": v.candidate_id}
+                    verifications = [entry if e["id"] == v.candidate_id else e for e in verifications]
+                    log.info("verified", candidate=v.candidate_id, family=cands[v.candidate_id]["family"],
+                             passed=v.passed, klass=v.klass, reason=v.reason[:200], scope=v.scope)
+                    if not v.passed:
+                        insufficient += cands[v.candidate_id]["motivated_by"]
+                        passed = [c for c in passed if c["id"] != v.candidate_id]
+                        measured = [m for m in measured if m["id"] != v.candidate_id]
             winner, why = pick(timed.result, summary, measured, eligible, prev_id)
             if winner and why and backend.name == "cuda" and cfg.ncu:
                 with ph.time("hwcheck"):

@@ -8,8 +8,9 @@ new specialization compiled) and none beat the initial kernel. So on a timing ba
    and BENCH_SHAPES on a GPU: what is timed is also checked), ``cases.plan_checks(scope="screen")``;
 2. **time**: the screened candidates in the round's one bench job (``timing.time_round``);
 3. **confirm**: the candidates that measurably beat the best (``select.beats``), fastest first and at
-   most ``top`` of them, through the full checks in one judge job. Only a fully verified candidate can
-   be chosen (``select.pick`` gets their ids alone); one that fails is rejected with its class.
+   most ``top`` of them, through the full checks one at a time until one passes (on the H200 suite of
+   2026-12-01 three at once took 126 s of a 225 s task). Only a fully verified candidate can be chosen
+   (``select.pick`` gets their ids alone); one that fails is rejected with its class.
 
 A screened candidate that was not faster keeps verdict scope ``screen``: the report says it was checked
 on the listed shapes only, never that it was verified.
@@ -17,7 +18,12 @@ on the listed shapes only, never that it was verified.
 
 from __future__ import annotations
 
+from typing import Any
+
+from tritondx.tools.backends.base import Backend
+from tritondx.tools.verify.records import Verdict
 from tritondx.tools.verify.select import beats
+from tritondx.tools.verify.verification import verify_all
 
 
 def contenders(result: dict, summary: dict, measured: list[dict], screened: set[str], prev_id: str,
@@ -26,6 +32,19 @@ def contenders(result: dict, summary: dict, measured: list[dict], screened: set[
     prev = prev_id if prev_id in summary else "initial"
     ranked = sorted((m for m in measured if m["id"] in screened), key=lambda m: m["median_ms"])
     return [m["id"] for m in ranked if beats(result, summary, m["id"], prev)][:max(0, top)]
+
+
+def confirm(task_path: str, ranked: list[dict], backend: Backend, allowed_ops: list[str], cfg: Any) -> list[Verdict]:
+    """The full checks for ``ranked`` (fastest first), one judge job each, until one passes: the verdicts
+    of those checked (the last one the winner when it passed). ``cfg``: the run's timeout and parallelism."""
+    out: list[Verdict] = []
+    for c in ranked:
+        (v,) = verify_all(task_path, [c], backend, allowed_ops, cfg.verify_timeout_s, cfg.verify_parallel,
+                          scope="full")
+        out.append(v)
+        if v.passed:
+            break
+    return out
 
 
 def screen_note(entry: dict) -> dict:

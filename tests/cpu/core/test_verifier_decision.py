@@ -126,6 +126,7 @@ def test_on_a_timing_backend_only_the_would_be_winners_get_the_full_checks(tmp_p
     from tritondx.tools.backends.cuda import CudaBackend
     from tritondx.tools.report.writer import build_report
     from tritondx.tools.verify.records import Verdict
+    from tritondx.tools.verify import staged
     from tritondx.tools.verify.timing import TimedRound
     task = tmp_path / "task.py"
     task.write_text((Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py").read_text())
@@ -149,10 +150,11 @@ def test_on_a_timing_backend_only_the_would_be_winners_get_the_full_checks(tmp_p
                       "r1c3": [1.0, 1.01, 0.99]})
     monkeypatch.setattr(V, "backend_of", lambda s: CudaBackend())
     monkeypatch.setattr(V, "verify_all", fake_verify)
+    monkeypatch.setattr(staged, "verify_all", fake_verify)
     monkeypatch.setattr(V, "time_round", lambda *a, **k: TimedRound(
         result=result, survivors=ids, variants=[{"id": v} for v in ["initial", *ids]]))
     upd = V.verifier_node(dict(state), {"configurable": {"thread_id": "t"}}).update
-    assert calls == [("screen", ids), ("full", ["r1c1", "r1c2"])]
+    assert calls == [("screen", ids), ("full", ["r1c1"]), ("full", ["r1c2"])]   # fastest first, until one passes
     assert upd["best"]["id"] == "r1c2"
     by = {v["id"]: v for v in upd["verifications"]}
     assert by["r1c1"]["klass"] == "mismatch" and by["r1c2"]["scope"] == "full" and by["r1c3"]["scope"] == "screen"
