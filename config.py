@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 ENV_KNOBS = {
     "candidates_per_round": "TRITONDX_CANDIDATES_PER_ROUND",
     "untimed_per_family": "TRITONDX_UNTIMED_PER_FAMILY",
+    "untimed_repeat_families": "TRITONDX_UNTIMED_REPEAT",
     "verify_timeout_s": "TRITONDX_VERIFY_TIMEOUT",
     "verify_parallel": "TRITONDX_VERIFY_PARALLEL",
     "bench_timeout_s": "TRITONDX_BENCH_TIMEOUT",
@@ -36,6 +37,10 @@ class RunConfig(BaseModel):
     untimed_per_family: int = Field(1, description="on a backend that cannot time kernels (the interpreter): "
                                                    "candidates per rewrite family and round (variants that differ "
                                                    "only in tuning values cannot be told apart without timing)")
+    untimed_repeat_families: bool = Field(False, description="on a backend that cannot time kernels: propose a "
+                                                             "family again in a later round after one of its "
+                                                             "candidates passed (its variants differ in tuning "
+                                                             "values, which nothing here can compare)")
     max_rounds_per_tier: int = 2
     target_fraction: float = Field(0.8, description="stop when the best kernel reaches this roofline fraction")
     min_gain: float = Field(1.05, description="a round must improve the best time by this factor to stay in a tier")

@@ -26,13 +26,20 @@ def _context(state: DXState) -> RewriteContext:
     probe = state.get("probe", {})
     tried = {c.get("signature", "") for c in state.get("candidates", [])}
     best = state.get("best") or {}
+    unmeasured = ({c["family"] for c in state.get("candidates", []) if c["id"] == best.get("id")}
+                  if best.get("measured") is False else set())
+    cfg = run_config(state)
+    if not backend_of(state).can_time and not cfg.interactive and not cfg.untimed_repeat_families:
+        # nothing here tells a family's tuning variants apart: one that already passed is not proposed again
+        # (tools/report/closure.py says so: "its last candidate could not be timed on this backend")
+        passed = {v.get("candidate_id", v["id"]) for v in state.get("verifications", []) if v.get("passed")}
+        unmeasured |= {c["family"] for c in state.get("candidates", []) if c["id"] in passed}
     return RewriteContext(
         spec=best_spec(state), original=load_task(state["task_path"]), kernel_class=state.get("kernel_class", "other"),
         findings=findings(state), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
         dtypes=probe.get("dtypes", []), tried=tried, insufficient=set(state.get("insufficient", [])),
-        unmeasured_families={c["family"] for c in state.get("candidates", []) if c["id"] == best.get("id")}
-        if best.get("measured") is False else set(), prefer=set(state.get("force_families") or []),
-        can_time=backend_of(state).can_time, search_budget_s=run_config(state).search_budget_s,
+        unmeasured_families=unmeasured, prefer=set(state.get("force_families") or []),
+        can_time=backend_of(state).can_time, search_budget_s=cfg.search_budget_s,
         compile_fn=_compile_fn(state))
 
 

@@ -134,3 +134,21 @@ def test_crashed_job_leaves_no_temporary_folder(tmp_path, monkeypatch):
     leaked = made.exists()
     shutil.rmtree(made, ignore_errors=True)
     assert not leaked, f"{made} outlived its job"
+
+
+def test_on_an_untimed_backend_a_family_that_passed_is_not_proposed_again(tmp_path):
+    """Nothing on the interpreter tells a family's tuning variants apart, so a family with a candidate that
+    passed in an earlier round is skipped later (the closure says so); a person reviewing candidates, a
+    backend that times, or ``untimed_repeat_families`` gets it again."""
+    from pathlib import Path
+    from tritondx.agents.rewriter import _context
+    task = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
+    state = {"task_path": str(task), "run_dir": str(tmp_path), "backend": "interpreter", "target": "cuda:90",
+             "config": {"backend": "interpreter"}, "findings": [], "best": {"id": "initial", "path": str(task)},
+             "candidates": [{"id": "r1c1", "family": "launch_config", "signature": "a"},
+                            {"id": "r1c2", "family": "fuse_passes", "signature": "b"}],
+             "verifications": [{"id": "r1c1", "candidate_id": "r1c1", "passed": True},
+                               {"id": "r1c2", "candidate_id": "r1c2", "passed": False, "klass": "mismatch"}]}
+    assert _context(state).unmeasured_families == {"launch_config"}   # the rejected family may try again
+    for cfg in ({"untimed_repeat_families": True}, {"interactive": True}):
+        assert _context({**state, "config": {**state["config"], **cfg}}).unmeasured_families == set()
