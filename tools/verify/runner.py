@@ -114,6 +114,8 @@ class Runner:
             from tritondx.tools.backends.interpreter_memcheck import install as memcheck
             memcheck()   # an access outside every tensor argument raises on the call that makes it
         self.cand_path = candidate
+        if hello.get("flip"):   # the judge's device flip (flip.py): device queries answer as on a GPU
+            _load_sibling("fake_gpu").install(candidate)
         spec = importlib.util.spec_from_file_location("candidate", candidate)
         self.mod = importlib.util.module_from_spec(spec)
         sys.modules["candidate"] = self.mod   # triton's JIT looks the module up for globals

@@ -1,0 +1,123 @@
+"""The device flip (trusted side): check the CUDA side of the device-kind tests a candidate adds on a
+verifier device that is not CUDA.
+
+A device-kind test (``if x.is_cuda:``, ``x.device.type == "cuda"``, their negations, ``a if x.is_cuda
+else b``; ``branches.cuda_side``) is constant on one device: on the CPU interpreter its CUDA side never
+runs, so a candidate could be honest there and wrong on a GPU. The judge therefore checks such a
+candidate a second time with every such test it adds replaced by the constant of its CUDA side:
+
+- :func:`flipped_source` rewrites the candidate's *text* here (line numbers kept, so the runner's line
+  trace still names the candidate's lines); the flipped file goes to a runner of its own
+  (``hello["flip"]``). That runner never sees the unflipped source, so candidate code in it cannot
+  undo the flip (a flip done inside the candidate's own process could be undone by the candidate);
+- inside that runner, device queries the CUDA side typically makes answer as on an H200
+  (``fake_gpu.py``, only to calls from the candidate's file); anything else CUDA-only fails there,
+  and the candidate is rejected: its CUDA side was not verified;
+- :func:`flip_cases` picks the flipped cases (every distinct shape and value kind of the plan, the
+  dtypes in turn): ordinary checked cases, labelled ``flipped to the CUDA side``;
+- :func:`credit` marks each flipped side reached by the first flipped case whose line trace ran it;
+  a side no flipped case ran is unreached (an added branch side no checked case reaches).
+
+Nothing here gives the candidate a new power: its own test expressions become constants, and the
+fake answers exist only in its own process; inputs, seeds and the comparison are the judge's as for
+any case. A nested test that tries to tell the flip from a GPU (``if torch.cuda.is_available():``)
+is itself an added branch that must be reached both ways.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from tritondx.tools.verify.cases import FLIPPED_LABEL, BranchCoverage, CheckCase
+from tritondx.tools.verify.shapes import device_kind
+
+
+def flip_branches(branches: list[BranchCoverage], device: str) -> list[BranchCoverage]:
+    """The added device-kind branches whose CUDA side cannot run on ``device`` (none on a CUDA device)."""
+    if device_kind(device) == "cuda":
+        return []
+    return [bc for bc in branches if bc.branch.cuda_side is not None and bc.branch.cuda_side in bc.elsewhere]
+
+
+def _position(key: str) -> tuple[int, int]:
+    """(line, col) of a branch key ``func:line:col``."""
+    _, line, col = key.rsplit(":", 2)
+    return int(line), int(col)
+
+
+def flipped_source(source: str, branches: list[BranchCoverage]) -> str:
+    """``source`` with the test of each branch replaced by the constant of its CUDA side. A one-line
+    test keeps its width (the constant padded with spaces); a test over several lines becomes
+    ``(True`` + its newlines + ``)``: every line keeps its number. Raises ValueError when a branch's
+    node is not found or the result does not parse (then nothing would be verified)."""
+    want = {_position(bc.branch.key): bc.branch.cuda_side for bc in branches}
+    tests = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.If, ast.IfExp)) and (node.lineno, node.col_offset) in want:
+            tests.append((node.test, want.pop((node.lineno, node.col_offset))))
+    if want:
+        raise ValueError(f"no branch at line(s) {sorted(line for line, _ in want)}")
+    lines = [ln.encode() for ln in source.splitlines(keepends=True)]
+    # last first: a replacement never moves the offsets of one still to come
+    for test, side in sorted(tests, key=lambda t: (t[0].lineno, t[0].col_offset), reverse=True):
+        first, last = test.lineno - 1, test.end_lineno - 1
+        span = b"".join(lines[first:last + 1])[test.col_offset:]
+        span_len = len(span) - (len(lines[last]) - test.end_col_offset)
+        const = str(bool(side)).encode()
+        if first == last:
+            new = const.ljust(span_len)
+        else:
+            new = b"(" + const + b"\n" * (last - first) + b")"
+        joined = b"".join(lines[first:last + 1])
+        joined = joined[:test.col_offset] + new + joined[test.col_offset + span_len:]
+        lines[first:last + 1] = joined.splitlines(keepends=True)
+    out = b"".join(lines).decode()
+    if out.count("\n") != source.count("\n"):
+        raise ValueError("the flip moved lines")
+    ast.parse(out)
+    return out
+
+
+def flip_cases(cases: list[CheckCase], dtypes: list[str]) -> list[CheckCase]:
+    """One flipped case per distinct (shape, value kind) of the plan, the dtypes in turn; each reuses
+    its case's seed (the same inputs and reference: made once, see ``judge.CaseData``)."""
+    seen: dict[tuple[str, str], list[CheckCase]] = {}
+    for c in cases:
+        seen.setdefault((repr(c.shape), c.values), []).append(c)
+    out = []
+    for i, group in enumerate(seen.values()):
+        want = dtypes[i % len(dtypes)] if dtypes else group[0].dtype
+        pick = next((c for c in group if c.dtype == want), group[0])
+        out.append(pick.model_copy(update={"flipped": True, "why": f"{pick.why}; device-kind tests flipped"}))
+    return out
+
+
+def cuda_line(bc: BranchCoverage) -> int:
+    """The line whose run shows the CUDA side ran: its arm's first line, else (a conditional
+    expression, a fall-through) the test's own line (under the flip the test is that constant)."""
+    b = bc.branch
+    first = b.true_line if b.cuda_side else b.false_line
+    return first if first is not None else b.line
+
+
+def credit(branches: list[BranchCoverage], lines_by_case: list[tuple[str, set[int]]]) -> list[str]:
+    """Mark each flipped CUDA side reached by the first flipped case (label) whose line trace ran it;
+    return the coverage lines of the sides no flipped case ran (each is then unreached)."""
+    problems = []
+    for bc in branches:
+        side = str(bc.branch.cuda_side).lower()
+        line = cuda_line(bc)
+        by = next((label for label, lines in lines_by_case if line in lines), None)
+        bc.elsewhere = [s for s in bc.elsewhere if s != bc.branch.cuda_side]
+        if by is not None:
+            bc.reached[side] = by
+            bc.note = (f"device-kind test: its {side} side (CUDA) checked here with the device-kind tests "
+                       f"flipped ({by})" + "".join(f"; {p}" for p in bc.note.split("; ")[1:]))
+            if not bc.branch.needs and bc.status == "dead":
+                bc.status = "covered"
+        else:
+            bc.status = "unreached"
+            bc.note = (f"unreached: its {side} side (CUDA) did not run in any case {FLIPPED_LABEL} "
+                       f"(line {line} never ran)")
+            problems.append(bc.line())
+    return problems
