@@ -41,6 +41,7 @@ class Branch(BaseModel):
     true_line: int | None = None   # first line of each arm (for a line trace); None: falls through
     false_line: int | None = None  # an empty else after a body that always leaves: the next statement's line
     cuda_side: bool | None = None  # a device-kind test (``t.is_cuda``): the side that runs on a CUDA device
+    atoms: int = 0                 # device-kind parts of the test (``t.is_cuda and n > 0``: 1); see flip.py
 
 
 def _is_kernel(fn: ast.FunctionDef) -> bool:
@@ -119,6 +120,13 @@ def cuda_side(test: ast.AST) -> bool | None:
     return None
 
 
+def device_atoms(test: ast.AST) -> list[tuple[ast.AST, bool]]:
+    """The device-kind parts of a test (``t.is_cuda``, ``t.device.type == "cuda"``) with their value on a
+    CUDA device: the whole test, or parts of one (``t.is_cuda and n > 0``, ``not t.is_cuda``)."""
+    return [(n, side) for n in ast.walk(test) if isinstance(n, (ast.Attribute, ast.Compare))
+            and (side := cuda_side(n)) is not None]
+
+
 def all_branches(tree: ast.Module) -> list[tuple[ast.FunctionDef, ast.AST]]:
     out = []
     for fn in tree.body:
@@ -162,7 +170,7 @@ def added_branches(original_source: str, candidate_source: str) -> list[Branch]:
         out.append(Branch(key=f"{fn.name}:{node.lineno}:{node.col_offset}", func=fn.name, line=node.lineno,
                           test=test, in_kernel=_is_kernel(fn), needs=needs, why=why,
                           true_line=_first_line(node, "body"), false_line=_false_line(node, nexts[fn.name]),
-                          cuda_side=cuda_side(node.test)))
+                          cuda_side=cuda_side(node.test), atoms=len(device_atoms(node.test))))
     return out
 
 

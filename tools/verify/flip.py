@@ -28,15 +28,26 @@ from __future__ import annotations
 
 import ast
 
+from tritondx.tools.verify.branches import device_atoms
 from tritondx.tools.verify.cases import FLIPPED_LABEL, BranchCoverage, CheckCase
 from tritondx.tools.verify.shapes import device_kind
 
 
 def flip_branches(branches: list[BranchCoverage], device: str) -> list[BranchCoverage]:
-    """The added device-kind branches whose CUDA side cannot run on ``device`` (none on a CUDA device)."""
+    """The added branches whose test has a device-kind part that cannot take its CUDA value on
+    ``device``: device-kind tests whose CUDA side runs only elsewhere, and tests that combine one with
+    other conditions (``if x.is_cuda and n > 0``). None on a CUDA device."""
     if device_kind(device) == "cuda":
         return []
-    return [bc for bc in branches if bc.branch.cuda_side is not None and bc.branch.cuda_side in bc.elsewhere]
+    out = []
+    for bc in branches:
+        b = bc.branch
+        if b.cuda_side is not None:
+            if b.cuda_side in bc.elsewhere:
+                out.append(bc)
+        elif b.atoms:
+            out.append(bc)
+    return out
 
 
 def _position(key: str) -> tuple[int, int]:
@@ -46,30 +57,27 @@ def _position(key: str) -> tuple[int, int]:
 
 
 def flipped_source(source: str, branches: list[BranchCoverage]) -> str:
-    """``source`` with the test of each branch replaced by the constant of its CUDA side. A one-line
-    test keeps its width (the constant padded with spaces); a test over several lines becomes
-    ``(True`` + its newlines + ``)``: every line keeps its number. Raises ValueError when a branch's
-    node is not found or the result does not parse (then nothing would be verified)."""
-    want = {_position(bc.branch.key): bc.branch.cuda_side for bc in branches}
-    tests = []
+    """``source`` with every device-kind part of each branch's test replaced by its value on a CUDA
+    device. A part on one line keeps its width (the constant padded with spaces); one over several
+    lines becomes ``(True`` + its newlines + ``)``: every line keeps its number. Raises ValueError when
+    a branch's node is not found or the result does not parse (then nothing would be verified)."""
+    want = {_position(bc.branch.key) for bc in branches}
+    atoms = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.If, ast.IfExp)) and (node.lineno, node.col_offset) in want:
-            tests.append((node.test, want.pop((node.lineno, node.col_offset))))
+            want.discard((node.lineno, node.col_offset))
+            atoms += device_atoms(node.test)
     if want:
         raise ValueError(f"no branch at line(s) {sorted(line for line, _ in want)}")
     lines = [ln.encode() for ln in source.splitlines(keepends=True)]
     # last first: a replacement never moves the offsets of one still to come
-    for test, side in sorted(tests, key=lambda t: (t[0].lineno, t[0].col_offset), reverse=True):
-        first, last = test.lineno - 1, test.end_lineno - 1
-        span = b"".join(lines[first:last + 1])[test.col_offset:]
-        span_len = len(span) - (len(lines[last]) - test.end_col_offset)
-        const = str(bool(side)).encode()
-        if first == last:
-            new = const.ljust(span_len)
-        else:
-            new = b"(" + const + b"\n" * (last - first) + b")"
+    for atom, side in sorted(atoms, key=lambda t: (t[0].lineno, t[0].col_offset), reverse=True):
+        first, last = atom.lineno - 1, atom.end_lineno - 1
         joined = b"".join(lines[first:last + 1])
-        joined = joined[:test.col_offset] + new + joined[test.col_offset + span_len:]
+        span_len = len(joined) - atom.col_offset - (len(lines[last]) - atom.end_col_offset)
+        const = str(bool(side)).encode()
+        new = const.ljust(span_len) if first == last else b"(" + const + b"\n" * (last - first) + b")"
+        joined = joined[:atom.col_offset] + new + joined[atom.col_offset + span_len:]
         lines[first:last + 1] = joined.splitlines(keepends=True)
     out = b"".join(lines).decode()
     if out.count("\n") != source.count("\n"):
@@ -92,28 +100,40 @@ def flip_cases(cases: list[CheckCase], dtypes: list[str]) -> list[CheckCase]:
     return out
 
 
-def cuda_line(bc: BranchCoverage) -> int:
-    """The line whose run shows the CUDA side ran: its arm's first line, else (a conditional
-    expression, a fall-through) the test's own line (under the flip the test is that constant)."""
+def _side_line(bc: BranchCoverage, side: bool) -> int | None:
     b = bc.branch
-    first = b.true_line if b.cuda_side else b.false_line
-    return first if first is not None else b.line
+    return b.true_line if side else b.false_line
 
 
 def credit(branches: list[BranchCoverage], lines_by_case: list[tuple[str, set[int]]]) -> list[str]:
-    """Mark each flipped CUDA side reached by the first flipped case (label) whose line trace ran it;
-    return the coverage lines of the sides no flipped case ran (each is then unreached)."""
+    """Mark the sides the flipped cases ran (label of the first whose line trace shows the side's first
+    line). A device-kind test's CUDA side must have run (its arm's first line, or for a conditional
+    expression or a fall-through, the test's line: under the flip the test is that constant); the
+    coverage lines of those that did not are returned (each is then unreached). A test that combines a
+    device-kind part with others gains the sides the flipped cases ran."""
     problems = []
     for bc in branches:
-        side = str(bc.branch.cuda_side).lower()
-        line = cuda_line(bc)
+        b = bc.branch
+        if b.cuda_side is None:   # mixed: sides no unflipped case reached, run with the device parts flipped
+            for side in b.needs:
+                line = _side_line(bc, side)
+                by = next((lab for lab, lines in lines_by_case if line in lines), None) if line else None
+                if by is not None and str(side).lower() not in bc.reached:
+                    bc.reached[str(side).lower()] = by
+                    bc.note = (bc.note + "; " if bc.note else "") + \
+                        f"its {str(side).lower()} side reached with the device-kind tests flipped ({by})"
+            if bc.status in ("dead", "unreached") and all(str(s).lower() in bc.reached for s in b.needs):
+                bc.status = "covered"
+            continue
+        side = str(b.cuda_side).lower()
+        line = _side_line(bc, b.cuda_side) or b.line
         by = next((label for label, lines in lines_by_case if line in lines), None)
-        bc.elsewhere = [s for s in bc.elsewhere if s != bc.branch.cuda_side]
+        bc.elsewhere = [s for s in bc.elsewhere if s != b.cuda_side]
         if by is not None:
             bc.reached[side] = by
             bc.note = (f"device-kind test: its {side} side (CUDA) checked here with the device-kind tests "
                        f"flipped ({by})" + "".join(f"; {p}" for p in bc.note.split("; ")[1:]))
-            if not bc.branch.needs and bc.status == "dead":
+            if not b.needs and bc.status == "dead":
                 bc.status = "covered"
         else:
             bc.status = "unreached"
