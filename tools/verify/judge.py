@@ -164,6 +164,7 @@ class Judge:
         self.records: list[dict] = []
         self.lines: set[int] = set()   # candidate lines the runner saw run (untrusted: used against it)
         self.flip_lines: list[tuple[str, set[int]]] = []   # per flipped case: its label, the lines that ran
+        self.spots: set[tuple] = set()   # instruction positions the runner saw run on conditional expressions
         self.cases = cases
         self.data = data or CaseData(self.orig, self.device)
         self.pool = pool
@@ -209,7 +210,8 @@ class Judge:
         if unchecked:
             raise Rejected(*unchecked)
         if self.plan is not None:  # branches the judge could not evaluate: the runner's line trace, against it
-            traced = trace_verdict(self.plan.branches, self.lines, kernel_lines_traced=not self.device.startswith("cuda"))
+            traced = trace_verdict(self.plan.branches, self.lines, kernel_lines_traced=not self.device.startswith("cuda"),
+                                   spots=self.spots)
             if traced:
                 raise Rejected("unchecked_branch", "; ".join(traced[:3])[:600])
         return {"passed": True, "checks": self.records, "ran": self.ran(),
@@ -345,6 +347,8 @@ class Judge:
             diag = ans.get("diag") or {}
             ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}
             self.lines |= ran
+            self.spots |= {tuple(p) for p in diag.get("positions") or []
+                           if isinstance(p, list) and len(p) == 4 and all(isinstance(v, int) for v in p)}
             if case.flipped:
                 self.flip_lines.append((case.label(), ran))
             _check_diag(diag, where, self.allowed)

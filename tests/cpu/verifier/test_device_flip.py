@@ -57,6 +57,12 @@ CHEATS = [
     FlipCase("d06_cuda_side_synchronizes", "exception", ("failed under the device flip", "launch() raised")),
     # a device-kind part of a larger test: its true side was "dead code" for every size on the CPU
     FlipCase("d07_cuda_and_size", "mismatch", ("failed under the device flip",)),
+    # the same detection as d05 in a conditional expression: its sides told apart by instruction positions
+    FlipCase("d08_detects_flip_in_a_ternary", "unchecked_branch",
+             ("x.device.index is None", "true by line trace", "never ran its false side")),
+    FlipCase("d09_device_index_ternary", "unchecked_branch",
+             ("x.device.index is None", "true by line trace", "never ran its false side")),
+    FlipCase("d10_is_available_ternary", "mismatch", ("failed under the device flip",)),
 ]
 HONEST = FlipCase("h01_sm_count_helper", None)
 
