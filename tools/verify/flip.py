@@ -14,14 +14,16 @@ candidate a second time with every such test it adds replaced by the constant of
   (``fake_gpu.py``, only to calls from the candidate's file); anything else CUDA-only fails there,
   and the candidate is rejected: its CUDA side was not verified;
 - :func:`flip_cases` picks the flipped cases (every distinct shape and value kind of the plan, the
-  dtypes in turn): ordinary checked cases, labelled ``flipped to the CUDA side``;
+  dtypes in turn, fresh seeds): ordinary checked cases, labelled ``flipped to the CUDA side``;
 - :func:`credit` marks each flipped side reached by the first flipped case whose line trace ran it;
   a side no flipped case ran is unreached (an added branch side no checked case reaches).
 
 Nothing here gives the candidate a new power: its own test expressions become constants, and the
 fake answers exist only in its own process; inputs, seeds and the comparison are the judge's as for
-any case. A nested test that tries to tell the flip from a GPU (``if torch.cuda.is_available():``)
-is itself an added branch that must be reached both ways.
+any case. A nested test that tries to tell the flip from a GPU (``if x.device.index is None:``) is
+itself an added branch that must be reached both ways (``torch.cuda.is_available()`` is a device-kind
+test: flipped too). A test with a device-kind part (``x.is_cuda and n > 0``) has that part flipped; the
+sides its flipped cases run count as reached.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from __future__ import annotations
 import ast
 
 from tritondx.tools.verify.branches import device_atoms
-from tritondx.tools.verify.cases import FLIPPED_LABEL, BranchCoverage, CheckCase
+from tritondx.tools.verify.cases import FLIPPED_LABEL, BranchCoverage, CheckCase, fresh_seed
 from tritondx.tools.verify.shapes import device_kind
 
 
@@ -87,8 +89,8 @@ def flipped_source(source: str, branches: list[BranchCoverage]) -> str:
 
 
 def flip_cases(cases: list[CheckCase], dtypes: list[str]) -> list[CheckCase]:
-    """One flipped case per distinct (shape, value kind) of the plan, the dtypes in turn; each reuses
-    its case's seed (the same inputs and reference: made once, see ``judge.CaseData``)."""
+    """One flipped case per distinct (shape, value kind) of the plan, the dtypes in turn, each with a
+    fresh seed (nothing the unflipped runner saw or answered is an answer here)."""
     seen: dict[tuple[str, str], list[CheckCase]] = {}
     for c in cases:
         seen.setdefault((repr(c.shape), c.values), []).append(c)
@@ -96,7 +98,8 @@ def flip_cases(cases: list[CheckCase], dtypes: list[str]) -> list[CheckCase]:
     for i, group in enumerate(seen.values()):
         want = dtypes[i % len(dtypes)] if dtypes else group[0].dtype
         pick = next((c for c in group if c.dtype == want), group[0])
-        out.append(pick.model_copy(update={"flipped": True, "why": f"{pick.why}; device-kind tests flipped"}))
+        out.append(pick.model_copy(update={"flipped": True, "seed": fresh_seed(),
+                                           "why": f"{pick.why}; device-kind tests flipped"}))
     return out
 
 

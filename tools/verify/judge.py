@@ -164,6 +164,7 @@ class Judge:
         self.records: list[dict] = []
         self.lines: set[int] = set()   # candidate lines the runner saw run (untrusted: used against it)
         self.flip_lines: list[tuple[str, set[int]]] = []   # per flipped case: its label, the lines that ran
+        self.flipped = 0                 # flipped cases checked (flip.py)
         self.spots: set[tuple] = set()   # instruction positions the runner saw run on conditional expressions
         self.cases = cases
         self.data = data or CaseData(self.orig, self.device)
@@ -276,6 +277,7 @@ class Judge:
         problems = credit(targets, self.flip_lines)
         if problems:
             raise Rejected("unchecked_branch", "; ".join(problems[:3])[:600])
+        self.flipped = len(cases)
         log.info("device_flip", candidate=self.job["candidate"], lines=at, cases=len(cases))
 
     def _new_runner(self, candidate: str, flip: bool = False):
@@ -313,7 +315,9 @@ class Judge:
     def ran(self) -> list[str]:
         return ["values vs reference (judge)", "fresh seeds per call", "kernels-off (all / random subset)",
                 "input mutation", "stale / cached outputs", "launch count", "torch op recorder (all threads)",
-                "timing functions", "output layout"]
+                "timing functions", "output layout"] + \
+            ([f"device flip ({self.flipped} cases with the added device-kind tests at their CUDA value)"]
+             if self.flipped else [])
 
     def _allowed_all(self) -> set[str]:
         return set(ALLOWED_OPS) | self.allowed
