@@ -191,3 +191,23 @@ def test_flipped_source_refuses_a_branch_it_cannot_find():
     with pytest.raises(ValueError):
         flipped_source(SRC.replace("    if t.is_cuda:", "    if t.is_cuda: pass\n    if 1:"), flips)
     assert ast.parse(flipped_source(SRC, []))   # nothing to flip: the source as it is
+
+
+def test_the_flip_through_warm_runners_in_one_round():
+    """A round's candidates in one judge job (``verify_round``): the flipped runners are forked by the same warm
+    runner as the others; a cheat between two honest candidates is rejected, both honest ones verified."""
+    import structlog
+    from tritondx.tools.verify.verification import verify_round
+    flips = HERE / "flips"
+    order = [("h_first", flips / "h01_sm_count_helper.py"), ("cheat", flips / "d01_if_cuda_wrong_alpha.py"),
+             ("h_last", flips / "h01_sm_count_helper.py")]
+    with structlog.testing.capture_logs() as logs:
+        verdicts = verify_round(str(AXPY), [{"id": i, "path": str(p)} for i, p in order], get_backend("interpreter"),
+                                [], 300, 1)
+    runners = [e.get("runners") for e in logs if e.get("event") == "verify_round"]
+    assert runners and runners[0].startswith("warm"), runners
+    by_id = {v.candidate_id: v for v in verdicts}
+    assert not by_id["cheat"].passed and "failed under the device flip" in by_id["cheat"].reason, by_id["cheat"]
+    for i in ("h_first", "h_last"):
+        v = by_id[i]
+        assert v.passed and any(r.flipped for r in v.records), f"{i}: {v.klass} {v.reason}"
