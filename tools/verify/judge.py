@@ -211,8 +211,8 @@ class Judge:
         if unchecked:
             raise Rejected(*unchecked)
         if self.plan is not None:  # branches the judge could not evaluate: the runner's line trace, against it
-            traced = trace_verdict(self.plan.branches, self.lines, kernel_lines_traced=not self.device.startswith("cuda"),
-                                   spots=self.spots)
+            traced = trace_verdict(self.plan.branches, self.lines, spots=self.spots,
+                                   kernel_lines_traced=not self.device.startswith("cuda"))
             if traced:
                 raise Rejected("unchecked_branch", "; ".join(traced[:3])[:600])
         return {"passed": True, "checks": self.records, "ran": self.ran(),
