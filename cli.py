@@ -294,7 +294,10 @@ def verify(
     v = res.verdict
     if v.passed:
         unrun = sum("dead code on this device" in c for c in v.coverage)  # device-kind sides (README)
+        flipped = sum("checked here with the device-kind tests flipped" in c for c in v.coverage)
         typer.echo(f"verified: {candidate} ({v.checks} checks on {v.backend})"
+                   + (f"; {flipped} device-kind branch side(s) of another device checked here with the tests "
+                      f"flipped to their CUDA side" if flipped else "")
                    + (f"; {unrun} device-kind branch side(s) run only on another device and were not checked "
                       f"here" if unrun else ""))
     else:

@@ -9,7 +9,9 @@ from typing import Any
 # a case line of the plan summary (CasePlan.summary):
 # shape (3, 64) dtype float32 seed 756952145: derived: reaches silu_rowsum_kernel:10 True
 # shape (5, 300) dtype float16 values large seed 415138167: value stress: reduction (sum): inputs x100
-CASE_LINE = re.compile(r"^shape (?P<shape>.+?) dtype (?P<dtype>\S+)(?: values (?P<values>\S+))? seed \d+: ")
+# shape (1000,) dtype float32 flipped to the CUDA side seed 222329766: listed in CHECK_SHAPES; device-kind tests flipped
+CASE_LINE = re.compile(r"^shape (?P<shape>.+?) dtype (?P<dtype>\S+)(?: values (?P<values>\S+))?"
+                       r"(?P<flipped> flipped to the CUDA side)? seed \d+: ")
 
 
 def summarize(coverage: list[str]) -> list[str]:
@@ -18,7 +20,7 @@ def summarize(coverage: list[str]) -> list[str]:
     shapes: list[str] = []
     dtypes: list[str] = []
     values: list[str] = []
-    n = 0
+    n = flipped = 0
     rest = []
     for line in coverage:
         m = CASE_LINE.match(line)
@@ -26,6 +28,7 @@ def summarize(coverage: list[str]) -> list[str]:
             rest.append(line)
             continue
         n += 1
+        flipped += bool(m["flipped"])
         for seen, v in ((shapes, m["shape"]), (dtypes, m["dtype"]), (values, m["values"])):
             if v and v not in seen:
                 seen.append(v)
@@ -33,6 +36,7 @@ def summarize(coverage: list[str]) -> list[str]:
         return rest
     head = f"{n} cases: shapes {', '.join(shapes)}; dtypes {', '.join(dtypes)}"
     head += f"; value stress: {', '.join(values)}" if values else "; no value stress"
+    head += f"; {flipped} of them with the added device-kind tests flipped to their CUDA side" if flipped else ""
     return [head] + rest
 
 

@@ -41,6 +41,8 @@ class Branch(BaseModel):
     true_line: int | None = None   # first line of each arm (for a line trace); None: falls through
     false_line: int | None = None  # an empty else after a body that always leaves: the next statement's line
     cuda_side: bool | None = None  # a device-kind test (``t.is_cuda``): the side that runs on a CUDA device
+    atoms: int = 0                 # device-kind parts of the test (``t.is_cuda and n > 0``: 1); see flip.py
+    arms: list[list[int]] = []     # a conditional expression: (line, col, end line, end col) of each arm
 
 
 def _is_kernel(fn: ast.FunctionDef) -> bool:
@@ -102,13 +104,17 @@ def _device_type(node: ast.AST) -> bool:
 
 
 def cuda_side(test: ast.AST) -> bool | None:
-    """The side of a device-kind test that runs on a CUDA device: ``t.is_cuda`` and ``t.device.type ==
-    "cuda"`` -> True, their negations -> False; None for any other test. Such a test is constant on one
-    device (every input a case gets lives on the verifier's device): no input reaches its other side there."""
+    """The side of a device-kind test that runs on a CUDA device: ``t.is_cuda``, ``t.device.type ==
+    "cuda"`` and ``torch.cuda.is_available()`` -> True, their negations -> False; None for any other
+    test. Such a test is constant on one device (every input a case gets lives on the verifier's device,
+    a CUDA verifier runs where CUDA is available): no input reaches its other side there."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = cuda_side(test.operand)
         return None if inner is None else not inner
     if isinstance(test, ast.Attribute) and test.attr == "is_cuda" and isinstance(test.value, ast.Name):
+        return True
+    if isinstance(test, ast.Call) and not test.args and not test.keywords \
+            and (dotted(test.func) or "").endswith("cuda.is_available"):
         return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         a, b = test.left, test.comparators[0]
@@ -117,6 +123,17 @@ def cuda_side(test: ast.AST) -> bool | None:
         if _device_type(a) and isinstance(b, ast.Constant) and b.value == "cuda":
             return isinstance(test.ops[0], ast.Eq)
     return None
+
+
+def device_atoms(test: ast.AST) -> list[tuple[ast.AST, bool]]:
+    """The device-kind parts of a test (``t.is_cuda``, ``t.device.type == "cuda"``) with their value on a
+    CUDA device: the whole test, or parts of one (``t.is_cuda and n > 0``, ``not t.is_cuda``)."""
+    return [(n, side) for n in ast.walk(test) if isinstance(n, (ast.Attribute, ast.Compare, ast.Call))
+            and (side := cuda_side(n)) is not None]
+
+
+def _span(node: ast.AST) -> list[int]:
+    return [node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0]
 
 
 def all_branches(tree: ast.Module) -> list[tuple[ast.FunctionDef, ast.AST]]:
@@ -162,7 +179,8 @@ def added_branches(original_source: str, candidate_source: str) -> list[Branch]:
         out.append(Branch(key=f"{fn.name}:{node.lineno}:{node.col_offset}", func=fn.name, line=node.lineno,
                           test=test, in_kernel=_is_kernel(fn), needs=needs, why=why,
                           true_line=_first_line(node, "body"), false_line=_false_line(node, nexts[fn.name]),
-                          cuda_side=cuda_side(node.test)))
+                          cuda_side=cuda_side(node.test), atoms=len(device_atoms(node.test)),
+                          arms=[_span(node.body), _span(node.orelse)] if isinstance(node, ast.IfExp) else []))
     return out
 
 

@@ -35,6 +35,8 @@ MAX_BRANCH_SHAPES = 6
 #: sizes up to this many elements get real CPU inputs for the launcher's evaluation; larger ones meta
 #: tensors (free at any size, but the first costs ~3 s of imports)
 REAL_INPUTS_CAP = 1 << 16
+#: how a case run with the device-kind tests flipped to their CUDA side is labelled (flip.py)
+FLIPPED_LABEL = "flipped to the CUDA side"
 #: the same for the many sizes of the branch search (evaluated only, on the inputs' model: shapes.InputModel)
 POOL_REAL_INPUTS_CAP = 0
 
@@ -45,10 +47,11 @@ class CheckCase(BaseModel):
     seed: int
     values: str = "normal"           # normal | large | tiny | huge | prefilled
     why: str
+    flipped: bool = False            # run with the device-kind tests the candidate adds flipped (flip.py)
 
     def label(self) -> str:
         v = "" if self.values == "normal" else f" values {self.values}"
-        return f"shape {self.shape} dtype {self.dtype}{v}"
+        return f"shape {self.shape} dtype {self.dtype}{v}" + (f" {FLIPPED_LABEL}" if self.flipped else "")
 
 
 class DroppedCase(BaseModel):
@@ -63,6 +66,7 @@ class BranchCoverage(BaseModel):
     reached: dict[str, str] = Field(default_factory=dict)   # "true"/"false" -> label of the first case
     status: Literal["covered", "unreached", "dynamic", "dead"] = "unreached"
     note: str = ""
+    elsewhere: list[bool] = Field(default_factory=list)   # device-kind sides that run only on another device
 
     def line(self) -> str:
         b = self.branch
@@ -439,6 +443,7 @@ def device_sides(bc: BranchCoverage, device: str) -> None:
     here = b.cuda_side if sh.device_kind(device) == "cuda" else not b.cuda_side
     other = [s for s in b.needs if s != here]
     b.needs = [s for s in b.needs if s == here]
+    bc.elsewhere = other
     if other:
         where = "a CUDA device" if sh.device_kind(device) != "cuda" else "a non-CUDA device"
         bc.note = (f"device-kind test: its {str(other[0]).lower()} side runs only on {where}, never on {device} "

@@ -45,9 +45,19 @@ class LineTracer:
         threading.settrace(self._old)  # type: ignore[arg-type]
 
 
-def trace_verdict(branches: list[BranchCoverage], lines: set[int], kernel_lines_traced: bool) -> list[str]:
+def _arm_ran(arm: list[int], spots: set[tuple]) -> bool:
+    """Whether an instruction that lies wholly inside ``arm`` (line, col, end line, end col) ran."""
+    start, end = (arm[0], arm[1]), (arm[2], arm[3])
+    return any(start <= (s[0], s[1]) and (s[2], s[3]) <= end for s in spots)
+
+
+def trace_verdict(branches: list[BranchCoverage], lines: set[int], kernel_lines_traced: bool,
+                  spots: set[tuple] | None = None) -> list[str]:
     """Problems the trace shows for branches the judge could not evaluate (status ``dynamic``): a
-    needed side whose first line never ran. Each line also updates the branch's record."""
+    needed side whose first line never ran. A conditional expression has no line per side: its sides
+    are told apart by ``spots``, the positions of the instructions that ran on its lines (when neither
+    arm shows any, the positions say nothing: its line must have run). Each line also updates the
+    branch's record."""
     problems = []
     for bc in branches:
         if bc.status != "dynamic":
@@ -57,7 +67,14 @@ def trace_verdict(branches: list[BranchCoverage], lines: set[int], kernel_lines_
             bc.note += "; no kernel line trace on this backend"
             continue
         unseen = []
+        arms = [_arm_ran(a, spots) for a in b.arms] if b.arms and spots is not None else []
         for side, first in ((True, b.true_line), (False, b.false_line)):
+            if any(arms):   # a conditional expression whose instruction positions show its sides
+                if arms[0 if side else 1]:
+                    bc.reached.setdefault(str(side).lower(), "line trace")
+                elif side in b.needs:
+                    unseen.append("true" if side else "false")
+                continue
             if side not in b.needs:
                 continue
             if first is None:   # no line of its own (a fall-through, a conditional expression):

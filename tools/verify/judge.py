@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,6 +36,7 @@ from tritondx.tools.task.module import as_tuple, load_module, tolerance, to_dtyp
 from tritondx.tools.verify import seal
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
 from tritondx.tools.verify.contract import OriginalContract
+from tritondx.tools.verify.flip import credit, flip_branches, flip_cases, flipped_source
 from tritondx.tools.verify.coverage import trace_verdict
 from tritondx.tools.verify.compare import compare, is_constant, unchanged
 from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
@@ -161,6 +163,9 @@ class Judge:
         self.rng = random.Random(secrets.randbits(64))
         self.records: list[dict] = []
         self.lines: set[int] = set()   # candidate lines the runner saw run (untrusted: used against it)
+        self.flip_lines: list[tuple[str, set[int]]] = []   # per flipped case: its label, the lines that ran
+        self.flipped = 0                 # flipped cases checked (flip.py)
+        self.spots: set[tuple] = set()   # instruction positions the runner saw run on conditional expressions
         self.cases = cases
         self.data = data or CaseData(self.orig, self.device)
         self.pool = pool
@@ -185,9 +190,41 @@ class Judge:
         own_contract = self.contract is None
         if own_contract:
             self.contract = OriginalContract(self.job["task"], self.orig, self.device, [os.getcwd()])
+        try:
+            self._check(cases, self.job["candidate"])
+            if self.plan is not None:   # the CUDA side of added device-kind tests, on a non-CUDA device
+                unchecked = self.plan.rejection()
+                if unchecked:   # rejected anyway: no flipped cases to run
+                    raise Rejected(*unchecked)
+                self._flipped()
+        finally:
+            if own_contract:
+                self.contract.close()
+        evidence = self.evidence
+        streamed = sorted({op for op in evidence if op} - self._allowed_all())
+        if any(op.startswith(HOST_READ_PREFIX) for op in streamed):
+            raise Rejected("host_compute", f"the recorder streamed host reads of tensor data {streamed[:6]}")
+        if streamed:
+            raise Rejected("torch_compute", f"the recorder streamed torch compute ops {streamed[:6]} "
+                                            "(outputs must come from Triton kernels)")
+        # every case passed; an added branch side no case reached still leaves code unchecked
+        unchecked = self.plan.rejection() if self.plan is not None else None
+        if unchecked:
+            raise Rejected(*unchecked)
+        if self.plan is not None:  # branches the judge could not evaluate: the runner's line trace, against it
+            traced = trace_verdict(self.plan.branches, self.lines, spots=self.spots,
+                                   kernel_lines_traced=not self.device.startswith("cuda"))
+            if traced:
+                raise Rejected("unchecked_branch", "; ".join(traced[:3])[:600])
+        return {"passed": True, "checks": self.records, "ran": self.ran(),
+                "coverage": self.plan.summary() if self.plan is not None else [],
+                "scope": self.plan.scope if self.plan is not None else "full"}
+
+    def _check(self, cases: list, candidate: str, flip: bool = False) -> None:
+        """Every case on one runner of ``candidate`` (``flip``: the flipped source, see flip.py)."""
         runner = zygote = None
         try:
-            runner, zygote = self._new_runner()
+            runner, zygote = self._new_runner(candidate, flip)
             self._hello(runner.hello)
             groups: dict[tuple, list] = {}
             for c in cases:
@@ -206,7 +243,7 @@ class Judge:
                     if died:   # the candidate's runner ended on a case the original fails too: a fresh one
                         self.evidence += runner.close()
                         self._release(zygote)
-                        runner, zygote = self._new_runner()
+                        runner, zygote = self._new_runner(candidate, flip)
                         self._hello(runner.hello)
                     else:
                         runner.reset()
@@ -216,34 +253,42 @@ class Judge:
             if runner is not None:
                 self.evidence += runner.close()
                 self._release(zygote)
-            if own_contract:
-                self.contract.close()
-        evidence = self.evidence
-        streamed = sorted({op for op in evidence if op} - self._allowed_all())
-        if any(op.startswith(HOST_READ_PREFIX) for op in streamed):
-            raise Rejected("host_compute", f"the recorder streamed host reads of tensor data {streamed[:6]}")
-        if streamed:
-            raise Rejected("torch_compute", f"the recorder streamed torch compute ops {streamed[:6]} "
-                                            "(outputs must come from Triton kernels)")
-        # every case passed; an added branch side no case reached still leaves code unchecked
-        unchecked = self.plan.rejection() if self.plan is not None else None
-        if unchecked:
-            raise Rejected(*unchecked)
-        if self.plan is not None:  # branches the judge could not evaluate: the runner's line trace, against it
-            traced = trace_verdict(self.plan.branches, self.lines, kernel_lines_traced=not self.device.startswith("cuda"))
-            if traced:
-                raise Rejected("unchecked_branch", "; ".join(traced[:3])[:600])
-        return {"passed": True, "checks": self.records, "ran": self.ran(),
-                "coverage": self.plan.summary() if self.plan is not None else [],
-                "scope": self.plan.scope if self.plan is not None else "full"}
 
-    def _new_runner(self):
+    def _flipped(self) -> None:
+        """The device flip (flip.py): the added device-kind tests as constants of their CUDA side, on a
+        runner of their own, over the flipped cases; each CUDA side must run in one of them."""
+        targets = flip_branches(self.plan.branches, self.device)
+        if not targets:
+            return
+        at = ", ".join(str(bc.branch.line) for bc in targets)
+        try:
+            source = flipped_source(Path(self.job["candidate"]).read_text(), targets)
+        except (ValueError, SyntaxError) as exc:
+            raise Rejected("unchecked_branch", f"the device-kind test(s) at line(s) {at} could not be flipped "
+                                               f"to their CUDA side ({exc}): that side is not verified") from None
+        cases = flip_cases(self.plan.cases, list(dict.fromkeys(c.dtype for c in self.plan.cases)))
+        self.plan.cases += cases
+        with tempfile.TemporaryDirectory(prefix="tritondx-judge-flip-") as d:
+            path = Path(d) / "candidate.py"
+            path.write_text(source)
+            try:
+                self._check(cases, str(path), flip=True)
+            except Rejected as exc:
+                raise Rejected(exc.klass, f"the CUDA side of the device-kind test(s) at line(s) {at} failed under "
+                                          f"the device flip: {exc.reason}") from None
+        problems = credit(targets, self.flip_lines)
+        if problems:
+            raise Rejected("unchecked_branch", "; ".join(problems[:3])[:600])
+        self.flipped = len(cases)
+        log.info("device_flip", candidate=self.job["candidate"], lines=at, cases=len(cases))
+
+    def _new_runner(self, candidate: str, flip: bool = False):
         try:
             if self.pool is not None:
-                runner, zygote = self.pool.runner(self.job["candidate"], sorted(self.allowed))
+                runner, zygote = self.pool.runner(candidate, sorted(self.allowed), flip=flip)
             else:
-                runner, zygote = RunnerProcess(self.job["candidate"], self.device, sorted(self.allowed),
-                                               hide=[os.getcwd()]), None
+                runner, zygote = RunnerProcess(candidate, self.device, sorted(self.allowed),
+                                               hide=[os.getcwd()], flip=flip), None
         except RunnerDied as exc:
             raise Rejected(exc.kind, exc.message) from None
         self.runner = runner
@@ -272,7 +317,9 @@ class Judge:
     def ran(self) -> list[str]:
         return ["values vs reference (judge)", "fresh seeds per call", "kernels-off (all / random subset)",
                 "input mutation", "stale / cached outputs", "launch count", "torch op recorder (all threads)",
-                "timing functions", "output layout"]
+                "timing functions", "output layout"] + \
+            ([f"device flip ({self.flipped} cases with the added device-kind tests at their CUDA value)"]
+             if self.flipped else [])
 
     def _allowed_all(self) -> set[str]:
         return set(ALLOWED_OPS) | self.allowed
@@ -304,7 +351,12 @@ class Judge:
             if off is None:
                 off = runner.call(list(inputs), mask, skip_rest=mode == "all")
             diag = ans.get("diag") or {}
-            self.lines.update(x for x in diag.get("lines") or [] if isinstance(x, int))
+            ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}
+            self.lines |= ran
+            self.spots |= {tuple(p) for p in diag.get("positions") or []
+                           if isinstance(p, list) and len(p) == 4 and all(isinstance(v, int) for v in p)}
+            if case.flipped:
+                self.flip_lines.append((case.label(), ran))
             _check_diag(diag, where, self.allowed)
             for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
                 if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape

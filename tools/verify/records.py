@@ -17,6 +17,7 @@ class CheckRecord(BaseModel):
     why: str = ""
     launches: int = 0              # reported by the (untrusted) runner: diagnostics only
     kernels_off: str = ""          # "all" / "partial" when this case also had a kernels-off call
+    flipped: bool = False          # run with the added device-kind tests flipped to their CUDA side (flip.py)
 
 
 class Verdict(BaseModel):

@@ -62,12 +62,42 @@ def _first_line(exc: BaseException) -> str:
 
 
 
+def _ifexp_lines(source: str) -> frozenset:
+    """Lines of the conditional expressions in ``source`` (whose sides no line event tells apart)."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return frozenset()
+    return frozenset(ln for n in ast.walk(tree) if isinstance(n, ast.IfExp)
+                     for ln in range(n.lineno, (n.end_lineno or n.lineno) + 1))
+
+
+#: most instruction positions one call reports (distinct ones: bounded by the code's size anyway)
+MAX_SPOTS = 4096
+
+
 @contextlib.contextmanager
-def _line_trace(path: str, lines: set):
-    """Record the line numbers of ``path`` that run (all threads) while the block runs."""
+def _line_trace(path: str, lines: set, spots: set | None = None, watch: frozenset = frozenset()):
+    """Record the line numbers of ``path`` that run (all threads) while the block runs; on the lines in
+    ``watch`` also the positions (line, col, end line, end col) of the instructions that run, which tell
+    the two sides of a conditional expression apart."""
+    positions: dict = {}
+
     def local(frame, event, arg):
         if event == "line":
             lines.add(frame.f_lineno)
+            if watch:
+                frame.f_trace_opcodes = frame.f_lineno in watch
+        elif event == "opcode" and spots is not None and len(spots) < MAX_SPOTS:
+            code = frame.f_code
+            table = positions.get(code)
+            if table is None:
+                table = positions[code] = list(code.co_positions())
+            i = frame.f_lasti // 2
+            if 0 <= i < len(table) and None not in table[i]:
+                line, end_line, col, end_col = table[i]
+                spots.add((line, col, end_line, end_col))
         return local
 
     def glob(frame, event, arg):
@@ -114,6 +144,10 @@ class Runner:
             from tritondx.tools.backends.interpreter_memcheck import install as memcheck
             memcheck()   # an access outside every tensor argument raises on the call that makes it
         self.cand_path = candidate
+        with open(candidate) as f:
+            self.watch = _ifexp_lines(f.read())
+        if hello.get("flip"):   # the judge's device flip (flip.py): device queries answer as on a GPU
+            _load_sibling("fake_gpu").install(candidate)
         spec = importlib.util.spec_from_file_location("candidate", candidate)
         self.mod = importlib.util.module_from_spec(spec)
         sys.modules["candidate"] = self.mod   # triton's JIT looks the module up for globals
@@ -132,13 +166,15 @@ class Runner:
                 torch.cuda.synchronize()
                 torch.cuda.profiler.start()
             lines: set[int] = set()
+            spots: set[tuple] = set()
             with guard.watch(poison=not profile, skip_kernels=skip_rest, skip_mask=tuple(skip_mask)), \
-                    _line_trace(self.cand_path, lines):
+                    _line_trace(self.cand_path, lines, spots, self.watch):
                 out = self.mod.launch(*args)
                 outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
             # lines of the candidate file that ran (under the interpreter kernel bodies too): the judge
             # uses them only against the candidate (a branch side it could not evaluate that never ran)
             diag["lines"] = sorted(lines)
+            diag["positions"] = sorted(list(p) for p in spots)   # (line, col, end line, end col) ran
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()
             if profile:

@@ -98,17 +98,23 @@ def _namespaces(iso: Isolation) -> list[str]:
     return list(iso.prefix)
 
 
+def runner_hello(device: str, allowed_ops: list[str], source: str, flip: bool) -> dict[str, Any]:
+    """A runner's first message: its device, the ops it may call, the candidate's source, whether flipped."""
+    return {"device": device, "allowed_ops": allowed_ops, "source": source, **({"flip": True} if flip else {})}
+
+
 class RunnerProcess:
     """One candidate runner for the whole judge job (started once, not per shape)."""
 
     def __init__(self, candidate: str | None, device: str, allowed_ops: list[str], hide: list[str],
                  answer_cap: int = 1 << 34, wrap: list[str] | None = None, script: Path = RUNNER_PY,
-                 extra_fds: tuple[int, ...] = (), hello: dict[str, Any] | None = None) -> None:
+                 extra_fds: tuple[int, ...] = (), hello: dict[str, Any] | None = None, flip: bool = False) -> None:
         """``wrap``: a command put in front of the runner (ncu). A wrapped runner gets no namespaces:
         a profiler's injected threads make ``unshare`` of a user namespace fail (EINVAL, seen with
         ncu 2025.3 on the H200); it keeps the scrubbed environment, its private folder and the
         parent-death signal. ``script``, ``extra_fds``, ``hello``: what a warm runner (``warm.py``)
-        starts instead: its script, descriptors it gets after the three pipes, its first message."""
+        starts instead: its script, descriptors it gets after the three pipes, its first message.
+        ``flip``: the candidate is the judge's flipped source (``flip.py``): device queries answer as on a GPU."""
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
         self.source = Path(candidate).read_text() if candidate else ""
         self.answer_cap = answer_cap
@@ -153,7 +159,7 @@ class RunnerProcess:
         self.evidence: list[str] = []
         self._ev = threading.Thread(target=self._drain, args=(ev_r,), daemon=True)
         self._ev.start()
-        self.hello = self._ask(hello or {"device": device, "allowed_ops": allowed_ops, "source": self.source})
+        self.hello = self._ask(hello or runner_hello(device, allowed_ops, self.source, flip))
 
     def _drain(self, fd: int) -> None:
         buf = b""

@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess
+from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, runner_hello
 
 log = structlog.get_logger(__name__)
 
@@ -71,8 +71,9 @@ class Zygote:
             line, self._buf = self._buf.split(b"\n", 1)
             return json.loads(line)
 
-    def fork(self, candidate: str, allowed_ops: list[str], answer_cap: int = 1 << 34) -> "ForkedRunner":
-        return ForkedRunner(self, candidate, allowed_ops, answer_cap)
+    def fork(self, candidate: str, allowed_ops: list[str], answer_cap: int = 1 << 34,
+             flip: bool = False) -> "ForkedRunner":
+        return ForkedRunner(self, candidate, allowed_ops, answer_cap, flip)
 
     def close(self) -> None:
         try:
@@ -84,7 +85,8 @@ class Zygote:
 class ForkedRunner(RunnerProcess):
     """A runner forked by a ``Zygote``: the same protocol and answers as a cold ``RunnerProcess``."""
 
-    def __init__(self, zygote: Zygote, candidate: str, allowed_ops: list[str], answer_cap: int) -> None:
+    def __init__(self, zygote: Zygote, candidate: str, allowed_ops: list[str], answer_cap: int,
+                 flip: bool = False) -> None:
         self.zygote = zygote
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
         self.source = Path(candidate).read_text()
@@ -117,7 +119,7 @@ class ForkedRunner(RunnerProcess):
         if not self.pid:
             self.req.close()
             raise RunnerDied("error", f"the warm runner did not fork: {reply.get('error', reply)}")
-        self.hello = self._ask({"device": zygote.device, "allowed_ops": allowed_ops, "source": self.source})
+        self.hello = self._ask(runner_hello(zygote.device, allowed_ops, self.source, flip))
 
     def _end(self, op: str, timeout: float) -> int | None:
         if self.rc is None:
@@ -191,20 +193,21 @@ class RunnerPool:
     def warm(self) -> bool:
         return self.forked > 0
 
-    def runner(self, candidate: str, allowed_ops: list[str]) -> tuple[RunnerProcess, Zygote | None]:
-        """A runner for ``candidate`` and the zygote it came from (give it back with ``release``)."""
+    def runner(self, candidate: str, allowed_ops: list[str], flip: bool = False) -> tuple[RunnerProcess, Zygote | None]:
+        """A runner for ``candidate`` and the zygote it came from (give it back with ``release``);
+        ``flip``: see ``RunnerProcess``."""
         with self.lock:
             z = self.free.pop() if self.free else None
         if z is None:
-            return RunnerProcess(candidate, self.device, allowed_ops, hide=self.hide), None
+            return RunnerProcess(candidate, self.device, allowed_ops, hide=self.hide, flip=flip), None
         try:
-            runner = z.fork(candidate, allowed_ops)
+            runner = z.fork(candidate, allowed_ops, flip=flip)
             self.forked += 1
             return runner, z
         except ZygoteEnded as exc:
             z.close()
             log.info("warm_runner_ended", why=exc.message)
-            return RunnerProcess(candidate, self.device, allowed_ops, hide=self.hide), None
+            return RunnerProcess(candidate, self.device, allowed_ops, hide=self.hide, flip=flip), None
         except BaseException:
             self.release(z)
             raise

@@ -248,7 +248,7 @@ def _preload() -> None:
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
-    for name in ("guard", "wire"):
+    for name in ("guard", "wire", "fake_gpu"):
         mod._load_sibling(name)
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         import triton.runtime.interpreter  # noqa: F401

@@ -58,10 +58,10 @@ def test_a_missing_candidate_is_one_line_exit_2(tmp_path):
         r.stderr
 
 
-def test_a_device_kind_side_not_checked_here_is_said_on_the_verdict_line(tmp_path):
-    """A candidate that branches on ``x.is_cuda`` is verified on the CPU for its CPU side only (the CUDA side
-    is dead code on this device: here it is even wrong, alpha 0). The verdict line says so, not just the
-    coverage lines below it."""
+def test_a_wrong_cuda_side_is_rejected_on_the_cpu_by_the_device_flip(tmp_path):
+    """A candidate that branches on ``x.is_cuda`` (here its CUDA side is wrong, alpha 0) is checked on the CPU
+    with that test flipped to its CUDA side (tools/verify/flip.py): rejected, exit 1, the reason naming the
+    flip. Before the flip it was verified with a note that its CUDA side was not checked."""
     src = AXPY.read_text().replace("    axpy_kernel[grid](x, y, out, n, 2.5, BLOCK=BLOCK, num_warps=1)",
                                    "    alpha = 0.0 if x.is_cuda else 2.5\n"
                                    "    axpy_kernel[grid](x, y, out, n, alpha, BLOCK=BLOCK, num_warps=1)")
@@ -69,6 +69,17 @@ def test_a_device_kind_side_not_checked_here_is_said_on_the_verdict_line(tmp_pat
     cand = tmp_path / "cuda_side_wrong.py"
     cand.write_text(src)
     r = _cli(str(AXPY), str(cand))
+    assert r.returncode == 1, r.stdout + r.stderr
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("rejected:") and "mismatch: the CUDA side of the device-kind test(s) at line(s) 31 " \
+        "failed under the device flip" in first, first
+
+
+def test_a_cuda_side_checked_flipped_is_said_on_the_verdict_line():
+    r = _cli(str(AXPY), str(HERE / "flips" / "h01_sm_count_helper.py"))
     assert r.returncode == 0, r.stdout + r.stderr
     first = r.stdout.splitlines()[0]
-    assert first.startswith("verified:") and "1 device-kind branch side(s) run only on another device" in first, first
+    assert first.startswith("verified:") and "2 device-kind branch side(s) of another device checked here" in first \
+        and "not checked" not in first, first
+    assert any("with the added device-kind tests flipped to their CUDA side" in ln for ln in r.stdout.splitlines()), \
+        r.stdout

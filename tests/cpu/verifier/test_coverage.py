@@ -94,3 +94,35 @@ def test_device_kind_branch_side_must_run(tmp_path):
     gpu = _device_branches("cuda:0")
     trace_verdict([gpu["sms"]], t.lines, kernel_lines_traced=False)
     assert gpu["sms"].status == "unreached"
+
+
+TERNARY = "def f(n):\n    a = 1 if n > 3 else 2\n    return a\n"
+
+
+def test_ternary_sides_are_told_apart_by_the_positions_that_ran(tmp_path):
+    """One line holds both sides of a conditional expression: the runner's trace also records the positions
+    of the instructions run on such lines, and a side none of whose instructions ran is unreached."""
+    from tritondx.tools.verify.branches import added_branches
+    from tritondx.tools.verify.runner import _ifexp_lines, _line_trace
+    p = tmp_path / "tern.py"
+    p.write_text(TERNARY)
+    spec = importlib.util.spec_from_file_location("tern_mod", p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    (b,) = added_branches("", TERNARY)
+    assert b.arms == [[2, 8, 2, 9], [2, 24, 2, 25]]
+
+    def verdict(*ns):
+        lines, spots = set(), set()
+        with _line_trace(str(p), lines, spots, _ifexp_lines(TERNARY)):
+            for n in ns:
+                mod.f(n)
+        bc = BranchCoverage(branch=b.model_copy(deep=True), status="dynamic")
+        return bc, trace_verdict([bc], lines, kernel_lines_traced=True, spots=spots)
+
+    bc, problems = verdict(1)
+    assert bc.status == "unreached" and "never ran its true side" in problems[0]
+    bc, problems = verdict(9, 1)
+    assert problems == [] and bc.reached == {"true": "line trace", "false": "line trace"}
+    # without positions only the line shows (the old rule): it ran
+    assert trace_verdict([BranchCoverage(branch=b, status="dynamic")], {2}, kernel_lines_traced=True) == []
