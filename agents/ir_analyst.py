@@ -7,10 +7,24 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from tritondx.agents.common import best_path, dump, logger, run_config, run_dir
+from tritondx.agents.common import backend_of, best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence.analysis import analyze_tier
+from tritondx.tools.evidence.records import TIERS
 from tritondx.tools.run.phases import Phases
+
+
+def compiler_follows(state: DXState, goto: str) -> bool:
+    """Whether the compiler tier is expected to analyze the same kernel right after this tier: it comes
+    next in the graph (diagnose, all tiers), or the backend cannot time kernels (the verifier then
+    escalates after every round, the best staying what it was) and the round budget leaves a round
+    after this tier's. Then this tier's capture also dumps every pass, for the compiler tier to reuse."""
+    cfg = run_config(state)
+    if cfg.stop_after_tier in TIERS and TIERS.index(cfg.stop_after_tier) < TIERS.index("compiler"):
+        return False
+    if goto == "compiler_expert":
+        return True
+    return not backend_of(state).can_time and state.get("round", 0) + 1 < cfg.max_rounds
 
 
 def ir_analyst_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "compiler_expert"]]:
@@ -19,7 +33,7 @@ def ir_analyst_node(state: DXState, config: RunnableConfig) -> Command[Literal["
     goto = "compiler_expert" if cfg.mode == "diagnose" or cfg.all_tiers else "rewriter"
     ph = Phases()
     found, artifacts, note = analyze_tier("ir", best_path(state), state["target"], run_dir(state),
-                                          state.get("round", 0), phases=ph)
+                                          state.get("round", 0), phases=ph, passes_ahead=compiler_follows(state, goto))
     for f in found:  # the version the evidence was read from
         f.subject = (state.get("best") or {}).get("id") or "initial"
     log.info("ir_analyzed", findings=len(found), target=state["target"], note=note)

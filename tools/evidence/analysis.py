@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -45,22 +47,73 @@ def attribute_sources(found: list[Finding], kernels: list[KernelIR]) -> None:
             f.source_line, f.source_text = line, k.source_text(line)
 
 
+#: stages only the compiler tier reads: an IR-tier capture that made them ahead of it shows them to no IR detector
+COMPILER_STAGES = ("passes",)
+
+
+def reusable_capture(ir_dir: Path, task_path: str, target: str) -> Path | None:
+    """An earlier capture folder of this run (``ir_dir/*``) made with the per-pass dumps, of the same source
+    (sha256), target, shape and config as a capture of ``task_path`` now: compiling again would give the
+    same files. None when there is none."""
+    sha = hashlib.sha256(Path(task_path).read_bytes()).hexdigest()
+    for m in sorted(ir_dir.glob("*/manifest.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            man = json.loads(m.read_text())
+        except (OSError, ValueError):
+            continue
+        if man.get("per_pass") is True and man.get("source_sha256") == sha and man.get("target") == target \
+                and man.get("requested_shape") is None and man.get("config_index", 0) == 0 and man.get("launches"):
+            return m.parent
+    return None
+
+
+def copy_capture(src: Path, out_dir: Path) -> dict[str, Any]:
+    """The capture in ``src`` as this tier's own folder ``out_dir`` (files copied, the manifest's paths
+    moved): every tier keeps its artifacts under its own name."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    man = json.loads((src / "manifest.json").read_text())
+    for rec in man["launches"]:
+        for stage, path in list(rec.get("stages", {}).items()):
+            dest = out_dir / Path(path).name
+            shutil.copyfile(path, dest)
+            rec["stages"][stage] = str(dest)
+    (out_dir / "manifest.json").write_text(json.dumps(man, indent=1, default=str))
+    return man
+
+
+def _capture(tier: Tier, task_path: str, target: str, run_dir: Path, out_dir: Path,
+             passes_ahead: bool) -> tuple[dict[str, Any] | None, str]:
+    if tier == "compiler":
+        earlier = reusable_capture(run_dir / "ir", task_path, target)
+        if earlier is not None:
+            return copy_capture(earlier, out_dir), ""
+    return capture_ir(task_path, out_dir, target, per_pass=(tier == "compiler") or passes_ahead)
+
+
 def analyze_tier(tier: Tier, task_path: str, target: str, run_dir: Path, round_: int,
-                 sm_count: int | None = None, phases: Phases | None = None) -> tuple[list[Finding], dict[str, Any], str]:
+                 sm_count: int | None = None, phases: Phases | None = None,
+                 passes_ahead: bool = False) -> tuple[list[Finding], dict[str, Any], str]:
     """(findings, artifacts by name, note). The note says why nothing was found, if so. ``phases``:
-    where the capture job's seconds are added (``ir_compile``)."""
+    where the capture job's seconds are added (``ir_compile``). ``passes_ahead``: the compiler tier is
+    expected to analyze this same kernel next: this capture also dumps every pass (about 1 s more for 3
+    kernels), which no detector of this tier sees, and the compiler tier reuses it instead of compiling
+    the same source again (``reusable_capture``)."""
     phases = phases or Phases()
     if target.startswith("ascend"):
         from tritondx.tools.npu.bridge import analyze_ascend
         return analyze_ascend(tier, task_path, target, run_dir, round_)
     out_dir = run_dir / "ir" / f"{tier}_round{round_}"
     with phases.time("ir_compile"):
-        manifest, error = capture_ir(task_path, out_dir, target, per_pass=(tier == "compiler"))
+        manifest, error = _capture(tier, task_path, target, run_dir, out_dir, passes_ahead)
     if manifest is None:
         return [], {}, f"IR capture for {target} failed: {error}"
     arch = int(target.partition(":")[2] or 90)
     kernels = load_capture(out_dir / "manifest.json", Path(task_path).read_text(), arch=arch, sm_count=sm_count,
                            source_path=task_path)
+    if tier != "compiler":
+        for k in kernels:
+            for stage in COMPILER_STAGES:
+                k.texts.pop(stage, None)
     found = run_detectors(kernels, tier)
     if tier == "ir":
         found += [resource_report(k) for k in kernels]
@@ -68,5 +121,6 @@ def analyze_tier(tier: Tier, task_path: str, target: str, run_dir: Path, round_:
     artifacts: dict[str, Any] = {f"{tier}_round{round_}/manifest": _ref(out_dir / "manifest.json", "manifest").model_dump()}
     for rec in manifest["launches"]:
         for stage, p in rec.get("stages", {}).items():
-            artifacts[f"{tier}_round{round_}/{Path(p).name}"] = _ref(Path(p), stage).model_dump()
+            if tier == "compiler" or stage not in COMPILER_STAGES:
+                artifacts[f"{tier}_round{round_}/{Path(p).name}"] = _ref(Path(p), stage).model_dump()
     return found, artifacts, ""
