@@ -279,4 +279,10 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _profiled = os.environ.get("TRITONDX_RUNNER_PROFILED", "") == "1"
+    _code = main()
+    if _profiled:   # a profiler's injected library writes its report at a normal exit
+        sys.exit(_code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_code)   # no interpreter teardown (torch's: ~1 s the judge waits for), no candidate exit handler
