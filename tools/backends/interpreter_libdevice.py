@@ -178,23 +178,42 @@ def _wrap(name: str, member: Any, semantic: Any) -> Callable:
     return call
 
 
-def _patch_libdevice(fn: Any, scope: Any) -> None:
+#: the interpreted form of each libdevice function, and where the modules name them: made once per
+#: process (the interpreter patches per launch and per device-function call: ~50 times per launch()
+#: of a small softmax, which spent 10% of its time rebuilding these)
+_WRAPPERS: dict[str, Callable] = {}
+_MODULE_SLOTS: list[tuple[Any, str]] = []
+
+
+def _wrappers() -> tuple[dict[str, Callable], list[tuple[Any, str]]]:
+    if _WRAPPERS:
+        return _WRAPPERS, _MODULE_SLOTS
     import importlib
 
     from triton.runtime.interpreter import TritonSemantic, interpreter_builder
-    semantic = TritonSemantic(interpreter_builder)
+    semantic = TritonSemantic(interpreter_builder)   # holds only the builder: one serves every call
     impls = _implementations()
+    slots = []
     for modname in LIBDEVICE_MODULES:
         mod = importlib.import_module(modname)
         for name in dir(mod):
             member = getattr(mod, name)
             if getattr(member, "__module__", "") == modname and name in impls:
-                scope.set_attr(mod, name, _wrap(name, impls[name], semantic))
+                slots.append((mod, name))
+    _MODULE_SLOTS.extend(slots)
+    _WRAPPERS.update({name: _wrap(name, member, semantic) for name, member in impls.items()})
+    return _WRAPPERS, _MODULE_SLOTS
+
+
+def _patch_libdevice(fn: Any, scope: Any) -> None:
+    wrappers, slots = _wrappers()
+    for mod, name in slots:
+        scope.set_attr(mod, name, wrappers[name])
     slot = _GlobalsSlot(fn.__globals__)
     for gname, value in list(fn.__globals__.items()):  # `from ...libdevice import pow` names it directly
         base = getattr(value, "__name__", "")
-        if getattr(value, "__module__", "") in LIBDEVICE_MODULES and base in impls and callable(value):
-            scope.set_attr(slot, gname, _wrap(base, impls[base], semantic))
+        if getattr(value, "__module__", "") in LIBDEVICE_MODULES and base in wrappers and callable(value):
+            scope.set_attr(slot, gname, wrappers[base])
 
 
 def install() -> None:
