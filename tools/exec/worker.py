@@ -24,6 +24,9 @@ def main(job_path: str, result_path: str) -> int:
     with open(job_path) as f:
         job = json.load(f)
     kind = job["kind"]
+    if kind == "verify" and job.get("candidates"):   # the seal key out, then the round's warm runners,
+        from tritondx.tools.verify import prestart     # which start beside this process's torch import
+        prestart.start(job)
     from tritondx.errors import TaskFormatError
     from tritondx.tools.verify.impl import Rejected
     try:

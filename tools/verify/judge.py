@@ -33,7 +33,7 @@ import torch
 from tritondx.tools.backends.interpreter_memcheck import OOB_TAG
 from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE
 from tritondx.tools.task.module import as_tuple, load_module, tolerance, to_dtype
-from tritondx.tools.verify import seal
+from tritondx.tools.verify import prestart, seal
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
 from tritondx.tools.verify.contract import OriginalContract
 from tritondx.tools.verify.flip import credit, flip_branches, flip_cases, flipped_source
@@ -444,7 +444,7 @@ class Judge:
 def verify(job: dict[str, Any]) -> dict[str, Any]:
     """Job kind ``verify``. The seal key is taken out of the environment before anything else runs.
     With ``candidates`` (a round): every candidate, each verdict sealed (``verify_round``)."""
-    key = seal.take_key()
+    key = prestart.key()
     if "candidates" in job:
         return verify_round(job, key)
     try:
@@ -486,15 +486,15 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     from concurrent.futures import ThreadPoolExecutor
     device = job["device"]
     cands = job["candidates"]
-    parallel = max(1, int(job.get("parallel") or 1)) if not device.startswith("cuda") else 1
-    # one warm runner per slot: its start (Python, torch, Triton: ~3 s) runs beside the others' on their
-    # own cores (``parallel`` is at most the CPU count), so a slot per candidate costs no extra wall time
-    # (the example's round of 2 on 2 cores: 16.5 s one at a time, 13.0 s two at once)
-    parallel = min(parallel, len(cands))
-    # the warm runners start (Python, torch, Triton) while this process loads the original and makes
-    # the cases' inputs and references
-    starter = ThreadPoolExecutor(max_workers=1)  # kept until the end (see below)
-    pool_f = starter.submit(RunnerPool, device, [os.getcwd()], parallel) if len(cands) > 1 else None
+    parallel = prestart.slots(job)
+    # the warm runners start (Python, torch, Triton) while this process imports torch (started by the
+    # worker: prestart.py), loads the original and makes the cases' inputs and references
+    started = prestart.pool()
+    if started is not None:
+        starter, pool_f = started
+    else:
+        starter = ThreadPoolExecutor(max_workers=1)  # kept until the end (see below)
+        pool_f = starter.submit(RunnerPool, device, [os.getcwd()], parallel) if len(cands) > 1 else None
     orig = load_module(job["task"], "orig")
     orig_src = Path(job["task"]).read_text()
     per_timeout = float(job.get("timeout_per_candidate") or 600)

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE, OOM_RE, Isolation, classify, isolation, scrubbed_env
-from tritondx.tools.verify import wire
+
+# ``wire`` (torch) is imported at the first message: a round's warm runners start before the judge has
+# imported torch, beside that import (``prestart.py``)
 
 RUNNER_PY = Path(__file__).with_name("runner.py")
 FDS_ENV = "TRITONDX_RUNNER_FDS"
@@ -175,6 +177,7 @@ class RunnerProcess:
                     self.evidence += [ln.decode(errors="replace")[:80] for ln in lines[:room]]
 
     def _ask(self, msg: dict[str, Any]) -> Any:
+        from tritondx.tools.verify import wire
         try:
             wire.send(self.req, msg)
             return wire.recv(self.ans, cap=self.answer_cap)

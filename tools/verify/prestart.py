@@ -1,0 +1,47 @@
+"""A round's warm runners started first thing in its judge job (trusted side; imports no torch).
+
+A warm runner (``warm.py``) takes ~3 s to start (Python, torch, Triton); the judge itself takes about as
+long to import torch. The worker (``exec/worker.py``) calls :func:`start` before it imports the judge,
+so both run side by side on their own cores instead of one after the other. The seal key leaves the
+environment before anything is started (a runner's environment keeps ``TRITONDX_JOB_*`` names:
+``sandbox.scrubbed_env``); :func:`key` hands it to the judge.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from tritondx.tools.verify import seal
+
+_taken: dict[str, Any] = {}
+
+
+def slots(job: dict[str, Any]) -> int:
+    """Candidates checked at once: on a CPU device one warm runner per candidate up to ``parallel`` (the
+    job caps it at the CPU count): their starts run side by side, so a slot per candidate costs no wall
+    time (the example's round of 2 on 2 cores: 16.5 s one at a time, 13.0 s two at once); one on a GPU
+    (device phases are per process)."""
+    device, cands = job["device"], job.get("candidates") or []
+    parallel = max(1, int(job.get("parallel") or 1)) if not str(device).startswith("cuda") else 1
+    return max(1, min(parallel, len(cands)))
+
+
+def start(job: dict[str, Any]) -> None:
+    """Take the seal key out of the environment, then start the round's warm runners in a thread of
+    their own (kept until the judge's end: the runners die with the thread that started them)."""
+    _taken["key"] = seal.take_key()
+    from tritondx.tools.verify.warm import RunnerPool
+    starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-warm")
+    _taken["pool"] = (starter, starter.submit(RunnerPool, job["device"], [os.getcwd()], slots(job)))
+
+
+def key() -> str:
+    """The seal key: taken by :func:`start`, else out of the environment now."""
+    return _taken.pop("key", None) or seal.take_key()
+
+
+def pool() -> tuple[ThreadPoolExecutor, Future] | None:
+    """(the starter thread, the future of the ``RunnerPool``) started by :func:`start`, once; else None."""
+    return _taken.pop("pool", None)
