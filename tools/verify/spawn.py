@@ -121,6 +121,8 @@ class RunnerProcess:
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
+        for fd in (req_w, ans_w):
+            wire.widen_pipe(fd)
         fds = (req_r, ans_w, ev_w, *extra_fds)
         env = scrubbed_env({"HOME": str(self.dir), FDS_ENV: ",".join(map(str, fds)), "OMP_NUM_THREADS": "1",
                             **({PROFILED_ENV: "1"} if wrap else {})})

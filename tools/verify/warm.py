@@ -21,6 +21,7 @@ from typing import Any
 
 import structlog
 
+from tritondx.tools.verify import wire
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, runner_hello
 
 log = structlog.get_logger(__name__)
@@ -94,6 +95,8 @@ class ForkedRunner(RunnerProcess):
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
+        for fd in (req_w, ans_w):
+            wire.widen_pipe(fd)
         self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-", dir=self.dir)[1])
         self._stderr = open(self.stderr_path, "w+b")  # read back through this descriptor (stderr_tail)
         try:
