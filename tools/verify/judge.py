@@ -346,10 +346,10 @@ class Judge:
             off_first = k > 0 and self.rng.random() < 0.5
             mode = "all" if self.rng.random() < 0.5 else "partial"
             mask = [self.rng.random() < 0.5 for _ in range(MASK_LEN)] if mode == "partial" else []
-            off = runner.call(list(inputs), mask, skip_rest=mode == "all") if off_first else None
+            off = runner.call(list(inputs), mask, skip_rest=mode == "all", inputs_back=False) if off_first else None
             ans = runner.call(list(inputs))
             if off is None:
-                off = runner.call(list(inputs), mask, skip_rest=mode == "all")
+                off = runner.call(list(inputs), mask, skip_rest=mode == "all", inputs_back=False)
             diag = ans.get("diag") or {}
             ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}
             self.lines |= ran
@@ -360,7 +360,7 @@ class Judge:
             _check_diag(diag, where, self.allowed)
             for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
                 if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape
-                                                    or t.dtype != s.dtype or not unchanged(t, s.cpu())):
+                                                    or t.dtype != s.dtype or not unchanged(t, s)):
                     raise Rejected("mutates_inputs", f"{where}: input {i} was modified by launch()")
             off_diag = off.get("diag") or {}
             if off_diag.get("tampered"):
@@ -391,6 +391,8 @@ class Judge:
             if not isinstance(o, torch.Tensor) or lay.get("type") != "Tensor":
                 raise Rejected("lazy_output", f"{where}: output {i} is {lay.get('type', type(o).__name__)}, "
                                               "not a plain torch.Tensor")
+            if isinstance(r, torch.Tensor):
+                r = r.to(o.device)   # every comparison of this output where the answers are (compare.py)
             if lay.get("aliases_input") and not ref_aliases[i]:
                 raise Rejected("aliased_output", f"{where}: output {i} aliases an input's memory")
             if lay.get("internal_overlap") and not _internal_overlap(r):

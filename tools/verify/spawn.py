@@ -98,6 +98,12 @@ def _namespaces(iso: Isolation) -> list[str]:
     return list(iso.prefix)
 
 
+def answer_device(device: str) -> str:
+    """Where the judge rebuilds a runner's answers: on its CUDA device when it checks one (the outputs
+    are compared there, and a benchmark-size output never lands in host memory twice), else the host."""
+    return device if device.startswith("cuda") else "cpu"
+
+
 def runner_hello(device: str, allowed_ops: list[str], source: str, flip: bool) -> dict[str, Any]:
     """A runner's first message: its device, the ops it may call, the candidate's source, whether flipped."""
     return {"device": device, "allowed_ops": allowed_ops, "source": source, **({"flip": True} if flip else {})}
@@ -118,6 +124,7 @@ class RunnerProcess:
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
         self.source = Path(candidate).read_text() if candidate else ""
         self.answer_cap = answer_cap
+        self.answer_device = answer_device(device)
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
@@ -179,7 +186,7 @@ class RunnerProcess:
     def _ask(self, msg: dict[str, Any]) -> Any:
         try:
             wire.send(self.req, msg)
-            return wire.recv(self.ans, cap=self.answer_cap)
+            return wire.recv(self.ans, cap=self.answer_cap, device=self.answer_device)
         except (EOFError, BrokenPipeError, wire.WireError, ValueError, OSError) as exc:
             raise self._died(exc) from None
 
@@ -206,11 +213,13 @@ class RunnerProcess:
                                     f"(os._exit() or sys.exit() in candidate code?)")
         return RunnerDied(kind, f"the candidate's process ended (code {rc}): {last[:300]}")
 
-    def call(self, args: list, skip_mask: list[bool] = (), skip_rest: bool = False, profile: bool = False) -> dict:
+    def call(self, args: list, skip_mask: list[bool] = (), skip_rest: bool = False, profile: bool = False,
+             inputs_back: bool = True) -> dict:
         """One watched call. ``profile``: no poisoning, and the CUDA profiler API brackets the call
-        (what ncu measures with ``--profile-from-start off``)."""
+        (what ncu measures with ``--profile-from-start off``). ``inputs_back=False``: the answer leaves the
+        inputs out (a call whose input mutation nobody checks: the kernels-off call, the hardware check)."""
         return self._ask({"op": "call", "args": args, "skip_mask": list(skip_mask), "skip_rest": skip_rest,
-                          "profile": profile})
+                          "profile": profile, "inputs_back": inputs_back})
 
     def reset(self) -> None:
         self._ask({"op": "reset"})

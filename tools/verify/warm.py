@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 
 from tritondx.tools.verify import wire
-from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, runner_hello
+from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, answer_device, runner_hello
 
 log = structlog.get_logger(__name__)
 
@@ -92,6 +92,7 @@ class ForkedRunner(RunnerProcess):
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
         self.source = Path(candidate).read_text()
         self.answer_cap = answer_cap
+        self.answer_device = answer_device(zygote.device)
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()

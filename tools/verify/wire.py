@@ -130,7 +130,11 @@ def _decode(obj: Any, blobs: list[bytearray], device: str, pool: list | None, po
             pool[k].copy_(flat)   # same memory as the previous call's input: a data_ptr cache goes stale
             flat = pool[k]
         else:
-            flat = flat.to(device)
+            try:
+                flat = flat.to(device)
+            except RuntimeError as exc:   # out of device memory: the answer is too large to judge here
+                raise WireError(f"a tensor of {span * itemsize} bytes does not fit on {device}: "
+                                f"{str(exc).splitlines()[0][:120]}") from None
         pool_used[k] = flat
         return torch.as_strided(flat, shape, stride, 0)
     if isinstance(obj, list):
