@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -104,13 +105,62 @@ def _job_fds() -> tuple[int, int] | None:
     return _OPENED
 
 
+# Shared holds of this process's threads (a judge checking candidates side by side): one flock for all of
+# them, taken by the first and given back by the last, and counted once in ``usage``.
+_SHARED_CV = threading.Condition()
+_SHARED = {"n": 0, "since": 0.0}
+
+
+def _turnstile_open(turnstile: int) -> bool:
+    """No timer is queued: nobody holds the turnstile (a timer holds it while it waits for the device)."""
+    try:
+        fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    fcntl.flock(turnstile, fcntl.LOCK_UN)
+    return True
+
+
+@contextlib.contextmanager
+def _shared(fds: tuple[int, int] | None):
+    """A shared hold for one thread. A thread that comes while another of this process holds the device
+    joins that hold, unless a timer is queued: then it waits until the last holder has left, and passes the
+    turnstile behind the timer like any other job (a stream of overlapping holds cannot starve a timer)."""
+    t0 = time.monotonic()
+    with _SHARED_CV:
+        while _SHARED["n"] > 0 and fds is not None and not _turnstile_open(fds[0]):
+            _SHARED_CV.wait(0.05)
+        if _SHARED["n"] == 0:
+            if fds is not None:
+                _acquire(fds[0], fds[1], "shared")
+            _SHARED["since"] = time.monotonic()
+        _SHARED["n"] += 1
+    _USAGE["wait_s"] += time.monotonic() - t0
+    try:
+        yield
+    finally:
+        with _SHARED_CV:
+            _SHARED["n"] -= 1
+            if _SHARED["n"] == 0:
+                if fds is not None:
+                    fcntl.flock(fds[1], fcntl.LOCK_UN)
+                _USAGE["shared_s"] += time.monotonic() - _SHARED["since"]
+                _SHARED_CV.notify_all()
+
+
 @contextlib.contextmanager
 def phase(mode: str):
     """Job side: hold the device ``"shared"`` (any device work) or ``"exclusive"`` (timing) for
     the block. Without a lock it only counts the seconds (``usage``). Not re-entrant: leave one phase
-    before entering another."""
-    t0 = time.monotonic()
+    before entering another. Threads of one process may hold ``"shared"`` at once (``_shared``); an
+    exclusive phase is for a process whose other threads hold none."""
     fds = _job_fds()
+    alone = os.environ.get(JOB_ALONE_ENV) == "1"
+    if mode == "shared" and not alone:
+        with _shared(fds):
+            yield
+        return
+    t0 = time.monotonic()
     if fds is None:
         try:
             yield
@@ -118,7 +168,7 @@ def phase(mode: str):
             _USAGE[f"{mode}_s"] += time.monotonic() - t0
         return
     t, g = fds
-    if os.environ.get(JOB_ALONE_ENV) == "1":
+    if alone:
         mode = "exclusive"
     _acquire(t, g, mode)
     t1 = time.monotonic()

@@ -32,6 +32,7 @@ import torch
 
 from tritondx.tools.backends.interpreter_memcheck import OOB_TAG
 from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE
+from tritondx.tools.exec.gpulock import JOB_ALONE_ENV
 from tritondx.tools.task.module import as_tuple, load_module, tolerance, to_dtype
 from tritondx.tools.verify import seal
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
@@ -466,14 +467,17 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     """Every candidate of a round in one judge job: the original loaded once, one plan of check cases
     (the same seeds for all: drawn here, never sent anywhere but as inputs), each case's inputs and
     reference made once (``CaseData``), runners forked by warm runners (``warm.py``) where that is
-    safe. ``parallel`` candidates at once on a CPU device (one at a time on a GPU: device phases
-    are per process). Returns ``{"verdicts": {id: sealed result}, "runners": "warm"|"cold: why"}``."""
+    safe. ``parallel`` candidates at once (on a GPU their device phases are one shared hold of this
+    process, ``gpulock._shared``). Returns ``{"verdicts": {id: sealed result}, "runners": "warm"|"cold: why"}``."""
     from tritondx.tools.exec.gpulock import usage
     from tritondx.tools.verify.warm import RunnerPool
     from concurrent.futures import ThreadPoolExecutor
     device = job["device"]
     cands = job["candidates"]
-    parallel = max(1, int(job.get("parallel") or 1)) if not device.startswith("cuda") else 1
+    # on a GPU too: most of a candidate's checks is CPU (its runner's start, Triton compiles), and the
+    # device phases of this job's threads are one shared hold (gpulock._shared); one at a time where every
+    # phase is exclusive (a retry after running out of device memory)
+    parallel = max(1, int(job.get("parallel") or 1)) if os.environ.get(JOB_ALONE_ENV) != "1" else 1
     # each warm runner costs one Python start (torch, Triton): one serves a few candidates best
     parallel = min(parallel, max(1, len(cands) // 3))
     # the warm runners start (Python, torch, Triton) while this process loads the original and makes

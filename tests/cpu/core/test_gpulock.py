@@ -216,3 +216,51 @@ def test_a_verify_job_reports_the_seconds_it_held_the_device():
                          "honest", get_backend("interpreter"))
     assert v.passed, v.reason
     assert 0 < v.device_s < v.seconds, (v.device_s, v.seconds)
+
+
+THREADS_CHILD = """
+import sys, threading, time
+from tritondx.tools.exec.gpulock import phase, usage
+log, stop_at = sys.argv[1], time.time() + float(sys.argv[2])
+lines = []
+
+def worker(k):
+    # overlapping shared holds, one after another, until stop_at: alone they would hold the device throughout
+    while time.time() < stop_at:
+        with phase("shared"):
+            t0 = time.time()
+            time.sleep(0.15)
+            lines.append(f"shared{k} {t0} {time.time()}")
+        time.sleep(0.01)
+
+ts = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+open(log, "a").write("\\n".join(lines) + "\\n")
+print(usage()["shared_s"])
+"""
+
+
+def test_threads_of_one_job_share_one_hold_and_a_timer_still_gets_its_turn(tmp_path, env):
+    """Three threads of one job keep overlapping shared holds for 2.5 s (never all out at once); a timer
+    that queues meanwhile gets the device before they are done, and never while one of them holds it.
+    The job's shared seconds count the hold once, not once per thread."""
+    log = tmp_path / "log"
+    with gpulock.job_lock_fds() as (fds, lock_env):
+        job = subprocess.Popen([sys.executable, "-c", THREADS_CHILD, str(log), "2.5"], env={**env, **lock_env},
+                               pass_fds=fds, stdout=subprocess.PIPE, text=True)
+    time.sleep(0.6)
+    timer = _start("exclusive", 0.3, log, env)
+    assert timer.wait(timeout=30) == 0
+    out, _ = job.communicate(timeout=30)
+    assert job.returncode == 0
+    iv = _intervals(log)
+    ex = [x for x in iv if x[0] == "exclusive"][0]
+    shared = [x for x in iv if x[0] != "exclusive"]
+    assert ex[2] < max(b for _, _, b in shared) - 0.5, "the timer waited for the threads to finish"
+    for _, a, b in shared:
+        assert b <= ex[1] + 1e-3 or a >= ex[2] - 1e-3, (ex, (a, b))
+    held = float(out.strip().splitlines()[-1])
+    assert held < 2.9, f"shared seconds counted per thread: {held}"
