@@ -51,6 +51,13 @@ def _arm_ran(arm: list[int], spots: set[tuple]) -> bool:
     return any(start <= (s[0], s[1]) and (s[2], s[3]) <= end for s in spots)
 
 
+def trace_decides(bc: BranchCoverage, kernel_lines_traced: bool) -> bool:
+    """Whether :func:`trace_verdict` decides ``bc`` from the line trace: a branch the judge could not
+    evaluate (status ``dynamic``) whose lines the trace sees on this backend. The judge asks the runner
+    for a trace (it costs about twice an interpreted call) only where one of these is in the plan."""
+    return bc.status == "dynamic" and (kernel_lines_traced or not bc.branch.in_kernel)
+
+
 def trace_verdict(branches: list[BranchCoverage], lines: set[int], kernel_lines_traced: bool,
                   spots: set[tuple] | None = None) -> list[str]:
     """Problems the trace shows for branches the judge could not evaluate (status ``dynamic``): a
@@ -63,7 +70,7 @@ def trace_verdict(branches: list[BranchCoverage], lines: set[int], kernel_lines_
         if bc.status != "dynamic":
             continue
         b = bc.branch
-        if b.in_kernel and not kernel_lines_traced:
+        if not trace_decides(bc, kernel_lines_traced):
             bc.note += "; no kernel line trace on this backend"
             continue
         unseen = []

@@ -38,7 +38,7 @@ from tritondx.tools.verify import seal
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
 from tritondx.tools.verify.contract import OriginalContract
 from tritondx.tools.verify.flip import credit, flip_branches, flip_cases, flipped_source
-from tritondx.tools.verify.coverage import trace_verdict
+from tritondx.tools.verify.coverage import trace_decides, trace_verdict
 from tritondx.tools.verify.compare import compare, is_constant, unchanged
 from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
@@ -214,7 +214,7 @@ class Judge:
             raise Rejected(*unchecked)
         if self.plan is not None:  # branches the judge could not evaluate: the runner's line trace, against it
             traced = trace_verdict(self.plan.branches, self.lines, spots=self.spots,
-                                   kernel_lines_traced=not self.device.startswith("cuda"))
+                                   kernel_lines_traced=self._kernel_lines_traced())
             if traced:
                 raise Rejected("unchecked_branch", "; ".join(traced[:3])[:600])
         return {"passed": True, "checks": self.records, "ran": self.ran(),
@@ -334,6 +334,19 @@ class Judge:
         if hello.get("threads"):
             raise Rejected("threads", f"importing the candidate started Python thread(s) {hello['threads'][:3]}")
 
+    def _kernel_lines_traced(self) -> bool:
+        return not self.device.startswith("cuda")   # interpreted kernel bodies run as the candidate's lines
+
+    def _wants_trace(self, case) -> bool:
+        """Whether the plain call of ``case`` asks the runner for its line trace: a flipped case (its
+        lines credit the CUDA sides: ``flip.credit``), or any case of a plan with a branch the trace
+        decides (``coverage.trace_decides``). Never the kernels-off call. The trace only ever counts
+        against the candidate, and a call without one adds no line: nothing is reached by it."""
+        if case.flipped:
+            return True
+        kernel_lines = self._kernel_lines_traced()
+        return self.plan is not None and any(trace_decides(bc, kernel_lines) for bc in self.plan.branches)
+
     def _group(self, runner: RunnerProcess, group: list) -> None:
         earlier_refs: list[tuple[int, tuple]] = []
         for k, case in enumerate(group):
@@ -347,17 +360,19 @@ class Judge:
             off_first = k > 0 and self.rng.random() < 0.5
             mode = "all" if self.rng.random() < 0.5 else "partial"
             mask = [self.rng.random() < 0.5 for _ in range(MASK_LEN)] if mode == "partial" else []
+            traced = self._wants_trace(case)
             off = runner.call(list(inputs), mask, skip_rest=mode == "all", inputs_back=False) if off_first else None
-            ans = runner.call(list(inputs))
+            ans = runner.call(list(inputs), trace=traced)
             if off is None:
                 off = runner.call(list(inputs), mask, skip_rest=mode == "all", inputs_back=False)
             diag = ans.get("diag") or {}
-            ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}
-            self.lines |= ran
-            self.spots |= {tuple(p) for p in diag.get("positions") or []
-                           if isinstance(p, list) and len(p) == 4 and all(isinstance(v, int) for v in p)}
-            if case.flipped:
-                self.flip_lines.append((case.label(), ran))
+            if traced:   # lines a runner sends unasked are never read
+                ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}
+                self.lines |= ran
+                self.spots |= {tuple(p) for p in diag.get("positions") or []
+                               if isinstance(p, list) and len(p) == 4 and all(isinstance(v, int) for v in p)}
+                if case.flipped:
+                    self.flip_lines.append((case.label(), ran))
             _check_diag(diag, where, self.allowed)
             for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
                 if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape
@@ -478,8 +493,10 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     # device phases of this job's threads are one shared hold (gpulock._shared); one at a time where every
     # phase is exclusive (a retry after running out of device memory)
     parallel = max(1, int(job.get("parallel") or 1)) if os.environ.get(JOB_ALONE_ENV) != "1" else 1
-    # each warm runner costs one Python start (torch, Triton): one serves a few candidates best
-    parallel = min(parallel, max(1, len(cands) // 3))
+    # one warm runner per slot: its start (Python, torch, Triton: ~3 s) runs beside the others' on their
+    # own cores (``parallel`` is at most the CPU count), so a slot per candidate costs no extra wall time
+    # (the example's round of 2 on 2 cores: 16.5 s one at a time, 13.0 s two at once)
+    parallel = min(parallel, len(cands))
     # the warm runners start (Python, torch, Triton) while this process loads the original and makes
     # the cases' inputs and references
     starter = ThreadPoolExecutor(max_workers=1)  # kept until the end (see below)

@@ -157,7 +157,10 @@ class Runner:
             round_robin_autotuners(self.mod)
         self.import_threads = len(self.threads)
 
-    def call(self, args: list, skip_mask: list, skip_rest: bool, profile: bool = False) -> dict:
+    def call(self, args: list, skip_mask: list, skip_rest: bool, profile: bool = False,
+             trace: bool = False) -> dict:
+        """One call of ``launch``. ``trace``: the judge wants the line trace of this call (it roughly
+        triples an interpreted call's cost): only then are ``lines`` and ``positions`` answered."""
         torch, guard = self.torch, self.guard
         diag: dict = {}
         outs = None
@@ -167,14 +170,15 @@ class Runner:
                 torch.cuda.profiler.start()
             lines: set[int] = set()
             spots: set[tuple] = set()
-            with guard.watch(poison=not profile, skip_kernels=skip_rest, skip_mask=tuple(skip_mask)), \
-                    _line_trace(self.cand_path, lines, spots, self.watch):
+            traced = _line_trace(self.cand_path, lines, spots, self.watch) if trace else contextlib.nullcontext()
+            with guard.watch(poison=not profile, skip_kernels=skip_rest, skip_mask=tuple(skip_mask)), traced:
                 out = self.mod.launch(*args)
                 outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-            # lines of the candidate file that ran (under the interpreter kernel bodies too): the judge
-            # uses them only against the candidate (a branch side it could not evaluate that never ran)
-            diag["lines"] = sorted(lines)
-            diag["positions"] = sorted(list(p) for p in spots)   # (line, col, end line, end col) ran
+            if trace:
+                # lines of the candidate file that ran (under the interpreter kernel bodies too): the judge
+                # uses them only against the candidate (a branch side it could not evaluate that never ran)
+                diag["lines"] = sorted(lines)
+                diag["positions"] = sorted(list(p) for p in spots)   # (line, col, end line, end col) ran
             if self.device.startswith("cuda"):
                 torch.cuda.synchronize()
             if profile:
@@ -263,7 +267,7 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
         op = msg.get("op")
         if op == "call":
             answer = runner.call(msg["args"], msg.get("skip_mask", []), bool(msg.get("skip_rest")),
-                                 bool(msg.get("profile")))
+                                 bool(msg.get("profile")), msg.get("trace") is True)
             if msg.get("inputs_back") is False:
                 answer["inputs_after"] = None
             wire.send(ans, answer)

@@ -214,12 +214,16 @@ class RunnerProcess:
         return RunnerDied(kind, f"the candidate's process ended (code {rc}): {last[:300]}")
 
     def call(self, args: list, skip_mask: list[bool] = (), skip_rest: bool = False, profile: bool = False,
-             inputs_back: bool = True) -> dict:
+             inputs_back: bool = True, trace: bool = False) -> dict:
         """One watched call. ``profile``: no poisoning, and the CUDA profiler API brackets the call
         (what ncu measures with ``--profile-from-start off``). ``inputs_back=False``: the answer leaves the
-        inputs out (a call whose input mutation nobody checks: the kernels-off call, the hardware check)."""
+        inputs out (a call whose input mutation nobody checks: the kernels-off call, the hardware check).
+        ``trace``: the runner also answers the line trace of the candidate file (``lines``, ``positions``);
+        without it, it answers none."""
+        if not isinstance(trace, bool):
+            raise TypeError(f"trace must be a bool, not {type(trace).__name__}")
         return self._ask({"op": "call", "args": args, "skip_mask": list(skip_mask), "skip_rest": skip_rest,
-                          "profile": profile, "inputs_back": inputs_back})
+                          "profile": profile, "inputs_back": inputs_back, "trace": trace})
 
     def reset(self) -> None:
         self._ask({"op": "reset"})
