@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tritondx.tools.evidence.records import Finding, finding_id
-from tritondx.tools.exec.gpulock import JOB_LOCK_DIR_ENV
+from tritondx.tools.exec.gpulock import JOB_LOCK_DIR_ENV, profiler
 from tritondx.tools.exec.sandbox import scrubbed_env
 
 METRICS = {
@@ -153,7 +153,8 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
     if os.environ.get("TRITONDX_LOCK_DIR"):  # the launch job takes the batch's device lock itself
         env[JOB_LOCK_DIR_ENV] = os.environ["TRITONDX_LOCK_DIR"]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work, env=env)
+        with profiler():   # one ncu session at a time on the device (gpulock.profiler)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work, env=env)
     except subprocess.TimeoutExpired:
         return [], f"ncu did not finish within {timeout:.0f} s"
     finally:

@@ -4,6 +4,11 @@ Device work takes the lock shared; timing takes it exclusive, so no other kernel
 while a measurement is taken. A turnstile keeps a stream of shared holders from starving the timer.
 Without ``TRITONDX_LOCK_DIR`` (single runs) everything here is a no-op.
 
+A third lock, the profiler's (``profiler``), is held for the whole life of a process under Nsight Compute:
+the driver gives its performance counters to one profiling session at a time, and a second ncu process
+starting while one profiles failed both ("Profiling failed because a driver resource was unavailable",
+H200, 2026-12-01: 7 of 17 hardware checks in one batch).
+
 The lock is held *inside* the jobs, around the parts that touch the device, not around whole jobs:
 a job spends most of its life starting Python, importing torch and compiling, and holding the lock
 through that made every measurement wait for the slowest verification to finish (batch wall time
@@ -22,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>" in a job's environment
+JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>,<profiler fd>" in a job's environment
 JOB_ALONE_ENV = "TRITONDX_JOB_ALONE"    # "1": every phase of the job is exclusive (a retry after a CUDA OOM)
 JOB_LOCK_DIR_ENV = "TRITONDX_JOB_LOCK_DIR"  # a job started through another program (ncu): the folder itself
 _OPENED: tuple[int, int] | None = None
@@ -70,6 +75,10 @@ def _open_pair(d: Path) -> tuple[int, int]:
             os.open(d / "gpu.lock", os.O_RDWR | os.O_CREAT, 0o600))
 
 
+def _open_profiler(d: Path) -> int:
+    return os.open(d / "profiler.lock", os.O_RDWR | os.O_CREAT, 0o600)
+
+
 @contextlib.contextmanager
 def job_lock_fds():
     """Orchestrator side: fresh descriptors of the lock files for one job (its own open file
@@ -80,11 +89,13 @@ def job_lock_fds():
         yield (), {}
         return
     t, g = _open_pair(d)
+    p = _open_profiler(d)
     try:
-        yield (t, g), {JOB_LOCK_ENV: f"{t},{g}"}
+        yield (t, g, p), {JOB_LOCK_ENV: f"{t},{g},{p}"}
     finally:
         os.close(t)
         os.close(g)
+        os.close(p)
 
 
 def _job_fds() -> tuple[int, int] | None:
@@ -93,7 +104,7 @@ def _job_fds() -> tuple[int, int] | None:
     global _OPENED
     spec = os.environ.get(JOB_LOCK_ENV, "")
     try:
-        t, g = (int(x) for x in spec.split(","))
+        t, g = (int(x) for x in spec.split(",")[:2])
         return t, g
     except ValueError:
         pass
@@ -135,7 +146,8 @@ def _shared(fds: tuple[int, int] | None):
                 _acquire(fds[0], fds[1], "shared")
             _SHARED["since"] = time.monotonic()
         _SHARED["n"] += 1
-    _USAGE["wait_s"] += time.monotonic() - t0
+    if fds is not None:
+        _USAGE["wait_s"] += time.monotonic() - t0
     try:
         yield
     finally:
@@ -178,6 +190,50 @@ def phase(mode: str):
     finally:
         fcntl.flock(g, fcntl.LOCK_UN)
         _USAGE[f"{mode}_s"] += time.monotonic() - t1
+
+
+_PROFILER_FD: int | None = None
+
+
+def _profiler_fd() -> int | None:
+    """The profiler lock: the job's third handed-over descriptor, or (the orchestrator, which starts ncu
+    itself) opened once from ``TRITONDX_LOCK_DIR``; None without a lock."""
+    global _PROFILER_FD
+    parts = os.environ.get(JOB_LOCK_ENV, "").split(",")
+    if len(parts) == 3:
+        try:
+            return int(parts[2])
+        except ValueError:
+            return None
+    if os.environ.get(JOB_LOCK_ENV):
+        return None
+    d = _lock_dir()
+    if d is None:
+        return None
+    if _PROFILER_FD is None:
+        _PROFILER_FD = _open_profiler(d)
+    return _PROFILER_FD
+
+
+_PROFILER_HELD = threading.Lock()   # threads of one process take turns too (flock is per open file)
+
+
+@contextlib.contextmanager
+def profiler():
+    """Hold the GPU's profiler for a block that runs a process under ncu, from before it starts until it
+    has ended: one ncu session at a time on the device. Not a device phase: the profiled process takes
+    those itself. Without a lock directory only the threads of this process take turns."""
+    t0 = time.monotonic()
+    with _PROFILER_HELD:
+        fd = _profiler_fd()
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        _USAGE["wait_s"] += time.monotonic() - t0
+        try:
+            yield
+        finally:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 class HeldSampler:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 import secrets
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from tritondx.tools.evidence.ncu import ncu_path, parse_raw_csv
+from tritondx.tools.exec.gpulock import profiler
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING
@@ -117,23 +117,17 @@ def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
                 *[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])))
             cases.append((tuple(t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs), refs))
     out = {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}
-    # Both runners start at once, outside the device lock (Python, torch and CUDA under ncu: most of this
-    # job's time; a timer elsewhere in the batch need not wait for it). The candidate's calls run first
-    # while the original's runner starts (the task's own code: it can only slow the candidate); the
-    # candidate's process has ended before the original's kernels are timed.
-    with ThreadPoolExecutor(max_workers=1) as ex:
-        initial = ex.submit(_start, exe, job["task"], "initial")
-        failed: Rejected | None = None
-        try:
-            out["best"] = _measure(_start(exe, job["candidate"], "best"), cases, atol, rtol, "best")
-        except Rejected as exc:
-            failed = exc
-        try:
-            out["initial"] = _measure(initial.result(), cases, atol, rtol, "initial")
-        except Rejected as exc:
-            # the initial kernel is the task's own: ncu failing on it is this tool's failure, not the
-            # candidate's, and says nothing about the claim (seen on the H200: the runner under ncu died)
-            return {"ok": False, "unavailable": True, "note": f"{HW_UNAVAILABLE}: {exc.reason}"[:400]}
-        if failed is not None:
-            raise failed
+    # One runner after the other, each under the profiler lock for its whole life (one ncu session at a
+    # time on the device: a second one starting while another profiles fails both) and in a device phase
+    # only for its calls (its start under ncu, Python, torch and CUDA, is most of this job's time). The
+    # original first: its kernels are timed before the candidate's process exists.
+    try:
+        with profiler():
+            out["initial"] = _measure(_start(exe, job["task"], "initial"), cases, atol, rtol, "initial")
+    except Rejected as exc:
+        # the initial kernel is the task's own: ncu failing on it is this tool's failure, not the
+        # candidate's, and says nothing about the claim (seen on the H200: the runner under ncu died)
+        return {"ok": False, "unavailable": True, "note": f"{HW_UNAVAILABLE}: {exc.reason}"[:400]}
+    with profiler():
+        out["best"] = _measure(_start(exe, job["candidate"], "best"), cases, atol, rtol, "best")
     return out
