@@ -7,7 +7,8 @@ Without ``TRITONDX_LOCK_DIR`` (single runs) everything here is a no-op.
 A third lock, the profiler's (``profiler``), is held for the whole life of a process under Nsight Compute:
 the driver gives its performance counters to one profiling session at a time, and a second ncu process
 starting while one profiles failed both ("Profiling failed because a driver resource was unavailable",
-H200, 2026-12-01: 8 of 17 hardware checks in two batches).
+H200, 2026-12-01: 9 of 19 hardware checks in three batches, before and after the hardware check started
+its two runners at once).
 
 The lock is held *inside* the jobs, around the parts that touch the device, not around whole jobs:
 a job spends most of its life starting Python, importing torch and compiling, and holding the lock
