@@ -1,7 +1,8 @@
 """Hardware counters through Nsight Compute (``ncu``), when it is installed.
 
 The task's launcher runs in a sandboxed worker (job kind ``launch``) under
-``ncu --clock-control none --csv --page raw``; the CSV gives, per kernel launch, DRAM and SM
+``ncu --clock-control none --profile-from-start off --csv --page raw``, with only its last call inside the
+profiler range (no input kernels, compiles or autotuning trials); the CSV gives, per kernel launch, DRAM and SM
 throughput, achieved occupancy, L2 hit rate and warp-stall ratios. Clocks are left alone
 (``--clock-control none``), as the device's owners ask.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tritondx.tools.evidence.records import Finding, finding_id
-from tritondx.tools.exec.gpulock import JOB_LOCK_DIR_ENV
+from tritondx.tools.exec.gpulock import JOB_LOCK_DIR_ENV, profiler
 from tritondx.tools.exec.sandbox import scrubbed_env
 
 METRICS = {
@@ -140,10 +141,11 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
     work = Path(tempfile.mkdtemp(prefix="tritondx-ncu-"))
     job = work / "job.json"
     job.write_text(json.dumps({"kind": "launch", "task": str(Path(task_path).resolve()), "device": "cuda",
-                               "repeat": 2}))
+                               "repeat": 2, "profile_last": True}))
     metrics = ",".join(list(METRICS) + list(WORK_METRICS) + list(FLOP_METRICS) + _arch_metrics()
                        + [STALL_METRIC.format(s) for s in STALLS])
-    cmd = [exe, "--clock-control", "none", "--target-processes", "all", "--csv", "--page", "raw",
+    cmd = [exe, "--clock-control", "none", "--target-processes", "all", "--profile-from-start", "off",
+           "--csv", "--page", "raw",
            "--launch-count", str(launch_count), "--metrics", metrics,
            sys.executable, "-m", "tritondx.tools.exec.worker", str(job), str(work / "result.json")]
     env = scrubbed_env()
@@ -151,7 +153,8 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
     if os.environ.get("TRITONDX_LOCK_DIR"):  # the launch job takes the batch's device lock itself
         env[JOB_LOCK_DIR_ENV] = os.environ["TRITONDX_LOCK_DIR"]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work, env=env)
+        with profiler():   # one ncu session at a time on the device (gpulock.profiler)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work, env=env)
     except subprocess.TimeoutExpired:
         return [], f"ncu did not finish within {timeout:.0f} s"
     finally:

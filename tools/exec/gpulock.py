@@ -4,6 +4,12 @@ Device work takes the lock shared; timing takes it exclusive, so no other kernel
 while a measurement is taken. A turnstile keeps a stream of shared holders from starving the timer.
 Without ``TRITONDX_LOCK_DIR`` (single runs) everything here is a no-op.
 
+A third lock, the profiler's (``profiler``), is held for the whole life of a process under Nsight Compute:
+the driver gives its performance counters to one profiling session at a time, and a second ncu process
+starting while one profiles failed both ("Profiling failed because a driver resource was unavailable",
+H200, 2026-12-01: 9 of 19 hardware checks in three batches, before and after the hardware check started
+its two runners at once).
+
 The lock is held *inside* the jobs, around the parts that touch the device, not around whole jobs:
 a job spends most of its life starting Python, importing torch and compiling, and holding the lock
 through that made every measurement wait for the slowest verification to finish (batch wall time
@@ -18,10 +24,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 import time
 from pathlib import Path
 
-JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>" in a job's environment
+JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>,<profiler fd>" in a job's environment
 JOB_ALONE_ENV = "TRITONDX_JOB_ALONE"    # "1": every phase of the job is exclusive (a retry after a CUDA OOM)
 JOB_LOCK_DIR_ENV = "TRITONDX_JOB_LOCK_DIR"  # a job started through another program (ncu): the folder itself
 _OPENED: tuple[int, int] | None = None
@@ -69,6 +76,10 @@ def _open_pair(d: Path) -> tuple[int, int]:
             os.open(d / "gpu.lock", os.O_RDWR | os.O_CREAT, 0o600))
 
 
+def _open_profiler(d: Path) -> int:
+    return os.open(d / "profiler.lock", os.O_RDWR | os.O_CREAT, 0o600)
+
+
 @contextlib.contextmanager
 def job_lock_fds():
     """Orchestrator side: fresh descriptors of the lock files for one job (its own open file
@@ -79,11 +90,13 @@ def job_lock_fds():
         yield (), {}
         return
     t, g = _open_pair(d)
+    p = _open_profiler(d)
     try:
-        yield (t, g), {JOB_LOCK_ENV: f"{t},{g}"}
+        yield (t, g, p), {JOB_LOCK_ENV: f"{t},{g},{p}"}
     finally:
         os.close(t)
         os.close(g)
+        os.close(p)
 
 
 def _job_fds() -> tuple[int, int] | None:
@@ -92,7 +105,7 @@ def _job_fds() -> tuple[int, int] | None:
     global _OPENED
     spec = os.environ.get(JOB_LOCK_ENV, "")
     try:
-        t, g = (int(x) for x in spec.split(","))
+        t, g = (int(x) for x in spec.split(",")[:2])
         return t, g
     except ValueError:
         pass
@@ -104,13 +117,63 @@ def _job_fds() -> tuple[int, int] | None:
     return _OPENED
 
 
+# Shared holds of this process's threads (a judge checking candidates side by side): one flock for all of
+# them, taken by the first and given back by the last, and counted once in ``usage``.
+_SHARED_CV = threading.Condition()
+_SHARED = {"n": 0, "since": 0.0}
+
+
+def _turnstile_open(turnstile: int) -> bool:
+    """No timer is queued: nobody holds the turnstile (a timer holds it while it waits for the device)."""
+    try:
+        fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    fcntl.flock(turnstile, fcntl.LOCK_UN)
+    return True
+
+
+@contextlib.contextmanager
+def _shared(fds: tuple[int, int] | None):
+    """A shared hold for one thread. A thread that comes while another of this process holds the device
+    joins that hold, unless a timer is queued: then it waits until the last holder has left, and passes the
+    turnstile behind the timer like any other job (a stream of overlapping holds cannot starve a timer)."""
+    t0 = time.monotonic()
+    with _SHARED_CV:
+        while _SHARED["n"] > 0 and fds is not None and not _turnstile_open(fds[0]):
+            _SHARED_CV.wait(0.05)
+        if _SHARED["n"] == 0:
+            if fds is not None:
+                _acquire(fds[0], fds[1], "shared")
+            _SHARED["since"] = time.monotonic()
+        _SHARED["n"] += 1
+    if fds is not None:
+        _USAGE["wait_s"] += time.monotonic() - t0
+    try:
+        yield
+    finally:
+        with _SHARED_CV:
+            _SHARED["n"] -= 1
+            if _SHARED["n"] == 0:
+                if fds is not None:
+                    fcntl.flock(fds[1], fcntl.LOCK_UN)
+                _USAGE["shared_s"] += time.monotonic() - _SHARED["since"]
+                _SHARED_CV.notify_all()
+
+
 @contextlib.contextmanager
 def phase(mode: str):
     """Job side: hold the device ``"shared"`` (any device work) or ``"exclusive"`` (timing) for
     the block. Without a lock it only counts the seconds (``usage``). Not re-entrant: leave one phase
-    before entering another."""
-    t0 = time.monotonic()
+    before entering another. Threads of one process may hold ``"shared"`` at once (``_shared``); an
+    exclusive phase is for a process whose other threads hold none."""
     fds = _job_fds()
+    alone = os.environ.get(JOB_ALONE_ENV) == "1"
+    if mode == "shared" and not alone:
+        with _shared(fds):
+            yield
+        return
+    t0 = time.monotonic()
     if fds is None:
         try:
             yield
@@ -118,7 +181,7 @@ def phase(mode: str):
             _USAGE[f"{mode}_s"] += time.monotonic() - t0
         return
     t, g = fds
-    if os.environ.get(JOB_ALONE_ENV) == "1":
+    if alone:
         mode = "exclusive"
     _acquire(t, g, mode)
     t1 = time.monotonic()
@@ -128,6 +191,50 @@ def phase(mode: str):
     finally:
         fcntl.flock(g, fcntl.LOCK_UN)
         _USAGE[f"{mode}_s"] += time.monotonic() - t1
+
+
+_PROFILER_FD: int | None = None
+
+
+def _profiler_fd() -> int | None:
+    """The profiler lock: the job's third handed-over descriptor, or (the orchestrator, which starts ncu
+    itself) opened once from ``TRITONDX_LOCK_DIR``; None without a lock."""
+    global _PROFILER_FD
+    parts = os.environ.get(JOB_LOCK_ENV, "").split(",")
+    if len(parts) == 3:
+        try:
+            return int(parts[2])
+        except ValueError:
+            return None
+    if os.environ.get(JOB_LOCK_ENV):
+        return None
+    d = _lock_dir()
+    if d is None:
+        return None
+    if _PROFILER_FD is None:
+        _PROFILER_FD = _open_profiler(d)
+    return _PROFILER_FD
+
+
+_PROFILER_HELD = threading.Lock()   # threads of one process take turns too (flock is per open file)
+
+
+@contextlib.contextmanager
+def profiler():
+    """Hold the GPU's profiler for a block that runs a process under ncu, from before it starts until it
+    has ended: one ncu session at a time on the device. Not a device phase: the profiled process takes
+    those itself. Without a lock directory only the threads of this process take turns."""
+    t0 = time.monotonic()
+    with _PROFILER_HELD:
+        fd = _profiler_fd()
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        _USAGE["wait_s"] += time.monotonic() - t0
+        try:
+            yield
+        finally:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 class HeldSampler:

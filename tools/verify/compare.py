@@ -15,6 +15,7 @@ def compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> d
         return {"reason": f"dtype {out.dtype} != reference {ref.dtype}"}
     if out.numel() == 0:
         return None
+    ref = ref.to(out.device)   # compared where the output is (a CUDA judge's answers are on its device)
     o = out.detach().to(torch.float64) if out.dtype != torch.bool else out.detach().to(torch.int64).double()
     r = ref.detach().to(torch.float64) if ref.dtype != torch.bool else ref.detach().to(torch.int64).double()
     o_fin, r_fin = torch.isfinite(o), torch.isfinite(r)
@@ -47,6 +48,7 @@ def compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> d
 def unchanged(t: torch.Tensor, before: torch.Tensor) -> bool:
     """``t`` still holds what ``before`` holds. NaN counts as equal to NaN: ``torch.equal`` alone
     calls every input holding a NaN (e.g. an isfinite task's inputs) modified."""
+    before = before.to(t.device)
     if t.is_floating_point() or t.is_complex():
         nan, nan_before = torch.isnan(t), torch.isnan(before)
         return torch.equal(nan, nan_before) and torch.equal(t.masked_fill(nan, 0), before.masked_fill(nan_before, 0))

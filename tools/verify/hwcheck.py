@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from tritondx.tools.evidence.ncu import ncu_path, parse_raw_csv
+from tritondx.tools.exec.gpulock import profiler
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING
@@ -36,35 +37,40 @@ def _ncu_cmd(exe: str, log_file: Path) -> list[str]:
             "--metrics", METRIC, "--csv", "--page", "raw", "--log-file", str(log_file)]
 
 
-def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float, rtol: float,
-             label: str) -> dict[str, Any]:
-    """ncu's kernel time per call of ``path`` over ``cases`` (inputs, reference), each call judged."""
-    calls = len(cases) - 1
+def _ncu_failure(exc: RunnerDied, log_file: Path, label: str) -> Rejected:
+    """ncu writes its own errors to the log file, not to the runner's stderr."""
+    log = log_file.read_text(errors="replace").strip().splitlines() if log_file.exists() else []
+    said = " | ".join(ln for ln in log if "==ERROR==" in ln or "==WARNING==" in ln)[-400:]
+    return Rejected(exc.kind, f"{label} under ncu: {exc.message}" + (f"; ncu: {said}" if said else ""))
+
+
+def _start(exe: str, path: str, label: str) -> tuple[RunnerProcess | None, Path, Rejected | None]:
+    """A runner of ``path`` under ncu, its log file, and why it could not start (None when it did)."""
     log_file = Path(os.getcwd()) / f"ncu-{label}.csv"
-    runner = None
     try:
         runner = RunnerProcess(path, "cuda", [], hide=[os.getcwd()], wrap=_ncu_cmd(exe, log_file))
-        if not runner.hello.get("ok"):
-            raise Rejected("import_error", f"{label}: importing failed: {runner.hello.get('error')}")
-        runner.call(list(cases[0][0]))  # warm-up: compiles, autotunes (not profiled)
-        for k, (inputs, refs) in enumerate(cases[1:]):
-            ans = runner.call(list(inputs), profile=True)
-            diag = ans.get("diag") or {}
-            if diag.get("error") or not isinstance(ans.get("outs"), list) or len(ans["outs"]) != len(refs):
-                raise Rejected("hardware_check", f"{label}: call {k} under the profiler failed: "
-                                                 f"{diag.get('error', 'no outputs')}")
-            for i, (o, r) in enumerate(zip(ans["outs"], refs)):
-                bad = compare(o, r, atol, rtol) if isinstance(o, torch.Tensor) else {"reason": "not a tensor"}
-                if bad:
-                    raise Rejected("hardware_check", f"{label}: output {i} under the profiler is wrong: "
-                                                     f"{bad['reason']}")
-    except RunnerDied as exc:  # ncu writes its own errors to the log file, not to the runner's stderr
-        log = log_file.read_text(errors="replace").strip().splitlines() if log_file.exists() else []
-        said = " | ".join(ln for ln in log if "==ERROR==" in ln or "==WARNING==" in ln)[-400:]
-        raise Rejected(exc.kind, f"{label} under ncu: {exc.message}" + (f"; ncu: {said}" if said else "")) from None
+    except RunnerDied as exc:
+        return None, log_file, _ncu_failure(exc, log_file, label)
+    if not runner.hello.get("ok"):
+        runner.close()
+        return None, log_file, Rejected("import_error", f"{label}: importing failed: {runner.hello.get('error')}")
+    return runner, log_file, None
+
+
+def _measure(started: tuple[RunnerProcess | None, Path, Rejected | None], cases: list[tuple[tuple, tuple]],
+             atol: float, rtol: float, label: str) -> dict[str, Any]:
+    """ncu's kernel time per call of a started runner over ``cases`` (inputs, reference), each call judged."""
+    runner, log_file, failed = started
+    if failed is not None:
+        raise failed
+    calls = len(cases) - 1
+    try:
+        with device_phase("cuda"):   # the calls touch the device (shared: kernel durations, not wall time)
+            _calls(runner, cases, atol, rtol, label)
+    except RunnerDied as exc:
+        raise _ncu_failure(exc, log_file, label) from None
     finally:
-        if runner is not None:
-            runner.close()
+        runner.close()
     text = log_file.read_text(errors="replace") if log_file.exists() else ""
     rows = parse_raw_csv(text)
     if not rows:
@@ -72,6 +78,24 @@ def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
         raise Rejected("hardware_check", f"{label}: ncu gave no kernel durations ({tail or 'no output'})")
     total = sum(r.get("duration_ns") or 0.0 for r in rows)
     return {"ns_per_call": total / calls, "kernels": sorted({r["kernel"][:80] for r in rows}), "launches": len(rows)}
+
+
+def _calls(runner: RunnerProcess, cases: list[tuple[tuple, tuple]], atol: float, rtol: float, label: str) -> None:
+    """A warm-up call (compiles, autotunes: not profiled), then one profiled call per further case, judged."""
+    runner.call(list(cases[0][0]), inputs_back=False)
+    for k, (inputs, refs) in enumerate(cases[1:]):
+        ans = runner.call(list(inputs), profile=True, inputs_back=False)
+        diag = ans.get("diag") or {}
+        if diag.get("error") or not isinstance(ans.get("outs"), list) or len(ans["outs"]) != len(refs):
+            raise Rejected("hardware_check", f"{label}: call {k} under the profiler failed: "
+                                             f"{diag.get('error', 'no outputs')}")
+        for i, (o, r) in enumerate(zip(ans["outs"], refs)):
+            bad = compare(o, r, atol, rtol) if isinstance(o, torch.Tensor) else {"reason": "not a tensor"}
+            if bad:
+                raise Rejected("hardware_check", f"{label}: output {i} under the profiler is wrong: "
+                                                 f"{bad['reason']}")
+
+
 
 
 def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
@@ -83,21 +107,27 @@ def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
     shape = norm_shape(orig.BENCH_SHAPES[0])
     dtype = to_dtype(orig.DTYPES[0])
     atol, rtol = tolerance(orig, dtype)
+    # fresh inputs for every call (the runner writes them into the same memory): an output
+    # cached by address or by call count is stale, and judged so
+    cases = []
     with device_phase("cuda"):
-        # fresh inputs for every call (the runner writes them into the same memory): an output
-        # cached by address or by call count is stale, and judged so
-        cases = []
         for _ in range(int(job.get("calls", CALLS)) + 1):
             inputs = as_tuple(orig.make_inputs(shape, dtype, secrets.randbelow(1 << 30), "cuda"))
             refs = tuple(r.detach().cpu() for r in as_tuple(orig.reference(
                 *[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])))
             cases.append((tuple(t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs), refs))
-        out = {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}
-        try:
-            out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial")
-        except Rejected as exc:
-            # the initial kernel is the task's own: ncu failing on it is this tool's failure, not the
-            # candidate's, and says nothing about the claim (seen on the H200: the runner under ncu died)
-            return {"ok": False, "unavailable": True, "note": f"{HW_UNAVAILABLE}: {exc.reason}"[:400]}
-        out["best"] = _measure(exe, job["candidate"], cases, atol, rtol, "best")
+    out = {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}
+    # One runner after the other, each under the profiler lock for its whole life (one ncu session at a
+    # time on the device: a second one starting while another profiles fails both) and in a device phase
+    # only for its calls (its start under ncu, Python, torch and CUDA, is most of this job's time). The
+    # original first: its kernels are timed before the candidate's process exists.
+    try:
+        with profiler():
+            out["initial"] = _measure(_start(exe, job["task"], "initial"), cases, atol, rtol, "initial")
+    except Rejected as exc:
+        # the initial kernel is the task's own: ncu failing on it is this tool's failure, not the
+        # candidate's, and says nothing about the claim (seen on the H200: the runner under ncu died)
+        return {"ok": False, "unavailable": True, "note": f"{HW_UNAVAILABLE}: {exc.reason}"[:400]}
+    with profiler():
+        out["best"] = _measure(_start(exe, job["candidate"], "best"), cases, atol, rtol, "best")
     return out

@@ -360,10 +360,10 @@ class Judge:
             mode = "all" if self.rng.random() < 0.5 else "partial"
             mask = [self.rng.random() < 0.5 for _ in range(MASK_LEN)] if mode == "partial" else []
             traced = self._wants_trace(case)
-            off = runner.call(list(inputs), mask, skip_rest=mode == "all") if off_first else None
+            off = runner.call(list(inputs), mask, skip_rest=mode == "all", inputs_back=False) if off_first else None
             ans = runner.call(list(inputs), trace=traced)
             if off is None:
-                off = runner.call(list(inputs), mask, skip_rest=mode == "all")
+                off = runner.call(list(inputs), mask, skip_rest=mode == "all", inputs_back=False)
             diag = ans.get("diag") or {}
             if traced:   # lines a runner sends unasked are never read
                 ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}
@@ -375,7 +375,7 @@ class Judge:
             _check_diag(diag, where, self.allowed)
             for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
                 if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape
-                                                    or t.dtype != s.dtype or not unchanged(t, s.cpu())):
+                                                    or t.dtype != s.dtype or not unchanged(t, s)):
                     raise Rejected("mutates_inputs", f"{where}: input {i} was modified by launch()")
             off_diag = off.get("diag") or {}
             if off_diag.get("tampered"):
@@ -406,6 +406,8 @@ class Judge:
             if not isinstance(o, torch.Tensor) or lay.get("type") != "Tensor":
                 raise Rejected("lazy_output", f"{where}: output {i} is {lay.get('type', type(o).__name__)}, "
                                               "not a plain torch.Tensor")
+            if isinstance(r, torch.Tensor):
+                r = r.to(o.device)   # every comparison of this output where the answers are (compare.py)
             if lay.get("aliases_input") and not ref_aliases[i]:
                 raise Rejected("aliased_output", f"{where}: output {i} aliases an input's memory")
             if lay.get("internal_overlap") and not _internal_overlap(r):
@@ -479,8 +481,8 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     """Every candidate of a round in one judge job: the original loaded once, one plan of check cases
     (the same seeds for all: drawn here, never sent anywhere but as inputs), each case's inputs and
     reference made once (``CaseData``), runners forked by warm runners (``warm.py``) where that is
-    safe. ``parallel`` candidates at once on a CPU device (one at a time on a GPU: device phases
-    are per process). Returns ``{"verdicts": {id: sealed result}, "runners": "warm"|"cold: why"}``."""
+    safe. ``parallel`` candidates at once (on a GPU their device phases are one shared hold of this
+    process, ``gpulock._shared``). Returns ``{"verdicts": {id: sealed result}, "runners": "warm"|"cold: why"}``."""
     from tritondx.tools.exec.gpulock import usage
     from tritondx.tools.verify.warm import RunnerPool
     from concurrent.futures import ThreadPoolExecutor

@@ -19,12 +19,15 @@ _taken: dict[str, Any] = {}
 
 
 def slots(job: dict[str, Any]) -> int:
-    """Candidates checked at once: on a CPU device one warm runner per candidate up to ``parallel`` (the
-    job caps it at the CPU count): their starts run side by side, so a slot per candidate costs no wall
-    time (the example's round of 2 on 2 cores: 16.5 s one at a time, 13.0 s two at once); one on a GPU
-    (device phases are per process)."""
-    device, cands = job["device"], job.get("candidates") or []
-    parallel = max(1, int(job.get("parallel") or 1)) if not str(device).startswith("cuda") else 1
+    """Candidates checked at once: one warm runner per candidate up to ``parallel`` (the job caps it at
+    the CPU count): their starts run side by side, so a slot per candidate costs no wall time (the
+    example's round of 2 on 2 cores: 16.5 s one at a time, 13.0 s two at once). On a GPU too: most of a
+    candidate's checks is CPU (its runner's start, Triton compiles), and the device phases of the judge's
+    threads are one shared hold (``gpulock._shared``); one at a time where every phase is exclusive (a
+    retry after running out of device memory)."""
+    from tritondx.tools.exec.gpulock import JOB_ALONE_ENV
+    cands = job.get("candidates") or []
+    parallel = max(1, int(job.get("parallel") or 1)) if os.environ.get(JOB_ALONE_ENV) != "1" else 1
     return max(1, min(parallel, len(cands)))
 
 

@@ -266,8 +266,11 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
             return 0
         op = msg.get("op")
         if op == "call":
-            wire.send(ans, runner.call(msg["args"], msg.get("skip_mask", []), bool(msg.get("skip_rest")),
-                                       bool(msg.get("profile")), msg.get("trace") is True))
+            answer = runner.call(msg["args"], msg.get("skip_mask", []), bool(msg.get("skip_rest")),
+                                 bool(msg.get("profile")), msg.get("trace") is True)
+            if msg.get("inputs_back") is False:
+                answer["inputs_after"] = None
+            wire.send(ans, answer)
         elif op == "reset":
             runner.kept.clear()
             runner.pool.clear()

@@ -100,6 +100,12 @@ def _namespaces(iso: Isolation) -> list[str]:
     return list(iso.prefix)
 
 
+def answer_device(device: str) -> str:
+    """Where the judge rebuilds a runner's answers: on its CUDA device when it checks one (the outputs
+    are compared there, and a benchmark-size output never lands in host memory twice), else the host."""
+    return device if device.startswith("cuda") else "cpu"
+
+
 def runner_hello(device: str, allowed_ops: list[str], source: str, flip: bool) -> dict[str, Any]:
     """A runner's first message: its device, the ops it may call, the candidate's source, whether flipped."""
     return {"device": device, "allowed_ops": allowed_ops, "source": source, **({"flip": True} if flip else {})}
@@ -120,6 +126,7 @@ class RunnerProcess:
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
         self.source = Path(candidate).read_text() if candidate else ""
         self.answer_cap = answer_cap
+        self.answer_device = answer_device(device)
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
@@ -154,6 +161,11 @@ class RunnerProcess:
         self.proc = subprocess.Popen(cmd, cwd=self.dir, env=env, stdin=subprocess.DEVNULL, stdout=self._stderr,
                                      stderr=self._stderr, pass_fds=fds, preexec_fn=preexec)
         _LIVE_RUNNERS.add(self.proc.pid)
+        # widened after the start (either end sizes the pipe): wire imports torch, which a warm runner's
+        # start must not wait for (prestart.py)
+        from tritondx.tools.verify import wire
+        for fd in (req_w, ans_r):
+            wire.widen_pipe(fd)
         for fd in fds:
             os.close(fd)
         self.req = os.fdopen(req_w, "wb")
@@ -180,7 +192,7 @@ class RunnerProcess:
         from tritondx.tools.verify import wire
         try:
             wire.send(self.req, msg)
-            return wire.recv(self.ans, cap=self.answer_cap)
+            return wire.recv(self.ans, cap=self.answer_cap, device=self.answer_device)
         except (EOFError, BrokenPipeError, wire.WireError, ValueError, OSError) as exc:
             raise self._died(exc) from None
 
@@ -208,14 +220,16 @@ class RunnerProcess:
         return RunnerDied(kind, f"the candidate's process ended (code {rc}): {last[:300]}")
 
     def call(self, args: list, skip_mask: list[bool] = (), skip_rest: bool = False, profile: bool = False,
-             trace: bool = False) -> dict:
+             inputs_back: bool = True, trace: bool = False) -> dict:
         """One watched call. ``profile``: no poisoning, and the CUDA profiler API brackets the call
-        (what ncu measures with ``--profile-from-start off``). ``trace``: the runner also answers the
-        line trace of the candidate file (``lines``, ``positions``); without it, it answers none."""
+        (what ncu measures with ``--profile-from-start off``). ``inputs_back=False``: the answer leaves the
+        inputs out (a call whose input mutation nobody checks: the kernels-off call, the hardware check).
+        ``trace``: the runner also answers the line trace of the candidate file (``lines``, ``positions``);
+        without it, it answers none."""
         if not isinstance(trace, bool):
             raise TypeError(f"trace must be a bool, not {type(trace).__name__}")
         return self._ask({"op": "call", "args": args, "skip_mask": list(skip_mask), "skip_rest": skip_rest,
-                          "profile": profile, "trace": trace})
+                          "profile": profile, "inputs_back": inputs_back, "trace": trace})
 
     def reset(self) -> None:
         self._ask({"op": "reset"})

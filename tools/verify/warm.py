@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, runner_hello
+from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, answer_device, runner_hello
 
 log = structlog.get_logger(__name__)
 
@@ -91,9 +91,13 @@ class ForkedRunner(RunnerProcess):
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
         self.source = Path(candidate).read_text()
         self.answer_cap = answer_cap
+        self.answer_device = answer_device(zygote.device)
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
+        from tritondx.tools.verify import wire   # here, not at import: prestart.py starts zygotes before torch
+        for fd in (req_w, ans_w):
+            wire.widen_pipe(fd)
         self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-", dir=self.dir)[1])
         self._stderr = open(self.stderr_path, "w+b")  # read back through this descriptor (stderr_tail)
         try:

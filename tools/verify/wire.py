@@ -24,34 +24,49 @@ for _name in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
         DTYPES[_name] = getattr(torch, _name)
 
 _LEN = struct.Struct("<Q")
+#: fcntl's F_SETPIPE_SZ (Linux), and the pipe size asked for: fewer wake-ups per large tensor
+_F_SETPIPE_SZ = 1031
+PIPE_BYTES = 1 << 20
+
+
+def widen_pipe(fd: int) -> None:
+    """Ask for a 1 MiB pipe buffer (the most an unprivileged process gets by default); keep the default
+    where the system refuses."""
+    try:
+        import fcntl
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_BYTES)
+    except (OSError, ImportError):
+        pass
 
 
 class WireError(Exception):
     """A malformed or oversized message (the peer is broken or hostile)."""
 
 
-def _write_frame(f: BinaryIO, data: bytes) -> None:
-    f.write(_LEN.pack(len(data)))
+def _write_frame(f: BinaryIO, data: bytes | memoryview) -> None:
+    """The length, then the bytes, written from where they are (a tensor's memory: no copy here)."""
+    f.write(_LEN.pack(memoryview(data).nbytes))
     f.write(data)
 
 
-def _read_exact(f: BinaryIO, n: int) -> bytes:
-    chunks, left = [], n
-    while left:
-        b = f.read(left)
-        if not b:
-            raise WireError("the peer closed the pipe mid-message" if chunks or n else "the peer closed the pipe")
-        chunks.append(b)
-        left -= len(b)
-    return b"".join(chunks)
+def _read_exact(f: BinaryIO, n: int) -> bytearray:
+    """``n`` bytes read straight into one buffer of the receiver's (no chunks joined, no copy after)."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = f.readinto(view[got:])
+        if not k:
+            raise WireError("the peer closed the pipe mid-message" if got or n else "the peer closed the pipe")
+        got += k
+    return buf
 
 
-def _read_frame(f: BinaryIO, cap: int) -> bytes:
+def _read_frame(f: BinaryIO, cap: int) -> bytearray:
     head = f.read(_LEN.size)
     if not head:
         raise EOFError("the peer closed the pipe")
     if len(head) < _LEN.size:
-        head += _read_exact(f, _LEN.size - len(head))
+        head += bytes(_read_exact(f, _LEN.size - len(head)))
     (n,) = _LEN.unpack(head)
     if n > cap:
         raise WireError(f"a frame of {n} bytes is over the cap of {cap}")
@@ -64,7 +79,7 @@ def _span(t: torch.Tensor) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
 
 
-def _encode(obj: Any, blobs: list[bytes]) -> Any:
+def _encode(obj: Any, blobs: list[memoryview]) -> Any:
     if isinstance(obj, torch.Tensor):
         t = torch.Tensor.detach(obj)
         t = t.as_subclass(torch.Tensor) if type(t) is not torch.Tensor else t
@@ -72,7 +87,7 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
         span = _span(t)
         flat = torch.as_strided(t, (span,), (1,), t.storage_offset()) if span else t.reshape(0)
         raw = flat.contiguous().view(torch.uint8) if flat.dtype != torch.bool else flat.contiguous().to(torch.uint8)
-        blobs.append(raw.numpy().tobytes())
+        blobs.append(memoryview(raw.numpy()))   # written from the tensor's memory (it lives until sent)
         return {"__tensor__": len(blobs) - 1, "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
                 "stride": list(t.stride()), "span": span}
     if isinstance(obj, (list, tuple)):
@@ -85,7 +100,7 @@ def _encode(obj: Any, blobs: list[bytes]) -> Any:
 
 
 def send(f: BinaryIO, obj: Any) -> None:
-    blobs: list[bytes] = []
+    blobs: list[memoryview] = []
     header = json.dumps({"body": _encode(obj, blobs), "blobs": len(blobs)}).encode()
     _write_frame(f, header)
     for b in blobs:
@@ -93,7 +108,7 @@ def send(f: BinaryIO, obj: Any) -> None:
     f.flush()
 
 
-def _decode(obj: Any, blobs: list[bytes], device: str, pool: list | None, pool_used: list) -> Any:
+def _decode(obj: Any, blobs: list[bytearray], device: str, pool: list | None, pool_used: list) -> Any:
     if isinstance(obj, dict) and "__tensor__" in obj:
         dtype = DTYPES.get(obj.get("dtype"))
         i, shape, stride, span = obj["__tensor__"], obj["shape"], obj["stride"], obj["span"]
@@ -106,7 +121,7 @@ def _decode(obj: Any, blobs: list[bytes], device: str, pool: list | None, pool_u
             raise WireError("tensor bytes do not match its descriptor")
         if span == 0:
             return torch.empty(shape, dtype=dtype, device=device)
-        raw = torch.frombuffer(bytearray(blobs[i]), dtype=torch.uint8)
+        raw = torch.frombuffer(blobs[i], dtype=torch.uint8)   # the receiver's own buffer (_read_exact)
         flat = raw.to(torch.bool) if dtype == torch.bool else raw.view(dtype)
         k = len(pool_used)
         pool_used.append(None)
@@ -115,7 +130,11 @@ def _decode(obj: Any, blobs: list[bytes], device: str, pool: list | None, pool_u
             pool[k].copy_(flat)   # same memory as the previous call's input: a data_ptr cache goes stale
             flat = pool[k]
         else:
-            flat = flat.to(device)
+            try:
+                flat = flat.to(device)
+            except RuntimeError as exc:   # out of device memory: the answer is too large to judge here
+                raise WireError(f"a tensor of {span * itemsize} bytes does not fit on {device}: "
+                                f"{str(exc).splitlines()[0][:120]}") from None
         pool_used[k] = flat
         return torch.as_strided(flat, shape, stride, 0)
     if isinstance(obj, list):

@@ -28,7 +28,7 @@ open(log, "a").write(f"{mode} {t0} {t1}\\n")
 
 def _start(mode: str, hold: float, log, env):
     with gpulock.job_lock_fds() as (fds, lock_env):
-        assert len(fds) == 2 and gpulock.JOB_LOCK_ENV in lock_env
+        assert len(fds) == 3 and gpulock.JOB_LOCK_ENV in lock_env
         return subprocess.Popen([sys.executable, "-c", CHILD, mode, str(hold), str(log)],
                                 env={**env, **lock_env}, pass_fds=fds)
 
@@ -216,3 +216,87 @@ def test_a_verify_job_reports_the_seconds_it_held_the_device():
                          "honest", get_backend("interpreter"))
     assert v.passed, v.reason
     assert 0 < v.device_s < v.seconds, (v.device_s, v.seconds)
+
+
+THREADS_CHILD = """
+import sys, threading, time
+from tritondx.tools.exec.gpulock import phase, usage
+log, stop_at = sys.argv[1], time.time() + float(sys.argv[2])
+lines = []
+
+def worker(k):
+    # overlapping shared holds, one after another, until stop_at: alone they would hold the device throughout
+    while time.time() < stop_at:
+        with phase("shared"):
+            t0 = time.time()
+            time.sleep(0.15)
+            lines.append(f"shared{k} {t0} {time.time()}")
+        time.sleep(0.01)
+
+ts = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+open(log, "a").write("\\n".join(lines) + "\\n")
+print(usage()["shared_s"])
+"""
+
+
+def test_threads_of_one_job_share_one_hold_and_a_timer_still_gets_its_turn(tmp_path, env):
+    """Three threads of one job keep overlapping shared holds for 2.5 s (never all out at once); a timer
+    that queues meanwhile gets the device before they are done, and never while one of them holds it.
+    The job's shared seconds count the hold once, not once per thread."""
+    log = tmp_path / "log"
+    with gpulock.job_lock_fds() as (fds, lock_env):
+        job = subprocess.Popen([sys.executable, "-c", THREADS_CHILD, str(log), "2.5"], env={**env, **lock_env},
+                               pass_fds=fds, stdout=subprocess.PIPE, text=True)
+    time.sleep(0.6)
+    timer = _start("exclusive", 0.3, log, env)
+    assert timer.wait(timeout=30) == 0
+    out, _ = job.communicate(timeout=30)
+    assert job.returncode == 0
+    iv = _intervals(log)
+    ex = [x for x in iv if x[0] == "exclusive"][0]
+    shared = [x for x in iv if x[0] != "exclusive"]
+    assert ex[2] < max(b for _, _, b in shared) - 0.5, "the timer waited for the threads to finish"
+    for _, a, b in shared:
+        assert b <= ex[1] + 1e-3 or a >= ex[2] - 1e-3, (ex, (a, b))
+    held = float(out.strip().splitlines()[-1])
+    assert held < 2.9, f"shared seconds counted per thread: {held}"
+
+
+PROFILER_CHILD = """
+import sys, time
+from tritondx.tools.exec.gpulock import profiler
+hold, log = float(sys.argv[1]), sys.argv[2]
+with profiler():
+    t0 = time.time()
+    time.sleep(hold)
+    t1 = time.time()
+open(log, "a").write(f"profiler {t0} {t1}\\n")
+"""
+
+
+def test_one_ncu_session_at_a_time_jobs_and_the_orchestrator_alike(tmp_path, env, monkeypatch):
+    """The profiler lock (held for a process's whole life under ncu): two jobs with handed-over
+    descriptors and this process (the orchestrator, which opens the lock folder itself) never hold it at
+    once, though none of them holds a device phase."""
+    log = tmp_path / "log"
+    procs = []
+    for _ in range(2):
+        with gpulock.job_lock_fds() as (fds, lock_env):
+            procs.append(subprocess.Popen([sys.executable, "-c", PROFILER_CHILD, "0.5", str(log)],
+                                          env={**env, **lock_env}, pass_fds=fds))
+    time.sleep(0.1)
+    monkeypatch.delenv(gpulock.JOB_LOCK_ENV, raising=False)
+    with gpulock.profiler():
+        t0 = time.time()
+        time.sleep(0.3)
+        log.open("a").write(f"profiler {t0} {time.time()}\n")
+    for p in procs:
+        assert p.wait(timeout=30) == 0
+    iv = sorted(_intervals(log), key=lambda x: x[1])
+    assert len(iv) == 3
+    for (_, _, end), (_, start, _) in zip(iv, iv[1:]):
+        assert end <= start + 1e-3, iv

@@ -1,5 +1,6 @@
-"""How many candidates of a round a CPU judge checks at once (judge.verify_round): one warm runner per
-candidate up to ``parallel`` (the job caps it at the CPU count); one at a time on a GPU."""
+"""How many candidates of a round a judge checks at once (judge.verify_round): one warm runner per
+candidate up to ``parallel`` (the job caps it at the CPU count), on a GPU too (its threads share one
+device hold); one at a time in a job whose every phase is exclusive (a retry after a CUDA OOM)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,14 @@ class _Pool:
 
 
 @pytest.mark.parametrize("device,parallel,n,want", [("cpu", 2, 2, 2), ("cpu", 4, 3, 3), ("cpu", 2, 5, 2),
-                                                     ("cpu", 1, 4, 1), ("cuda:0", 4, 4, 1)])
+                                                     ("cpu", 1, 4, 1), ("cuda:0", 4, 4, 4),
+                                                     ("cuda:0-alone", 4, 4, 1)])
 def test_slots_per_round(monkeypatch, tmp_path, device, parallel, n, want):
     monkeypatch.chdir(tmp_path)
+    if device.endswith("-alone"):
+        from tritondx.tools.exec.gpulock import JOB_ALONE_ENV
+        monkeypatch.setenv(JOB_ALONE_ENV, "1")
+        device = device[:-len("-alone")]
     monkeypatch.setattr(warm, "RunnerPool", _Pool)
     monkeypatch.setattr(judge_mod.Judge, "run", lambda self: {"passed": True})
     _Pool.slots_seen = []

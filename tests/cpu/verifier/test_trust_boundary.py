@@ -33,6 +33,30 @@ def test_wire_keeps_values_strides_and_flattens_subclasses():
     assert got[3:] == [2.5, None, True]
 
 
+def test_wire_carries_large_tensors_through_a_real_pipe_in_partial_reads():
+    """A tensor many pipe buffers long arrives whole and equal (the receiver reads it in pieces straight
+    into its own buffer), next to small ones and a bool tensor; the receiver's tensor is its own memory."""
+    import os
+    import threading
+    big = torch.randn(3 << 18)            # 3 MiB: many reads of a 64 KiB - 1 MiB pipe
+    flags = big[::3] > 0
+    r, w = os.pipe()
+    wire.widen_pipe(w)
+    fr, fw = os.fdopen(r, "rb"), os.fdopen(w, "wb")
+    got: dict = {}
+    reader = threading.Thread(target=lambda: got.update(msg=wire.recv(fr)))
+    reader.start()
+    wire.send(fw, {"big": big, "small": [big[:7], 3], "flags": flags, "empty": torch.zeros(0, 4)})
+    reader.join(timeout=30)
+    fw.close()
+    fr.close()
+    msg = got["msg"]
+    assert torch.equal(msg["big"], big) and msg["big"].data_ptr() != big.data_ptr()
+    assert torch.equal(msg["small"][0], big[:7]) and msg["small"][1] == 3
+    assert msg["flags"].dtype == torch.bool and torch.equal(msg["flags"], flags)
+    assert msg["empty"].shape == (0, 4)
+
+
 def test_wire_refuses_oversized_and_inconsistent_frames():
     buf = io.BytesIO()
     wire.send(buf, {"t": torch.zeros(1000)})
