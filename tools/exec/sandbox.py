@@ -46,6 +46,9 @@ ENV_ALLOW = {
 ENV_ALLOW_PREFIXES = ("TRITON_", "TRITONDX_JOB_", "MLIR_", "LLVM_", "NVIDIA_", "CUBLAS_")
 # Even an allowed prefix never passes a secret-looking name.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH|PROXY", re.IGNORECASE)
+# Nor the judge's seal key (verify/seal.py SEAL_ENV: its prefix is allowed and its name looks like no
+# secret); a job that needs it gets it in ``extra``, never from the environment it was started in.
+NEVER_PASSED = frozenset({"TRITONDX_JOB_SEAL"})
 
 # CUDA fault messages in a worker's stderr.
 # e.g. "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -76,7 +79,7 @@ class JobResult(BaseModel):
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {}
     for k, v in os.environ.items():
-        if SECRET_NAME.search(k):
+        if SECRET_NAME.search(k) or k in NEVER_PASSED:
             continue
         if k in ENV_ALLOW or k.startswith(ENV_ALLOW_PREFIXES):
             env[k] = v

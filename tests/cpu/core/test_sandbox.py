@@ -15,6 +15,17 @@ def test_scrubbed_env_drops_secrets(monkeypatch):
     assert env["TRITON_CACHE_DIR"] == "/tmp/x"
 
 
+def test_scrubbed_env_never_passes_the_seal_key_on(monkeypatch):
+    """The judge's seal key has an allowed prefix (TRITONDX_JOB_) and no secret-looking name: a process
+    started with the environment it is in never gets it; one given it on purpose (``extra``) does."""
+    from tritondx.tools.verify import seal
+    monkeypatch.setenv(seal.SEAL_ENV, "k" * 64)
+    monkeypatch.setenv("TRITONDX_JOB_OTHER", "1")
+    env = scrubbed_env()
+    assert seal.SEAL_ENV not in env and env["TRITONDX_JOB_OTHER"] == "1"
+    assert scrubbed_env({seal.SEAL_ENV: "given"})[seal.SEAL_ENV] == "given"
+
+
 def test_classify():
     assert classify(-11, "", False) == "segfault"
     assert classify(1, "RuntimeError: CUDA error: an illegal memory access was encountered", False) == \
