@@ -43,3 +43,30 @@ def test_stress_dropped_where_the_reference_overflows(tmp_path):
     softmax = HERE / "tiny_softmax.py"
     p = plan_checks(load_module(str(softmax), "s"), softmax.read_text(), softmax.read_text(), "cpu")
     assert any(c.values == "large" for c in p.cases)
+
+
+def test_stressed_atol_grows_with_the_references_own_outputs():
+    """Under x100 inputs a sum's honest rounding error grows with its terms: its atol is scaled by how much
+    the reference's outputs grew (x100 for a row sum); a softmax's outputs do not grow (x1), nor does a
+    normal case's; an rmsnorm's do not under x1e3 (x~1)."""
+    from types import SimpleNamespace
+
+    from tritondx.tools.verify.cases import CheckCase
+    from tritondx.tools.verify.judge import CaseData
+
+    def task(ref):
+        return SimpleNamespace(make_inputs=lambda shape, dtype, seed, device: (
+            torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=dtype),), reference=ref)
+
+    def scales(ref, values):
+        data = CaseData(task(ref), "cpu")
+        case = CheckCase(shape=(3, 100), dtype="float32", seed=7, values=values, why="test")
+        data.get(case, "test")
+        return data.atol_scales(case)
+
+    row_sum = scales(lambda x: x.sum(dim=1), "large")
+    assert abs(row_sum[0] - 100.0) < 1e-3, row_sum
+    assert scales(lambda x: torch.softmax(x, dim=1), "large")[0] < 1.01
+    assert scales(lambda x: x.sum(dim=1), "normal") == [1.0]
+    rms = scales(lambda x: x * torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + 1e-6), "huge")[0]
+    assert 1.0 <= rms < 1.05, rms
