@@ -7,7 +7,9 @@ misplaced epsilon, or ``E[x^2] - E[x]^2`` in low precision, shows there. Other r
 values, and so does every other kernel: inputs drawn with ``randn`` stay within about +-5, so a candidate
 that is right only there (``tl.where(tl.abs(x) < 6, ...)`` on an elementwise kernel was accepted before)
 shows on inputs x100. The stress is applied to every floating-point input after ``make_inputs`` by the trusted
-side (a scale in place) and only where the reference stays finite on the stressed inputs.
+side (a scale in place) and only where the reference stays finite on the stressed inputs. The judge compares a
+stressed case with the task's rtol and its atol scaled by how much the reference's outputs grew under the stress
+(``judge.CaseData._atol_scales``): a sum's rounding error grows with its terms, a softmax's does not.
 """
 
 from __future__ import annotations
