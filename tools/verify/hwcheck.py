@@ -44,33 +44,33 @@ def _ncu_failure(exc: RunnerDied, log_file: Path, label: str) -> Rejected:
     return Rejected(exc.kind, f"{label} under ncu: {exc.message}" + (f"; ncu: {said}" if said else ""))
 
 
-def _start(exe: str, path: str, label: str) -> tuple[RunnerProcess | None, Path, Rejected | None]:
-    """A runner of ``path`` under ncu, its log file, and why it could not start (None when it did)."""
+def _start(exe: str, path: str, label: str) -> tuple[RunnerProcess, Path]:
+    """A runner of ``path`` under ncu and its log file; Rejected when it does not start."""
     log_file = Path(os.getcwd()) / f"ncu-{label}.csv"
     try:
         runner = RunnerProcess(path, "cuda", [], hide=[os.getcwd()], wrap=_ncu_cmd(exe, log_file))
     except RunnerDied as exc:
-        return None, log_file, _ncu_failure(exc, log_file, label)
+        raise _ncu_failure(exc, log_file, label) from None
     if not runner.hello.get("ok"):
         runner.close()
-        return None, log_file, Rejected("import_error", f"{label}: importing failed: {runner.hello.get('error')}")
-    return runner, log_file, None
+        raise Rejected("import_error", f"{label}: importing failed: {runner.hello.get('error')}")
+    return runner, log_file
 
 
-def _measure(started: tuple[RunnerProcess | None, Path, Rejected | None], cases: list[tuple[tuple, tuple]],
-             atol: float, rtol: float, label: str) -> dict[str, Any]:
-    """ncu's kernel time per call of a started runner over ``cases`` (inputs, reference), each call judged."""
-    runner, log_file, failed = started
-    if failed is not None:
-        raise failed
+def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float, rtol: float,
+             label: str) -> dict[str, Any]:
+    """ncu's kernel time per call of ``path`` over ``cases`` (inputs, reference), each call judged. The
+    profiler lock is held from before its runner starts until it has ended."""
     calls = len(cases) - 1
-    try:
-        with device_phase("cuda"):   # the calls touch the device (shared: kernel durations, not wall time)
-            _calls(runner, cases, atol, rtol, label)
-    except RunnerDied as exc:
-        raise _ncu_failure(exc, log_file, label) from None
-    finally:
-        runner.close()
+    with profiler():
+        runner, log_file = _start(exe, path, label)
+        try:
+            with device_phase("cuda"):   # the calls touch the device (shared: kernel durations, not wall time)
+                _calls(runner, cases, atol, rtol, label)
+        except RunnerDied as exc:
+            raise _ncu_failure(exc, log_file, label) from None
+        finally:
+            runner.close()
     text = log_file.read_text(errors="replace") if log_file.exists() else ""
     rows = parse_raw_csv(text)
     if not rows:
@@ -122,12 +122,10 @@ def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
     # only for its calls (its start under ncu, Python, torch and CUDA, is most of this job's time). The
     # original first: its kernels are timed before the candidate's process exists.
     try:
-        with profiler():
-            out["initial"] = _measure(_start(exe, job["task"], "initial"), cases, atol, rtol, "initial")
+        out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial")
     except Rejected as exc:
         # the initial kernel is the task's own: ncu failing on it is this tool's failure, not the
         # candidate's, and says nothing about the claim (seen on the H200: the runner under ncu died)
         return {"ok": False, "unavailable": True, "note": f"{HW_UNAVAILABLE}: {exc.reason}"[:400]}
-    with profiler():
-        out["best"] = _measure(_start(exe, job["candidate"], "best"), cases, atol, rtol, "best")
+    out["best"] = _measure(exe, job["candidate"], cases, atol, rtol, "best")
     return out
