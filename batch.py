@@ -4,8 +4,13 @@ Each task runs as its own ``tritondx optimize`` process (its own run folder and 
 database), several at once; on a GPU, timing holds the device exclusively (tools/exec/gpulock.py) so
 concurrent tasks never disturb a measurement. ``results.json`` is rewritten atomically after every
 task: a batch killed at any point (even kill -9) resumes without redoing a finished task.
-After each task, one more side-by-side measurement times the initial kernel, the best kernel, torch
-eager and torch.compile together; those are the numbers the summary reports.
+On a backend that times, each task's **baselines job** (torch eager and torch.compile beside the initial
+kernel, side by side) starts with its optimize run and runs beside it, so torch.compile's compile (15-52 s
+per task on the H200) is off the task's critical path; after the run a **final bench** times the best
+kernel against the initial one, side by side, without torch baselines. Speedups come from the final bench;
+best vs torch is derived through the initial kernel (``derived_vs_torch``) and labelled so
+(``measured_how``); ``timing`` says how much of the baselines job overlapped the run and how long the task
+waited for it.
 
 Scale:
 
@@ -32,13 +37,19 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+import structlog
+from pydantic import BaseModel
+
 from tritondx.tools.evidence.records import TIERS
+
+log = structlog.get_logger(__name__)
 
 
 def _atomic_write(path: Path, data: str) -> None:
@@ -52,7 +63,22 @@ def geomean(xs: list[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def _final_bench(task: str, best_path: str | None, backend_name: str, rounds: int) -> dict[str, Any] | None:
+#: the PyTorch baselines a bench job times when asked (tools/bench/bench.py ``_prepare_shape``)
+TORCH_BASELINES = ("torch_eager", "torch_compile")
+#: how each ratio of a task was measured (results.json ``measured_how``, summary.md)
+SIDE_BY_SIDE_FINAL = "side by side in the final bench job (best vs initial; no torch baselines in it)"
+SIDE_BY_SIDE_BASELINES = "side by side in the baselines job (torch vs initial; started with the optimize run)"
+DERIVED = ("derived through the initial kernel: (torch / initial, baselines job) x (initial / best, final bench "
+           "job), per shape, geomean over shapes")
+NO_BEST = "side by side in the baselines job (the best kernel is the initial one)"
+
+
+def _final_bench(task: str, best_path: str | None, backend_name: str, rounds: int,
+                 baselines: bool = False) -> dict[str, Any] | None:
+    """One side-by-side bench job of the batch: the initial kernel, the best one (when given) and, with
+    ``baselines``, torch eager and torch.compile. The final bench after a run asks for no baselines (its
+    torch.compile compile was 15-52 s per task on the H200); the baselines job (``BaselinesJob``) asks for
+    them and times only the user's original task."""
     from tritondx.tools.backends.base import get_backend
     from tritondx.tools.verify.api import bench_variants
     backend = get_backend(backend_name)
@@ -61,10 +87,11 @@ def _final_bench(task: str, best_path: str | None, backend_name: str, rounds: in
     variants = [{"id": "initial", "path": task}]
     if best_path and Path(best_path).exists():
         variants.append({"id": "best", "path": best_path})
-    result, error, seconds = bench_variants(task, variants, backend, rounds=rounds, baselines=True)
+    result, error, seconds = bench_variants(task, variants, backend, rounds=rounds, baselines=baselines)
     if result is None:
-        return {"error": error, "seconds": seconds}
-    out: dict[str, Any] = {"seconds": seconds, "shapes": []}
+        return {"error": error, "seconds": seconds, "baselines": baselines}
+    out: dict[str, Any] = {"seconds": seconds, "device_seconds": result.get("device_seconds"),
+                           "baselines": baselines, "shapes": []}
     for e in result["shapes"]:
         out["shapes"].append({"shape": e["shape"], "dtype": e["dtype"], "floor_ms": e["floor_ms"],
                               **{vid: {"median_ms": v["median_ms"], "spread": v["spread"],
@@ -78,8 +105,84 @@ def _per_variant_geo(final: dict[str, Any], vid: str, key: str = "median_ms") ->
     return geomean(vals)
 
 
+def _shape_key(s: dict[str, Any]) -> tuple[str, str]:
+    return json.dumps(s["shape"]), s["dtype"]
+
+
+def derived_vs_torch(final: dict[str, Any], base: dict[str, Any], torch_vid: str) -> float | None:
+    """How much faster the best kernel is than a torch baseline (>1: faster), when the two were timed in
+    different jobs: per shape (torch / initial in the baselines job) x (initial / best in the final bench),
+    geomean over the shapes both jobs timed. Each factor is a side-by-side ratio in one job, so a drift of
+    the device between the jobs (clocks, load) cancels; absolute times from two jobs would not."""
+    fin = {_shape_key(s): s for s in final.get("shapes", [])}
+    ratios = []
+    for s in base.get("shapes", []):
+        f = fin.get(_shape_key(s))
+        if not f or not all((x.get(k) or {}).get("median_ms") for x, k in
+                             ((s, torch_vid), (s, "initial"), (f, "initial"), (f, "best"))):
+            continue
+        ratios.append(s[torch_vid]["median_ms"] / s["initial"]["median_ms"]
+                      * f["initial"]["median_ms"] / f["best"]["median_ms"])
+    return geomean(ratios)
+
+
+def _direct_vs_torch(base: dict[str, Any], torch_vid: str) -> float | None:
+    """torch / initial side by side in one job (the best kernel is the initial one), geomean over shapes."""
+    return geomean([s[torch_vid]["median_ms"] / s["initial"]["median_ms"] for s in base.get("shapes", [])
+                    if (s.get(torch_vid) or {}).get("median_ms") and (s.get("initial") or {}).get("median_ms")])
+
+
+def _speed_fields(final: dict[str, Any] | None, base: dict[str, Any] | None) -> dict[str, Any]:
+    """The measured fields of a task from its final bench (best vs initial) and its baselines job (torch vs
+    initial), each ratio labelled with how it was measured (``measured_how``). An older final bench that
+    timed everything in one job (``torch_*`` beside best) is read as before."""
+    ok_final = final if final and "shapes" in final else None
+    ok_base = base if base and "shapes" in base else None
+    if ok_final is None and ok_base is None:
+        return {}
+    if final is not None and ok_final is None:  # best vs initial was asked for and failed: no speedup at all
+        return {"baselines_bench": ok_base} if ok_base else {}
+    one_job = ok_final is not None and any(v in s for s in ok_final["shapes"] for v in TORCH_BASELINES)
+    has_best = ok_final is not None and any("best" in s for s in ok_final["shapes"])
+    speed = ok_final or ok_base
+    t0 = _per_variant_geo(speed, "initial")
+    tb = _per_variant_geo(speed, "best") if has_best else t0
+    out: dict[str, Any] = {
+        "initial_ms": t0, "optimized_ms": tb, "speedup": (t0 / tb) if t0 and tb else None,
+        "roofline_before": _per_variant_geo(speed, "initial", "roofline_fraction"),
+        "roofline_after": (_per_variant_geo(speed, "best", "roofline_fraction") if has_best else None)
+        or _per_variant_geo(speed, "initial", "roofline_fraction"),
+        "measured_how": {"speedup": SIDE_BY_SIDE_FINAL if has_best else
+                         f"1 by definition (no kernel beat the initial one); initial timed in the "
+                         f"{'final bench' if ok_final else 'baselines'} job"}}
+    if ok_final is not None:
+        out["final_bench"] = ok_final
+    torch_src = ok_final if one_job else ok_base
+    if torch_src is None:
+        return out
+    out.update({"torch_eager_ms": _per_variant_geo(torch_src, "torch_eager"),
+                "torch_compile_ms": _per_variant_geo(torch_src, "torch_compile")})
+    if one_job:  # everything side by side in one job (batches before the baselines job)
+        out["measured_how"]["torch"] = "side by side in the final bench job (with best and initial)"
+        return out
+    out["baselines_bench"] = ok_base
+    out["baselines_initial_ms"] = _per_variant_geo(ok_base, "initial")
+    out["measured_how"]["torch"] = SIDE_BY_SIDE_BASELINES
+    derive = has_best and ok_final is not None
+    for vid, key in (("torch_eager", "vs_torch_eager"), ("torch_compile", "vs_torch_compile")):
+        out[key] = derived_vs_torch(ok_final, ok_base, vid) if derive else _direct_vs_torch(ok_base, vid)
+    out["measured_how"]["vs_torch"] = DERIVED if derive else NO_BEST
+    if ok_final is not None and out["baselines_initial_ms"] and t0:
+        # the same kernel timed in both jobs: how far apart two jobs' absolute times are on this device
+        out["initial_ms_ratio"] = t0 / out["baselines_initial_ms"]
+    return out
+
+
 def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[str, Any] | None,
-                   stderr: str) -> dict[str, Any]:
+                   stderr: str, base: dict[str, Any] | None = None,
+                   timing: "TaskTiming | None" = None) -> dict[str, Any]:
+    """A task's results.json entry: the run's report, the final bench (best vs initial) and the baselines
+    job (torch eager / torch.compile vs initial), and where its wall time went (``timing``)."""
     entry: dict[str, Any] = {"task": Path(task).stem, "path": task, "exit": rc, "wall_s": wall,
                              "status": "done" if rc == 0 else "failed", "stderr_tail": stderr[-800:]}
     rep = run_dir / "report.json"
@@ -99,22 +202,21 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
                                  for t in TIERS}
         entry["candidates"] = len(r["candidates"])
         entry["rejected"] = sum(1 for c in r["candidates"] if c["verified"] is False)
-    if final and final.get("seconds"):  # the final bench (baselines) is the batch's, after the run
-        entry["phase_seconds"] = {**(entry.get("phase_seconds") or {}), "final_bench": round(final["seconds"], 3)}
-    if final and "shapes" in final:
-        t0 = _per_variant_geo(final, "initial")
-        tb = _per_variant_geo(final, "best") or t0
-        entry.update({
-            "initial_ms": t0, "optimized_ms": tb, "speedup": (t0 / tb) if t0 and tb else None,
-            "roofline_before": _per_variant_geo(final, "initial", "roofline_fraction"),
-            "roofline_after": _per_variant_geo(final, "best", "roofline_fraction")
-            or _per_variant_geo(final, "initial", "roofline_fraction"),
-            "torch_eager_ms": _per_variant_geo(final, "torch_eager"),
-            "torch_compile_ms": _per_variant_geo(final, "torch_compile"),
-            "final_bench": final,
-        })
-    elif final:
+    extra_phases = {}
+    if final and final.get("seconds"):  # the final bench is the batch's, after the run
+        extra_phases["final_bench"] = round(final["seconds"], 3)
+    if base and base.get("seconds"):  # the baselines job ran beside the run (timing says how much overlapped)
+        extra_phases["baselines"] = round(base["seconds"], 3)
+    if extra_phases:
+        entry["phase_seconds"] = {**(entry.get("phase_seconds") or {}), **extra_phases}
+    entry.update(_speed_fields(final, base))
+    if final and "shapes" not in final:
         entry["final_bench_error"] = final.get("error")
+    if base and "shapes" not in base:
+        entry["baselines_error"] = base.get("error")
+    if timing is not None:
+        entry["timing"] = timing.model_dump()
+        entry["wall_without_baselines_s"] = timing.wall_without_baselines_s
     return entry
 
 
@@ -125,6 +227,34 @@ def _lineage(report: dict[str, Any]) -> list[str]:
         out.append(cands[cur]["family"])
         cur = cands[cur]["parent"]
     return list(reversed(out))
+
+
+def _vs_torch(r: dict[str, Any], vid: str) -> float | None:
+    """Best vs a torch baseline for one task (>1: faster): its ratio as measured (``vs_torch_*``: derived
+    through the initial kernel, or side by side), else (entries of older batches, all timed in one job) the
+    ratio of the absolute times."""
+    if (r.get("measured_how") or {}).get("vs_torch"):
+        return r.get(f"vs_{vid}")  # None where no shape was timed in both jobs: left out, never divided across
+    return r[f"{vid}_ms"] / r["optimized_ms"]
+
+
+def _baselines_aggregate(done: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the baselines jobs cost the batch and how far the two jobs' timings of the initial kernel agree:
+    seconds in all, of which overlapped with the runs and waited for; median wall per task with and without
+    the wait; geomean and worst ratio of the initial kernel's time in the final bench over the baselines job."""
+    tms = [r["timing"] for r in results if r.get("timing")]
+    if not tms:
+        return {}
+    out: dict[str, Any] = {"baselines": {k: round(sum(t[k] for t in tms), 3) for k in
+                                         ("baselines_s", "baselines_overlapped_s", "baselines_wait_s")}}
+    walls = [r["timing"]["wall_without_baselines_s"] for r in done if r.get("timing")]
+    if walls:
+        out["median_wall_without_baselines_s"] = statistics.median(walls)
+    ratios = [r["initial_ms_ratio"] for r in done if r.get("initial_ms_ratio")]
+    if ratios:
+        out["initial_ms_ratio"] = {"geomean": geomean(ratios), "worst": max(ratios, key=lambda x: abs(math.log(x))),
+                                   "tasks": len(ratios)}
+    return out
 
 
 def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -144,10 +274,14 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
         if both:
             agg["geomean_optimized_ms"] = geomean([r["optimized_ms"] for r in both])
             agg["geomean_torch_compile_ms"] = geomean([r["torch_compile_ms"] for r in both])
-            agg["geomean_vs_torch_compile"] = geomean([r["torch_compile_ms"] / r["optimized_ms"] for r in both])
+            agg["geomean_vs_torch_compile"] = geomean([_vs_torch(r, "torch_compile") for r in both])
         eager = [r for r in done if r.get("torch_eager_ms") and r.get("optimized_ms")]
         if eager:
-            agg["geomean_vs_torch_eager"] = geomean([r["torch_eager_ms"] / r["optimized_ms"] for r in eager])
+            agg["geomean_vs_torch_eager"] = geomean([_vs_torch(r, "torch_eager") for r in eager])
+        if both or eager:
+            agg["vs_torch_derived"] = sum(1 for r in {id(r): r for r in both + eager}.values()
+                                          if (r.get("measured_how") or {}).get("vs_torch") == DERIVED)
+        agg.update(_baselines_aggregate(done, results))
         agg["ablation_geomean_by_tier"] = {t: geomean([r["best_by_tier"][t] for r in done if "best_by_tier" in r])
                                            for t in TIERS}
         agg["gpu_seconds"] = sum(r.get("gpu_seconds") or 0 for r in results)
@@ -167,6 +301,35 @@ def device_held_line(h: dict[str, Any]) -> str:
     gpus = f" x{h['devices']} devices" if h.get("devices", 1) > 1 else ""
     return (f"device held {h['held_s']:.0f} s of {h['wall_s']:.0f} s wall{gpus} ({h['held_fraction']:.0%}); "
             f"of which exclusive (timing) {h['exclusive_s']:.0f} s")
+
+
+def baselines_line(agg: dict[str, Any]) -> str:
+    """One line: what the baselines jobs (torch eager + torch.compile) cost, and how much of it the tasks
+    waited for (the rest overlapped their runs)."""
+    b = agg["baselines"]
+    line = (f"baselines jobs (torch eager + torch.compile, beside the runs): {b['baselines_s']:.0f} s in all, "
+            f"{b['baselines_overlapped_s']:.0f} s overlapped with the runs, {b['baselines_wait_s']:.0f} s waited "
+            f"for after them")
+    if agg.get("median_wall_s") and agg.get("median_wall_without_baselines_s") is not None:
+        line += (f"; median wall per task {agg['median_wall_s']:.0f} s, "
+                 f"{agg['median_wall_without_baselines_s']:.0f} s without that wait")
+    return line
+
+
+def _how_measured_lines(agg: dict[str, Any]) -> list[str]:
+    """How the torch ratios were measured: derived through the initial kernel (two jobs) or side by side,
+    and how well the two jobs' timings of the same initial kernel agree (what a derived ratio can be off by)."""
+    lines = []
+    n = agg.get("vs_torch_derived")
+    if n:
+        lines.append(f"  - vs torch: {n} task(s) derived through the initial kernel (torch / initial side by side "
+                     "in the baselines job x initial / optimized side by side in the final bench), the rest "
+                     "side by side in one job")
+    ir = agg.get("initial_ms_ratio")
+    if ir:
+        lines.append(f"  - the initial kernel timed in both jobs (final bench / baselines job): geomean "
+                     f"{ir['geomean']:.3f}, worst {ir['worst']:.3f} over {ir['tasks']} task(s)")
+    return lines
 
 
 def _unmeasured(r: dict[str, Any]) -> str:
@@ -196,6 +359,7 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
                          "compile time / optimized time; >1 means faster than torch.compile)")
         if agg.get("geomean_vs_torch_eager"):
             lines.append(f"- optimized vs torch eager: {agg['geomean_vs_torch_eager']:.2f}x")
+        lines += _how_measured_lines(agg)
         lines.append(f"- median wall per task: {agg['median_wall_s']:.0f} s; device-job seconds in all: "
                      f"{agg['gpu_seconds']:.0f}" + (f", of which holding the device: {agg['device_seconds']:.0f}"
                                                      if agg.get("device_seconds") else ""))
@@ -203,9 +367,10 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
             f"{t} {v:.2f}x" for t, v in agg["ablation_geomean_by_tier"].items() if v))
     if meta.get("device_held"):
         lines.append("- " + device_held_line(meta["device_held"]))
+    if agg.get("baselines"):
+        lines.append("- " + baselines_line(agg))
     if agg.get("phase_seconds"):
-        from tritondx.tools.run.phases import table_md
-        lines += ["", "## Where the time went (all tasks, wall seconds per phase)", ""] + table_md(agg["phase_seconds"])
+        lines += ["", "## Where the time went (all tasks, wall seconds per phase)", ""] + _phase_table(agg)
     lines += ["", "| task | class | initial (us) | optimized (us) | speedup | roofline before -> after | "
                   "eager (us) | compile (us) | tiers | rewrites | wall (s) |", "|" + "---|" * 11]
     for r in sorted(results, key=lambda r: r["task"]):
@@ -221,11 +386,29 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
                           f"{r['wall_s']:.0f} |")
         else:
             lines[-1] += f"- | - | - | {','.join(r.get('tiers_used', []))} | - | {r['wall_s']:.0f} |"
+    if any(r.get("baselines_bench") for r in results):
+        lines += ["", "eager and compile: absolute times from each task's baselines job (torch beside the initial "
+                      "kernel); initial and optimized: from its final bench (best beside the initial kernel). The "
+                      "ratios vs torch above are derived through the initial kernel, not divided across the columns."]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     _plot(out, results)
     from tritondx.tools.report.html import write_batch_html
     write_batch_html(out, results, agg, meta)  # report.html: one self-contained page with the plots
     return agg
+
+
+def _phase_table(agg: dict[str, Any]) -> list[str]:
+    """The phase table; the baselines jobs ran beside the runs, so they get a row of their own after the
+    table, outside the shares (which are of the tasks' own phases)."""
+    from tritondx.tools.run.phases import table_md
+    ph = dict(agg["phase_seconds"])
+    overlapped = ph.pop("baselines", None) if agg.get("baselines") else None
+    lines = table_md(ph)
+    if overlapped is not None:
+        b = agg["baselines"]
+        lines.append(f"| baselines (beside the runs: {b['baselines_overlapped_s']:.0f} s overlapped, "
+                     f"{b['baselines_wait_s']:.0f} s waited for) | {overlapped:.1f} | - |")
+    return lines
 
 
 def _plot(out: Path, results: list[dict[str, Any]]) -> None:
@@ -317,62 +500,212 @@ def plan_slots(gpus: list[str], workers: int, out_dir: Path) -> list[dict[str, s
 # ---------------------------------------------------------------------------------------------------
 # One task (a thread of this process, or a Ray task on any node)
 
-def _final_bench_in_child(task: str, best: str | None, backend_name: str, rounds: int, env: dict[str, str]
-                          ) -> dict[str, Any] | None:
-    """``_final_bench`` in a child process with the task's environment (its GPU and lock folder)."""
-    from tritondx.tools.exec.sandbox import die_with_parent_fn
-    cmd = [sys.executable, "-m", "tritondx.batch", "final-bench", task, best or "", backend_name, str(rounds)]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn())
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{") or ln == "null"]
+def _bench_cmd(task: str, best: str | None, backend_name: str, rounds: int, baselines: bool) -> list[str]:
+    return [sys.executable, "-m", "tritondx.batch", "final-bench", task, best or "", backend_name, str(rounds),
+            *(["baselines"] if baselines else [])]
+
+
+def _bench_answer(p: subprocess.CompletedProcess | subprocess.Popen, stdout: str, stderr: str
+                  ) -> dict[str, Any] | None:
+    """The JSON line a ``final-bench`` child printed, or an error record (redacted)."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{") or ln == "null"]
     if p.returncode != 0 or not lines:
         from tritondx.tools.llm.redact import redact_text
-        return {"error": redact_text(f"final bench exited with {p.returncode}: {p.stderr[-500:]}"), "seconds": 0.0}
+        return {"error": redact_text(f"final bench exited with {p.returncode}: {stderr[-500:]}"), "seconds": 0.0}
     return json.loads(lines[-1])
 
 
-def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | None, final_rounds: int,
-            env_extra: dict[str, str], not_after: float | None = None) -> dict[str, Any]:
-    """Optimize one task in its own process (or resume/keep what a killed batch left in ``run_dir``), then
-    the final side-by-side bench; returns its results.json entry. ``env_extra`` goes over this process's
-    environment for both (GPU pinning, lock folder, checkpoint URL)."""
+def _final_bench_in_child(task: str, best: str | None, backend_name: str, rounds: int, env: dict[str, str],
+                          baselines: bool = False) -> dict[str, Any] | None:
+    """``_final_bench`` in a child process with the task's environment (its GPU and lock folder)."""
+    from tritondx.tools.exec.sandbox import die_with_parent_fn
+    p = subprocess.run(_bench_cmd(task, best, backend_name, rounds, baselines), capture_output=True, text=True,
+                       env=env, preexec_fn=die_with_parent_fn())
+    return _bench_answer(p, p.stdout, p.stderr)
+
+
+class TaskTiming(BaseModel):
+    """Where a task's wall time went in the batch (results.json ``timing``). The baselines job (torch eager
+    and torch.compile beside the initial kernel) starts with the optimize run and runs beside it and the
+    final bench; the task waits for it only when it is still going after both (``baselines_wait_s``)."""
+
+    run_s: float = 0.0             #: the optimize (or resume) process
+    final_bench_s: float = 0.0     #: best vs initial after the run (0: no final bench was needed)
+    baselines_s: float = 0.0       #: the baselines job's wall seconds (its child process, start to answer)
+    baselines_overlapped_s: float = 0.0  #: of those, seconds during which the run or the final bench went on
+    baselines_wait_s: float = 0.0  #: seconds the task waited for it after its run and final bench
+    baselines_stopped: str = ""    #: why it was stopped before it answered ("" when it answered)
+    wall_s: float = 0.0            #: the task's wall seconds, the wait included
+    #: ``wall_s`` less the wait: what the task would take if the baselines cost nothing (its CPU and device
+    #: share during the run may still have slowed the run; not subtracted, not measurable from one batch)
+    wall_without_baselines_s: float = 0.0
+
+
+class BaselinesJob:
+    """The task's torch eager / torch.compile timing, started beside its optimize run.
+
+    A ``final-bench ... baselines`` child process (the task's environment: its GPU and lock folder) whose
+    sandboxed bench job runs only the user's original task: the initial kernel, its reference in eager mode
+    and under torch.compile, side by side. Its compile (most of its 15-52 s on the H200) overlaps the run's
+    phases; its timing holds the device exclusively like every bench, so no measurement is disturbed. A child,
+    not a thread, so that a failed run or the batch's deadline can stop it (its job dies with it)."""
+
+    def __init__(self, task: str, backend_name: str, rounds: int, env: dict[str, str]) -> None:
+        from tritondx.tools.exec.sandbox import die_with_parent_fn
+        self.t0 = time.monotonic()
+        self.t_end: float | None = None
+        # files, not pipes: nobody reads the child's output until the run ends, and a full pipe would stall it
+        self.out, self.err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen(_bench_cmd(task, None, backend_name, rounds, True), stdout=self.out,
+                                     stderr=self.err, text=True, env=env, preexec_fn=die_with_parent_fn())
+        self.stopped = ""
+        log.info("baselines_started", task=Path(task).stem, pid=self.proc.pid)
+
+    def result(self, timeout: float | None = None) -> dict[str, Any] | None:
+        """Wait for the job's answer (at most ``timeout`` seconds, then stop it)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return self.stop("stopped at the batch's deadline")
+        self.t_end = time.monotonic()
+        return _bench_answer(self.proc, *self._output())
+
+    def _output(self) -> tuple[str, str]:
+        texts = []
+        for f in (self.out, self.err):
+            f.seek(0)
+            texts.append(f.read())
+            f.close()
+        return texts[0], texts[1]
+
+    def stop(self, why: str) -> dict[str, Any]:
+        """Stop the job (its sandboxed bench job ends with it): its seconds so far are still reported."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._output()
+        self.t_end = time.monotonic()
+        self.stopped = why
+        log.info("baselines_stopped", pid=self.proc.pid, why=why)
+        return {"error": f"baselines job {why}", "seconds": round(self.t_end - self.t0, 3)}
+
+    @property
+    def seconds(self) -> float:
+        return (self.t_end or time.monotonic()) - self.t0
+
+
+def _task_timing(t0: float, run_s: float, final_s: float, wait_s: float, job: BaselinesJob | None) -> TaskTiming:
+    """``TaskTiming`` from what was measured directly: the run, the final bench(es), the wait for the job."""
+    wall = time.monotonic() - t0
+    tm = TaskTiming(run_s=round(run_s, 3), final_bench_s=round(final_s, 3), wall_s=round(wall, 3),
+                    baselines_wait_s=round(wait_s, 3), wall_without_baselines_s=round(wall - wait_s, 3))
+    if job is not None:
+        tm.baselines_s = round(job.seconds, 3)
+        tm.baselines_overlapped_s = round(max(0.0, job.seconds - wait_s), 3)
+        tm.baselines_stopped = job.stopped
+    return tm
+
+
+class _Benches:
+    """The benches a task runs after its optimize run, with the seconds each kind cost it: the final bench
+    (best vs initial, no torch baselines) and the wait for its baselines job."""
+
+    def __init__(self, task: str, backend_name: str, rounds: int, env: dict[str, str], pinned: bool) -> None:
+        self.task, self.backend_name, self.rounds, self.env, self.pinned = task, backend_name, rounds, env, pinned
+        self.final_s = 0.0
+        self.wait_s = 0.0
+
+    def final(self, best: str | None) -> dict[str, Any] | None:
+        t = time.monotonic()
+        try:
+            if self.pinned:  # the task's GPU: in a child process with the task's environment
+                return _final_bench_in_child(self.task, best, self.backend_name, self.rounds, self.env)
+            return _final_bench(self.task, best, self.backend_name, self.rounds)
+        finally:
+            self.final_s += time.monotonic() - t
+
+    def wait(self, how) -> dict[str, Any] | None:
+        t = time.monotonic()
+        try:
+            return how()
+        finally:
+            self.wait_s += time.monotonic() - t
+
+
+def _optimize(task: str, run_path: Path, backend_name: str, extra_args: list[str] | None, env: dict[str, str],
+              not_after: float | None) -> subprocess.CompletedProcess | None:
+    """The task's ``tritondx optimize`` process (or resume/keep what a killed batch left in ``run_path``);
+    None when it was stopped at the batch's deadline."""
     from tritondx.tools.exec.sandbox import die_with_parent_fn  # imported here, never inside the forked child
-    run_path = Path(run_dir)
-    name = Path(task).stem
-    if not_after and time.time() > not_after:
-        return {"task": name, "path": task, "status": "skipped", "exit": None, "wall_s": 0.0}
-    t0 = time.time()
-    env = {**os.environ, **env_extra}
     cmd = [sys.executable, "-m", "tritondx.cli", "optimize", task, "--backend", backend_name, "--out",
            str(run_path), *(extra_args or [])]
     earlier = _earlier_run(run_path, env.get("TRITONDX_CHECKPOINT_URL") or None)
     if earlier == "finished":  # the batch died after the run, before results.json: keep the run
-        p = subprocess.CompletedProcess(cmd, 0, "", "")
-    else:
-        if earlier == "interrupted":  # the batch died during the run: continue it from its checkpoint
-            cmd = [sys.executable, "-m", "tritondx.cli", "resume", str(run_path)]
-        elif run_path.exists():  # a run that died before its first checkpoint: nothing to keep
-            shutil.rmtree(run_path)
-        # The child dies with this process (kill -9 included), so a resumed batch never races an
-        # orphaned run on the same folder. At the batch's deadline a run still going is stopped: its
-        # checkpoints stay, and the next batch on this folder (or `tritondx resume`) continues it.
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn(),
-                               timeout=max(1.0, not_after - time.time()) if not_after else None)
-        except subprocess.TimeoutExpired:
-            return {"task": name, "path": task, "status": "not_finished", "exit": None,
-                    "wall_s": time.time() - t0, "stderr_tail": f"stopped at the batch's deadline; "
-                                                             f"`tritondx resume {run_path}` continues it"}
-    best = None
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    if earlier == "interrupted":  # the batch died during the run: continue it from its checkpoint
+        cmd = [sys.executable, "-m", "tritondx.cli", "resume", str(run_path)]
+    elif run_path.exists():  # a run that died before its first checkpoint: nothing to keep
+        shutil.rmtree(run_path)
+    # The child dies with this process (kill -9 included), so a resumed batch never races an
+    # orphaned run on the same folder. At the batch's deadline a run still going is stopped: its
+    # checkpoints stay, and the next batch on this folder (or `tritondx resume`) continues it.
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent_fn(),
+                              timeout=max(1.0, not_after - time.time()) if not_after else None)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _best_path(run_path: Path, task: str) -> str | None:
+    """The run's best kernel file, or None when the best is the initial kernel (or there is no report)."""
     rep = run_path / "report.json"
-    if rep.exists():
-        best = (json.loads(rep.read_text()).get("best") or {}).get("path")
-    final = None
-    if p.returncode == 0:
-        from tritondx.tools.backends.base import get_backend
-        if get_backend(backend_name).can_time:
-            final = (_final_bench_in_child(task, best, backend_name, final_rounds, env)
-                     if "CUDA_VISIBLE_DEVICES" in env_extra else _final_bench(task, best, backend_name, final_rounds))
-    entry = summarize_task(task, run_path, p.returncode, time.time() - t0, final, p.stderr)
+    if not rep.exists():
+        return None
+    best = (json.loads(rep.read_text()).get("best") or {}).get("path")
+    if not best or not Path(best).exists() or Path(best).resolve() == Path(task).resolve():
+        return None
+    return best
+
+
+def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | None, final_rounds: int,
+            env_extra: dict[str, str], not_after: float | None = None) -> dict[str, Any]:
+    """Optimize one task in its own process, with its baselines job (torch eager, torch.compile) beside it on
+    a backend that times; after the run a final bench times the best kernel against the initial one (no
+    torch.compile there); returns its results.json entry. ``env_extra`` goes over this process's environment
+    for all of them (GPU pinning, lock folder, checkpoint URL)."""
+    run_path = Path(run_dir)
+    name = Path(task).stem
+    if not_after and time.time() > not_after:
+        return {"task": name, "path": task, "status": "skipped", "exit": None, "wall_s": 0.0}
+    t0 = time.monotonic()
+    env = {**os.environ, **env_extra}
+    from tritondx.tools.backends.base import get_backend
+    timed = get_backend(backend_name).can_time
+    job = BaselinesJob(task, backend_name, final_rounds, env) if timed else None
+    p = _optimize(task, run_path, backend_name, extra_args, env, not_after)
+    t_run = time.monotonic()
+    if p is None:
+        entry = {"task": name, "path": task, "status": "not_finished", "exit": None, "wall_s": t_run - t0,
+                 "stderr_tail": f"stopped at the batch's deadline; `tritondx resume {run_path}` continues it"}
+        if job:  # its seconds so far are reported, never dropped
+            t = time.monotonic()
+            entry["phase_seconds"] = {"baselines": job.stop("stopped at the batch's deadline")["seconds"]}
+            entry["timing"] = _task_timing(t0, t_run - t0, 0.0, time.monotonic() - t, job).model_dump()
+        return entry
+    bench = _Benches(task, backend_name, final_rounds, env, pinned="CUDA_VISIBLE_DEVICES" in env_extra)
+    final = base = None
+    if p.returncode != 0 and job:
+        base = bench.wait(lambda: job.stop("stopped: the run failed"))
+    elif job:
+        best = _best_path(run_path, task)
+        if best:  # best vs initial side by side; no best: the baselines job's initial timing is the answer
+            final = bench.final(best)
+        base = bench.wait(lambda: job.result(timeout=max(1.0, not_after - time.time()) if not_after else None))
+        if not best and not (base and "shapes" in base):  # the initial kernel untimed: time it alone now
+            final = bench.final(None)
+    timing = _task_timing(t0, t_run - t0, bench.final_s, bench.wait_s, job) if job else None
+    entry = summarize_task(task, run_path, p.returncode, timing.wall_s if timing else time.monotonic() - t0,
+                           final, p.stderr, base, timing)
     if env_extra.get("CUDA_VISIBLE_DEVICES"):
         entry["gpu"] = env_extra["CUDA_VISIBLE_DEVICES"]
     return entry
@@ -560,12 +893,13 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
 
 
 def _final_bench_main(argv: list[str]) -> int:
-    task, best, backend_name, rounds = argv
-    print(json.dumps(_final_bench(task, best or None, backend_name, int(rounds)), default=str))
+    task, best, backend_name, rounds, *flag = argv
+    print(json.dumps(_final_bench(task, best or None, backend_name, int(rounds), baselines=flag == ["baselines"]),
+                     default=str))
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "final-bench":
+    if len(sys.argv) in (6, 7) and sys.argv[1] == "final-bench":
         sys.exit(_final_bench_main(sys.argv[2:]))
-    sys.exit("usage: python -m tritondx.batch final-bench TASK BEST BACKEND ROUNDS")
+    sys.exit("usage: python -m tritondx.batch final-bench TASK BEST BACKEND ROUNDS [baselines]")

@@ -1,5 +1,6 @@
 """Device helper: the cost lines of a batch's results.json (issue 16): tasks done out of the suite's,
-median wall per task, device-held fraction, seconds per phase.
+median wall per task (with and without the wait for the torch baselines job), device-held fraction, what
+the baselines jobs cost and how much of it overlapped the runs, seconds per phase.
 
 Usage: python3 bench/scripts/cost_summary.py RESULTS_JSON SUITE_DIR
 (The results list holds only the tasks that ended: a batch stopped at its deadline has fewer.)"""
@@ -18,6 +19,20 @@ print(f"tasks done {len(rs)} of {suite}" + (f"; median wall per task {statistics
                                             f"max {max(walls):.0f} s" if walls else ""))
 print(f"until the last finished task: wall {held.get('wall_s', 0):.0f} s; device held {held.get('held_s', 0):.0f} s "
       f"({held.get('held_fraction', 0):.0%}); exclusive {held.get('exclusive_s', 0):.0f} s")
-ph = d["aggregate"].get("phase_seconds") or {}
+tm = [r["timing"] for r in rs if r.get("timing")]  # batches since the baselines job ran beside the runs
+if tm:
+    print(f"median wall per task without waiting for the baselines job "
+          f"{statistics.median(t['wall_without_baselines_s'] for t in tm):.0f} s; baselines jobs "
+          f"{sum(t['baselines_s'] for t in tm):.0f} s, of which overlapped with the runs "
+          f"{sum(t['baselines_overlapped_s'] for t in tm):.0f} s, waited for "
+          f"{sum(t['baselines_wait_s'] for t in tm):.0f} s "
+          f"(per task max {max(t['baselines_wait_s'] for t in tm):.0f} s); final benches "
+          f"{sum(t['final_bench_s'] for t in tm):.0f} s")
+ratios = [r["initial_ms_ratio"] for r in rs if r.get("initial_ms_ratio")]
+if ratios:
+    print(f"initial kernel, final bench / baselines job: {min(ratios):.3f}..{max(ratios):.3f} over {len(ratios)} tasks")
+ph = dict(d["aggregate"].get("phase_seconds") or {})
+overlapped = ph.pop("baselines", None) if tm else None  # beside the runs: not a share of the tasks' time
 tot = sum(ph.values()) or 1
-print("  ".join(f"{k} {v:.0f}s ({v / tot:.0%})" for k, v in sorted(ph.items(), key=lambda kv: -kv[1])))
+print("  ".join(f"{k} {v:.0f}s ({v / tot:.0%})" for k, v in sorted(ph.items(), key=lambda kv: -kv[1]))
+      + (f"  [baselines {overlapped:.0f}s, beside the runs: not in the shares]" if overlapped else ""))

@@ -110,6 +110,21 @@ def floor_seconds(nbytes: int, flops: int, dtype: torch.dtype, ceilings: dict[st
     return max(nbytes / ceilings["copy_bytes_per_s"], flops / rate if flops else 0.0)
 
 
+#: torch.compile's compile workers in a bench job that times the torch baselines. That job runs beside the
+#: task's optimize run (batch.BaselinesJob) and beside the other tasks of the batch, so its compile keeps to
+#: one core instead of a pool of ``cpu_count`` workers (each a Python start importing torch) competing with
+#: the runs for the host's cores. It changes how fast inductor compiles, not what it generates.
+BASELINE_COMPILE_THREADS = 1
+
+
+def _quiet_compile() -> None:
+    try:
+        import torch._inductor.config as inductor_config
+        inductor_config.compile_threads = BASELINE_COMPILE_THREADS
+    except Exception:  # another torch: its default
+        pass
+
+
 def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job):
     """Inputs (rotated sets when one set fits in L2), roofline counts, the callables to time, warmed up."""
     device = job.get("device", "cuda")
@@ -136,6 +151,7 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
         # (a captured task's reference is the original kernel itself, not a PyTorch baseline)
         ref = orig.reference
         extra["torch_eager"] = lambda: ref(*sets[0])
+        _quiet_compile()
         try:
             compiled = torch.compile(ref)
             extra["torch_compile"] = lambda: compiled(*sets[0])

@@ -81,7 +81,7 @@ def test_the_sampler_counts_shared_and_exclusive_holds(tmp_path):
 
 
 def test_round_benches_never_time_torch_baselines(monkeypatch):
-    """torch eager / torch.compile are timed once per task, by the batch's final bench; a round's bench
+    """torch eager / torch.compile are timed once per task, by the batch's baselines job; a round's bench
     and the profile tier's bench never ask for them."""
     from tritondx.tools.backends.base import get_backend
     from tritondx.tools.verify import timing

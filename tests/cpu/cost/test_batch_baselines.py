@@ -1,0 +1,247 @@
+"""The batch's torch baselines off each task's critical path: the baselines job (torch eager and torch.compile
+beside the initial kernel) starts with the optimize run and runs beside it; after the run the final bench
+times only best vs initial; the summary says how each ratio was measured and what the baselines job cost.
+
+The GPU parts are fakes: a fake ``python`` stands in for both the ``tritondx optimize`` process and the
+``python -m tritondx.batch final-bench`` children, sleeping as long as the real ones would take (scaled
+down) and answering with bench records of the real shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tritondx import batch
+
+FAKE_PYTHON = """
+#!{python}
+import json, os, sys, time
+args = sys.argv[1:]
+log = os.environ["FAKE_LOG"]
+t0 = time.time()
+
+
+def record(kind, **kw):
+    with open(os.path.join(log, f"{{kind}}-{{os.getpid()}}.json"), "w") as f:
+        json.dump({{"kind": kind, "pid": os.getpid(), "start": t0, "end": time.time(), "argv": args, **kw}}, f)
+
+
+def shape(shape, **ms):
+    return {{"shape": shape, "dtype": "torch.float32", "floor_ms": 0.01, "errors": {{}},
+             **{{v: {{"median_ms": m, "spread": 0.01, "roofline_fraction": 0.01 / m}} for v, m in ms.items()}}}}
+
+
+if args[1] == "tritondx.cli":  # the optimize run
+    out = args[args.index("--out") + 1]
+    os.makedirs(out, exist_ok=True)
+    time.sleep(float(os.environ["FAKE_RUN_S"]))
+    best = os.path.join(out, "best.py")
+    open(best, "w").write("# the best kernel\\n")
+    no_best = os.environ.get("FAKE_NO_BEST") == "1"
+    rep = {{"kernel_class": "elementwise", "tiers_used": ["triage"], "rounds": 1, "gpu_seconds": 1.0,
+            "speed": "measured", "best": {{"id": "initial", "path": args[3]}} if no_best else
+            {{"id": "c1", "path": best, "family": "launch_config"}},
+            "candidates": [{{"id": "c1", "family": "launch_config", "parent": "initial", "tier": "triage",
+                             "verified": True, "measurement": {{"speedup": 2.0}}}}]}}
+    open(os.path.join(out, "report.json"), "w").write(json.dumps(rep))
+    record("run")
+    sys.exit(int(os.environ.get("FAKE_RUN_RC", "0")))
+baselines = args[-1] == "baselines"  # tritondx.batch final-bench TASK BEST BACKEND ROUNDS [baselines]
+kind = "baselines" if baselines else "final"
+record(kind + "-started")
+time.sleep(float(os.environ["FAKE_BASE_S" if baselines else "FAKE_FINAL_S"]))
+if baselines:  # torch / initial side by side: compile 0.8x and eager 2x the initial kernel
+    shapes = [shape([1024], initial=0.10, torch_eager=0.20, torch_compile=0.08),
+              shape([4096], initial=0.40, torch_eager=0.80, torch_compile=0.32)]
+else:  # best / initial side by side; this job's initial is 10% slower than the baselines job's (drift)
+    shapes = [shape([1024], initial=0.11, best=0.05), shape([4096], initial=0.44, best=0.20)]
+record(kind)
+print(json.dumps({{"seconds": time.time() - t0, "device_seconds": 0.1, "baselines": baselines, "shapes": shapes}}))
+"""
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """A fake ``python``, a backend that 'times', two fake GPUs (so benches run as pinned children)."""
+    exe = tmp_path / "fake_python"
+    exe.write_text(FAKE_PYTHON.format(python=sys.executable).lstrip())
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(sys, "executable", str(exe))
+    from tritondx.tools.backends.base import get_backend
+    monkeypatch.setattr(type(get_backend("interpreter")), "can_time", property(lambda self: True))
+    monkeypatch.setenv(batch.FAKE_GPUS_ENV, "2")
+    log = tmp_path / "log"
+    log.mkdir()
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "t0.py").write_text("# a task file; the fakes never read it\n")
+
+    def run(run_s=2.0, base_s=2.5, final_s=0.3, **env):
+        for k, v in {"FAKE_RUN_S": run_s, "FAKE_BASE_S": base_s, "FAKE_FINAL_S": final_s, **env}.items():
+            monkeypatch.setenv(k, str(v))
+        out = tmp_path / "out"
+        t0 = time.monotonic()
+        agg = batch.run_batch(str(suite), str(out), backend="interpreter", workers=1, progress=False)
+        wall = time.monotonic() - t0
+        events = {}
+        for p in log.glob("*.json"):
+            d = json.loads(p.read_text())
+            events.setdefault(d["kind"], []).append(d)
+        res = json.loads((out / "results.json").read_text())
+        return agg, res, events, (out / "summary.md").read_text(), wall
+
+    return run
+
+
+def test_the_baselines_job_runs_beside_the_run_and_the_final_bench_has_no_torch(fake):
+    agg, res, ev, summary, wall = fake(run_s=2.0, base_s=2.5, final_s=0.3)
+    (run,), (base,), (final,) = ev["run"], ev["baselines"], ev["final"]
+    assert base["argv"][3:] == [res["results"][0]["path"], "", "interpreter", "3", "baselines"]  # the original only
+    assert final["argv"][-1] != "baselines" and final["argv"][4].endswith("best.py")
+    assert ev["baselines-started"][0]["start"] < run["start"] + 0.5  # started with the run
+    assert base["start"] < run["end"] and final["start"] >= run["end"]  # overlapped it; final after it
+    # the task took about max(run + final, baselines), not run + baselines + final (4.8 s serially)
+    e = res["results"][0]
+    assert e["status"] == "done" and e["wall_s"] < 4.0, e["wall_s"]
+    tm = e["timing"]
+    assert tm["run_s"] >= 2.0 and tm["final_bench_s"] >= 0.3 and tm["baselines_s"] >= 2.5
+    assert tm["baselines_overlapped_s"] >= 2.0 and tm["baselines_stopped"] == ""
+    assert abs(tm["wall_without_baselines_s"] - (tm["wall_s"] - tm["baselines_wait_s"])) < 0.01
+    assert abs(tm["baselines_overlapped_s"] + tm["baselines_wait_s"] - tm["baselines_s"]) < 0.05
+    assert e["wall_without_baselines_s"] == tm["wall_without_baselines_s"]
+    # phase seconds: both jobs reported, the baselines job's never dropped
+    assert e["phase_seconds"]["baselines"] >= 2.5 and e["phase_seconds"]["final_bench"] >= 0.3
+    assert res["aggregate"]["phase_seconds"]["baselines"] == e["phase_seconds"]["baselines"]
+
+
+def test_ratios_say_how_they_were_measured_and_vs_torch_is_derived_through_the_initial_kernel(fake):
+    agg, res, ev, summary, wall = fake(run_s=0.3, base_s=0.3, final_s=0.1)
+    e = res["results"][0]
+    # speedup: best vs initial side by side in the final bench (0.11/0.05, 0.44/0.20: 2.2x)
+    assert e["speedup"] == pytest.approx(2.2) and e["measured_how"]["speedup"] == batch.SIDE_BY_SIDE_FINAL
+    # torch times from the baselines job; best vs torch.compile per shape (0.08/0.10) x (0.11/0.05) = 1.76,
+    # not the 1.6 that dividing absolute times of two jobs gives
+    assert e["torch_compile_ms"] == pytest.approx((0.08 * 0.32) ** 0.5)
+    assert e["vs_torch_compile"] == pytest.approx(1.76) and e["vs_torch_eager"] == pytest.approx(4.4)
+    assert e["measured_how"]["torch"] == batch.SIDE_BY_SIDE_BASELINES
+    assert e["measured_how"]["vs_torch"] == batch.DERIVED
+    assert e["initial_ms_ratio"] == pytest.approx(1.1)  # the same kernel in the two jobs
+    assert "torch_compile" not in json.dumps(e["final_bench"]) and "best" not in json.dumps(e["baselines_bench"])
+    a = res["aggregate"]
+    assert a["geomean_vs_torch_compile"] == pytest.approx(1.76) and a["vs_torch_derived"] == 1
+    assert a["initial_ms_ratio"]["worst"] == pytest.approx(1.1)
+    assert a["baselines"]["baselines_s"] == e["timing"]["baselines_s"]
+    assert "1 task(s) derived through the initial kernel" in summary
+    assert "initial kernel timed in both jobs (final bench / baselines job): geomean 1.100" in summary
+    assert "baselines jobs (torch eager + torch.compile, beside the runs)" in summary and "without that wait" in summary
+    assert "| baselines (beside the runs: " in summary  # its own row, outside the shares of the tasks' phases
+
+
+def test_no_best_kernel_needs_no_final_bench(fake):
+    agg, res, ev, summary, wall = fake(run_s=0.3, base_s=0.3, FAKE_NO_BEST="1")
+    e = res["results"][0]
+    assert "final" not in ev and "final_bench" not in e["phase_seconds"]
+    assert e["speedup"] == 1.0 and e["initial_ms"] == pytest.approx((0.10 * 0.40) ** 0.5)
+    assert e["vs_torch_compile"] == pytest.approx(0.8) and e["measured_how"]["vs_torch"] == batch.NO_BEST
+    assert e["timing"]["final_bench_s"] == 0.0
+
+
+def test_a_failed_run_stops_its_baselines_job_and_reports_its_seconds(fake):
+    t0 = time.monotonic()
+    agg, res, ev, summary, wall = fake(run_s=1.0, base_s=60, FAKE_RUN_RC="1")
+    assert time.monotonic() - t0 < 20  # not the baselines job's 60 s
+    (started,) = ev["baselines-started"]
+    assert "baselines" not in ev  # never answered
+    with pytest.raises(ProcessLookupError):
+        os.kill(started["pid"], 0)  # and is gone
+    e = res["results"][0]
+    assert e["status"] == "failed" and "speedup" not in e
+    assert e["timing"]["baselines_stopped"] == "stopped: the run failed"
+    assert e["phase_seconds"]["baselines"] >= 0.9 and "stopped" in e["baselines_error"]
+
+
+def test_the_baselines_job_times_only_the_original_task(monkeypatch, tmp_path, capsys):
+    """Untrusted-code rule: no candidate runs in the job that compiles torch baselines (it may read the
+    trusted cache layer like every bench); the final bench asks for no torch baselines."""
+    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.verify import api
+    jobs = []
+
+    def fake_bench(task, variants, backend, rounds=5, baselines=False, timeout=900):
+        jobs.append((variants, baselines))
+        return {"shapes": [], "device_seconds": 0.0}, "", 0.0
+
+    monkeypatch.setattr(api, "bench_variants", fake_bench)
+    monkeypatch.setattr(type(get_backend("interpreter")), "can_time", property(lambda self: True))
+    task, best = tmp_path / "t.py", tmp_path / "best.py"
+    task.write_text("x = 1\n")
+    best.write_text("x = 2\n")
+    batch._final_bench_main([str(task), "", "interpreter", "3", "baselines"])
+    batch._final_bench_main([str(task), str(best), "interpreter", "3"])
+    assert jobs == [([{"id": "initial", "path": str(task)}], True),
+                    ([{"id": "initial", "path": str(task)}, {"id": "best", "path": str(best)}], False)]
+
+
+def test_the_baselines_compile_keeps_to_one_core(monkeypatch, tmp_path):
+    """The baselines job runs beside the task's run and the batch's other tasks: torch.compile compiles in
+    the job's own process (``compile_threads`` 1), not with a pool of ``cpu_count`` workers competing for
+    the host's cores. The bench job's control flow on the CPU, with a host clock and a fake torch.compile."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import contextlib
+
+    import torch
+    import torch._inductor.config as inductor_config
+    from tritondx.tools.bench import bench as bench_job
+
+    class Event:
+        def __init__(self, enable_timing=True):
+            self.t = 0.0
+
+    monkeypatch.setattr(bench_job, "_Event", Event)
+    monkeypatch.setattr(bench_job, "_record", lambda ev: setattr(ev, "t", time.perf_counter()))
+    monkeypatch.setattr(bench_job, "_elapsed", lambda s, e: (e.t - s.t) * 1e3)
+    monkeypatch.setattr(bench_job, "_synchronize", lambda: None)
+    monkeypatch.setattr(bench_job, "L2_FLUSH_BYTES", 1 << 16)
+    monkeypatch.setattr(bench_job, "phase", lambda mode: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "fake-device")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(inductor_config, "compile_threads", 8)  # restored after the test
+    seen = []
+
+    def fake_compile(fn):
+        seen.append(inductor_config.compile_threads)
+        return fn
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    ceil = tmp_path / "ceilings.json"
+    ceil.write_text(json.dumps({"device": "fake-device", "copy_bytes_per_s": 1e12, "l2_bytes": 1 << 20,
+                                "matmul_flops_per_s": {"bf16": 1e15, "tf32": 5e14, "fp32": 5e13}}))
+    src = (Path(__file__).resolve().parents[1] / "verifier" / "tiny_axpy.py").read_text()
+    task = tmp_path / "task.py"
+    task.write_text(src.replace("BENCH_SHAPES = [(1 << 24,)]", "BENCH_SHAPES = [(4096,)]"))
+    out = bench_job.bench({"task": str(task), "device": "cpu", "rounds": 1, "ceilings_file": str(ceil),
+                           "baselines": True, "variants": [{"id": "initial", "path": str(task)}]})
+    assert set(out["shapes"][0]["variants"]) == {"initial", "torch_eager", "torch_compile"}
+    assert seen == [1]
+
+
+def test_a_failed_final_bench_gives_no_speedup_even_with_the_baselines_timed(tmp_path):
+    """The best kernel's bench failed: the baselines job's initial timing is no answer for the speedup (it
+    is not 1 by definition: a best kernel existed), and best vs torch cannot be derived."""
+    base = {"seconds": 30.0, "shapes": [{"shape": [1024], "dtype": "torch.float32", "floor_ms": 0.01, "errors": {},
+                                         "initial": {"median_ms": 0.1, "spread": 0.0, "roofline_fraction": 0.1},
+                                         "torch_compile": {"median_ms": 0.08, "spread": 0.0,
+                                                           "roofline_fraction": 0.125}}]}
+    task = tmp_path / "t.py"
+    task.write_text("x = 1\n")
+    e = batch.summarize_task(str(task), tmp_path, 0, 40.0, {"error": "out_of_memory: x", "seconds": 5.0}, "", base)
+    assert "speedup" not in e and "vs_torch_compile" not in e and e["final_bench_error"] == "out_of_memory: x"
+    assert e["phase_seconds"] == {"final_bench": 5.0, "baselines": 30.0} and e["baselines_bench"] == base
