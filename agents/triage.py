@@ -15,6 +15,7 @@ from tritondx.tools.backends.base import get_backend
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.task.spec import load_task
 from tritondx.tools.evidence.triage import triage
+from tritondx.tools.verify import servers
 from tritondx.tools.verify.api import probe_task
 
 
@@ -33,6 +34,8 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
             probe = probe_task(str(initial), backend)
     except TaskFormatError as exc:  # name the user's file, not the run folder's copy of it
         raise TaskFormatError(state["task_path"], exc.problem) from None
+    if cfg.mode != "diagnose":   # its start (Python, torch, warm runners) overlaps the first rewrite
+        servers.prestart(str(initial), backend, cfg.verify_parallel)
     kclass, found = triage(spec)
     target = cfg.target or backend.default_ir_target()
     log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)

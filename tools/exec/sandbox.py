@@ -335,14 +335,26 @@ def run_job(
     return _run_job(job, timeout, python, env, memory_bytes, network, (), cache_dir)
 
 
-def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[str, str] | None,
-             memory_bytes: int | None, network: bool, lock_fds: tuple[int, ...],
-             cache_dir: str | Path | None = None) -> JobResult:
+class Launch(BaseModel):
+    """How one job is started: its command, environment and scratch folder, what it writes back."""
+
+    model_config = {"arbitrary_types_allowed": True}
+    cmd: list[str]
+    env: dict[str, str]
+    scratch: Path
+    stages: list[Any] = []
+    iso: Isolation
+
+
+def prepare(job: dict[str, Any], argv: list[str], python: str | None, env: dict[str, str] | None,
+            network: bool = False, cache_dir: str | Path | None = None) -> Launch:
+    """A job's command (``python -m tritondx.tools.exec.worker`` + ``argv``) inside the sandbox, its
+    scrubbed environment and fresh scratch folder (its cwd, HOME, TMPDIR; ``job.json`` written there)."""
     scratch = Path(tempfile.mkdtemp(prefix="tritondx-job-")).resolve()
-    job_file, result_file = scratch / "job.json", scratch / "result.json"
-    job_file.write_text(json.dumps(job))
+    (scratch / "job.json").write_text(json.dumps(job))
     python = python or sys.executable
-    cmd = [python, "-m", "tritondx.tools.exec.worker", str(job_file), str(result_file)]
+    # file names in ``argv`` are the scratch folder's; options stay as they are
+    cmd = [python, "-m", "tritondx.tools.exec.worker", *(a if a.startswith("-") else str(scratch / a) for a in argv)]
     job_env = scrubbed_env(env)
     job_env["HOME"] = job_env["TMPDIR"] = str(scratch)  # ~/.triton, ~/.nv, ~/.cache, tempfile: all in scratch
     cache = Path(cache_dir).resolve() if cache_dir else scratch / ".triton-cache"
@@ -360,6 +372,22 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
         cmd = sandbox_fs.command(iso.mechanism, sandbox_fs.view_for(scratch, reads, writes, network)) + cmd
     elif not network:
         cmd = iso.prefix + cmd
+    return Launch(cmd=cmd, env=job_env, scratch=scratch, stages=stages, iso=iso)
+
+
+def bwrap_returncode(iso: Isolation, returncode: int | None) -> int | None:
+    """bwrap exits 128+N for a job killed by signal N: say it as Popen does (-N)."""
+    if iso.readonly and iso.mechanism == "bwrap" and returncode is not None and 128 < returncode <= 128 + 64:
+        return 128 - returncode
+    return returncode
+
+
+def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[str, str] | None,
+             memory_bytes: int | None, network: bool, lock_fds: tuple[int, ...],
+             cache_dir: str | Path | None = None) -> JobResult:
+    launch = prepare(job, ["job.json", "result.json"], python, env, network, cache_dir)
+    scratch, job_env, cmd, stages, iso = launch.scratch, launch.env, launch.cmd, launch.stages, launch.iso
+    result_file = scratch / "result.json"
     start = time.monotonic()
     lifeline = _lifeline_fd()
     job_env[LIFELINE_ENV] = str(lifeline)
@@ -370,9 +398,7 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     if not iso.pids:  # without a PID namespace: at least whatever stayed in the job's process group
         _kill_group(proc.pid)
     seconds = time.monotonic() - start
-    returncode = proc.returncode
-    if iso.readonly and iso.mechanism == "bwrap" and returncode is not None and 128 < returncode <= 128 + 64:
-        returncode = 128 - returncode  # bwrap exits 128+N for a job killed by signal N: say it as Popen does
+    returncode = bwrap_returncode(iso, proc.returncode)
     stderr = (err or "") + (out or "")[-1000:]
     kind = classify(returncode, stderr, timed_out)
     result = None

@@ -96,7 +96,9 @@ def view_for(scratch: Path, reads: list[str], writes: list[Bind], network: bool)
             p = Path(r).resolve()
         except (OSError, RuntimeError):
             continue
-        if p.exists() and any(_within(p, h) for h in hidden) and not _within(p, scratch):
+        # a hidden folder itself is never bound back (a script run from /tmp puts /tmp on sys.path: binding
+        # it showed the job every other job's folder there and left it no writable /tmp)
+        if p.exists() and p not in hidden and any(_within(p, h) for h in hidden) and not _within(p, scratch):
             binds.setdefault(str(p), Bind(src=str(p), dest=str(p)))
     for b in [Bind(src=str(scratch), dest=str(scratch), writable=True), *writes]:
         binds[b.dest] = b

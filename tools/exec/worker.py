@@ -27,10 +27,26 @@ def main(job_path: str, result_path: str) -> int:
     if kind == "verify" and job.get("candidates"):   # the seal key out, then the round's warm runners,
         from tritondx.tools.verify import prestart     # which start beside this process's torch import
         prestart.start(job)
+    result = run(job)
+    if isinstance(result, dict):
+        from tritondx.tools.exec.gpulock import usage
+        result["device_usage"] = usage()
+    with open(result_path, "w") as f:
+        json.dump(result, f, default=str)
+    return 0
+
+
+def run(job: dict, fn=None) -> dict:
+    """One job's work (``fn``, else the function for its ``kind``); whatever task or candidate code
+    raises becomes the result's ``class`` and ``error`` (a crash, hang or CUDA fault ends the process:
+    the parent classifies it)."""
+    kind = job["kind"]
     from tritondx.errors import TaskFormatError
     from tritondx.tools.verify.impl import Rejected
     try:
-        if kind == "probe":
+        if fn is not None:
+            pass
+        elif kind == "probe":
             from tritondx.tools.verify.impl import probe as fn
         elif kind == "verify":
             from tritondx.tools.verify.judge import verify as fn
@@ -68,15 +84,47 @@ def main(job_path: str, result_path: str) -> int:
             klass = "out_of_memory"
         result = {"passed": False, "ok": False, "class": klass, "error": f"{type(exc).__name__}: {first[:400]}",
                   "traceback": tb[-3000:]}
-    if isinstance(result, dict):
-        from tritondx.tools.exec.gpulock import usage
-        result["device_usage"] = usage()
-    with open(result_path, "w") as f:
-        json.dump(result, f, default=str)
+    return result
+
+
+def serve(job_path: str) -> int:
+    """``--serve JOB.json``: a long-lived job (``exec/server.py``). Requests come as JSON lines on the
+    descriptor pair in ``TRITONDX_SERVE_FDS`` (never inherited by anything this process starts); each
+    is answered with one line ``{"result": ...}``, plus ``"ending": why`` when the service cannot go on
+    (it then exits). The job's ``kind`` names the service (``judge``: ``verify/judge_server.py``)."""
+    from tritondx.tools.exec.sandbox import watch_lifeline
+    watch_lifeline()
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from tritondx.tools.backends.interpreter_libdevice import install
+        install()
+    from tritondx.tools.exec.server import SERVE_FDS_ENV
+    r_fd, w_fd = (int(x) for x in os.environ.pop(SERVE_FDS_ENV).split(","))
+    os.set_inheritable(r_fd, False)
+    os.set_inheritable(w_fd, False)
+    with open(job_path) as f:
+        job = json.load(f)
+    if job["kind"] != "judge":
+        raise ValueError(f"no service for job kind {job['kind']!r}")
+    from tritondx.tools.verify.judge_server import JudgeService
+    service = JudgeService(job)
+    requests = os.fdopen(r_fd, "rb")
+    for line in requests:
+        answer = service.handle(json.loads(line))
+        data = (json.dumps(answer, default=str) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w_fd, view):]
+        if answer.get("ending"):
+            break
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--serve":
+        code = serve(sys.argv[2])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     code = main(sys.argv[1], sys.argv[2])
     # The result is written: end now. A normal exit would wait for every non-daemon thread task code
     # left running (the job then ended only at its timeout, 300 s for a probe).

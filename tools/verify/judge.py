@@ -507,12 +507,14 @@ def _watchdog(judge: Judge, seconds: float, fired: list) -> threading.Timer:
     return t
 
 
-def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
+def verify_round(job: dict[str, Any], key: str, pool=None, orig=None) -> dict[str, Any]:
     """Every candidate of a round in one judge job: the original loaded once, one plan of check cases
     (the same seeds for all: drawn here, never sent anywhere but as inputs), each case's inputs and
     reference made once (``CaseData``), runners forked by warm runners (``warm.py``) where that is
     safe. ``parallel`` candidates at once (on a GPU their device phases are one shared hold of this
-    process, ``gpulock._shared``). Returns ``{"verdicts": {id: sealed result}, "runners": "warm"|"cold: why"}``."""
+    process, ``gpulock._shared``). Returns ``{"verdicts": {id: sealed result}, "runners": "warm"|"cold: why"}``.
+    ``pool`` and ``orig``: a judge server's warm runners and loaded original (``judge_server.py``), kept
+    across its requests: used here, never closed here."""
     from tritondx.tools.exec.gpulock import usage
     from tritondx.tools.verify.warm import RunnerPool
     from concurrent.futures import ThreadPoolExecutor
@@ -521,13 +523,16 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     parallel = prestart.slots(job)
     # the warm runners start (Python, torch, Triton) while this process imports torch (started by the
     # worker: prestart.py), loads the original and makes the cases' inputs and references
-    started = prestart.pool()
-    if started is not None:
+    owned = pool is None   # a server's pool outlives this request
+    started = prestart.pool() if owned else None
+    if not owned:
+        starter, pool_f = None, None
+    elif started is not None:
         starter, pool_f = started
     else:
         starter = ThreadPoolExecutor(max_workers=1)  # kept until the end (see below)
         pool_f = starter.submit(RunnerPool, device, [os.getcwd()], parallel) if len(cands) > 1 else None
-    orig = load_module(job["task"], "orig")
+    orig = orig if orig is not None else load_module(job["task"], "orig")
     orig_src = Path(job["task"]).read_text()
     per_timeout = float(job.get("timeout_per_candidate") or 600)
     # each candidate's judge plans its own checks (the branches it must reach are its own); the loaded
@@ -535,7 +540,8 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     cases, plan_error = None, ""
     data = CaseData(orig, device)
     contract = OriginalContract(job["task"], orig, device, [os.getcwd()])   # started when a case needs it
-    pool = pool_f.result() if pool_f is not None else None
+    if owned:
+        pool = pool_f.result() if pool_f is not None else None
     if pool is not None and pool.shared:
         parallel = 1  # its zygote cleans mounts the other runners' folders are in (warm.Zygote.shared)
 
@@ -570,9 +576,10 @@ def verify_round(job: dict[str, Any], key: str) -> dict[str, Any]:
     finally:
         runners = (f"warm ({pool.forked} forked)" if pool is not None and pool.warm
                    else f"cold: {pool.why_cold if pool else 'one candidate'}")
-        if pool is not None:
+        if pool is not None and owned:
             pool.close()
         contract.close()
         # only now: the zygotes die with the thread that started them (parent-death signal)
-        starter.shutdown(wait=True)
+        if starter is not None:
+            starter.shutdown(wait=True)
     return {"verdicts": {c["id"]: r for c, r in zip(cands, results)}, "runners": runners}

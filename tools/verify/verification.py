@@ -10,7 +10,7 @@ import structlog
 
 from tritondx.tools.exec import triton_cache
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.verify import seal
+from tritondx.tools.verify import seal, servers
 from tritondx.tools.exec.gpulock import JOB_ALONE_ENV, held_seconds
 from tritondx.tools.exec.sandbox import run_job
 from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error, run_device_job
@@ -105,13 +105,17 @@ def verify_round(task_path: str, candidates: list[dict], backend: Backend, allow
                "candidates": [{"id": c["id"], "path": str(Path(c["path"]).resolve())} for c in todo],
                "timeout_per_candidate": timeout, "parallel": max(1, min(parallel, os.cpu_count() or 1)),
                "scope": scope}
-        extra = {seal.SEAL_ENV: key, **({JOB_ALONE_ENV: "1"} if alone else {})}
-        if triton_cache.enabled():  # read the original's trusted compiles, never write them
-            extra.update(triton_cache.reader_env(orig_src))
         n = len(todo)
         budget = timeout * n / (job["parallel"] if not backend.can_time else 1) + 120
-        r = run_job(job, timeout=budget, env={**backend.job_env(), **extra},
-                    memory_bytes=DEFAULT_MEMORY_BYTES.get(backend.name), gpu_lock=backend.can_time)
+        srv = servers.server_for(task_path, backend, parallel) if not alone else None
+        if srv is not None:   # the task's judge server: no Python, torch or warm-runner start per round
+            r = servers.request(srv, job, key, budget)
+        else:
+            extra = {seal.SEAL_ENV: key, **({JOB_ALONE_ENV: "1"} if alone else {})}
+            if triton_cache.enabled():  # read the original's trusted compiles, never write them
+                extra.update(triton_cache.reader_env(orig_src))
+            r = run_job(job, timeout=budget, env={**backend.job_env(), **extra},
+                        memory_bytes=DEFAULT_MEMORY_BYTES.get(backend.name), gpu_lock=backend.can_time)
         answers = (r.result or {}).get("verdicts") if r.ok and r.result else None
         if answers is None:
             klass, reason = job_error(r)

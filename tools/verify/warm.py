@@ -71,6 +71,16 @@ class Zygote:
             line, self._buf = self._buf.split(b"\n", 1)
             return json.loads(line)
 
+    def snap(self) -> bool:
+        """Between a judge server's requests (no child running): a zygote that works in mounts it shares
+        with the judge (``shared``) records them again, so that files the server added or removed since
+        (its next request's candidates, the last one's gone) are neither deleted after the next child nor
+        taken for a child's doing. False when the zygote is gone."""
+        try:
+            return bool(self.request({"op": "snap"}).get("ok"))
+        except (RunnerDied, OSError, ValueError):
+            return False
+
     def fork(self, candidate: str, allowed_ops: list[str], answer_cap: int = 1 << 34,
              flip: bool = False) -> "ForkedRunner":
         return ForkedRunner(self, candidate, allowed_ops, answer_cap, flip)
@@ -225,6 +235,16 @@ class RunnerPool:
             return
         with self.lock:
             self.free.append(z)
+
+    def snap(self) -> None:
+        """Every free zygote records its shared mounts again (``Zygote.snap``); one that is gone is dropped."""
+        with self.lock:
+            zs, self.free = self.free, []
+        for z in zs:
+            if z.snap():
+                self.free.append(z)
+            else:
+                z.close()
 
     def close(self) -> None:
         for z in self.free:

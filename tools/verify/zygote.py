@@ -85,14 +85,21 @@ def make_private() -> list[str]:
     return own
 
 
-def unsafe_mounts(own: list[str]) -> list[str]:
-    """Writable mounts that are not this zygote's own fresh tmpfs (where a child could leave a file)."""
+def visible_mounts() -> dict[str, bool]:
+    """The mount points a path lookup can reach, each with whether it is writable: in mount order, a
+    later mount hides what lies on or under it (bubblewrap's /dev hides the host's /dev/shm mount; its
+    shm is a plain folder of that /dev)."""
     seen: dict[str, bool] = {}
-    for mp, opts, _ in _mounts():  # in mount order: a later mount hides what lies on or under it
+    for mp, opts, _ in _mounts():
         for old in [m for m in seen if m == mp or m.startswith(mp.rstrip("/") + "/")]:
             del seen[old]
         seen[mp] = "rw" in opts
-    return [mp for mp, rw in seen.items() if rw and mp not in own and not _under(mp, KERNEL_MOUNTS)]
+    return seen
+
+
+def unsafe_mounts(own: list[str]) -> list[str]:
+    """Writable mounts that are not this zygote's own fresh tmpfs (where a child could leave a file)."""
+    return [mp for mp, rw in visible_mounts().items() if rw and mp not in own and not _under(mp, KERNEL_MOUNTS)]
 
 
 def _wipe(own: list[str]) -> None:
@@ -132,7 +139,9 @@ class Snapshots:
 
     def __init__(self, mounts: list[str]) -> None:
         self.mounts = [m for m in mounts if os.path.isdir(m)]
-        self.skip = {mp for mp, _, _ in _mounts()} - set(self.mounts)
+        # other mounts are walked by their own snapshot, or not at all; a hidden mount point is a plain
+        # folder of what hides it (skipping it left files in bubblewrap's /dev/shm unseen)
+        self.skip = set(visible_mounts()) - set(self.mounts)
         self.before = {m: _tree(m, self.skip) for m in self.mounts}
 
     def restore(self) -> bool:
@@ -325,6 +334,13 @@ def main() -> int:
                 os.close(fd)
             current = pid
             _send(ctl, {"pid": pid})
+        elif op == "snap":   # a judge server's next request: what its shared mounts hold now is the state to keep
+            if current is not None:
+                _send(ctl, {"error": "a child is still running"})
+                continue
+            if snaps is not None:
+                snaps = Snapshots(snaps.mounts)
+            _send(ctl, {"ok": True})
         elif op in ("wait", "kill"):
             rc = None
             if current is not None:

@@ -1,0 +1,120 @@
+"""The judge as a server (trusted side, inside a sandboxed job): one per task, answering every round's
+verification (``worker --serve``, job kind ``judge``; started by ``verify/servers.py``).
+
+What it keeps across requests, and why that is safe:
+- this process with torch and Triton imported (and its CUDA context on a GPU), and the task's original
+  loaded: only the judge's own code and the user's original task run here, as in a one-shot judge job;
+  candidates never run in this process;
+- the warm runners (``warm.RunnerPool``): they already serve many candidates one after the other, and
+  clean up after each (``zygote.py``); one that ended is replaced before the next request.
+
+What it removes after each request (what a one-shot judge job's end removed):
+- every process left under it except the warm runners (it is the subreaper of the runners' trees);
+- System V IPC objects (the job has its own IPC namespace wherever a server runs: a read-only sandbox);
+- whatever was added during the request to the job's writable mounts (/tmp, /dev/shm, /run, its own
+  folder: where a runner inside the same bubblewrap sandbox can write, since namespaces do not nest there)
+  (``zygote.Snapshots``, taken as the request starts); when something recorded there was changed or
+  removed instead, it answers and ends (``ending``): the next request gets a fresh server;
+- the request's tensors (device memory back to the driver's cache, then released).
+
+Each request carries its own seal key (``seal.py``): a verdict of one request cannot be replayed for
+another, and no key ever sits in this process's environment.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from tritondx.tools.exec.sandbox import SANDBOXED_JOB_ENV
+
+#: the job's own writable mounts whose content must not outlive a request
+PRIVATE_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+
+
+class JudgeService:
+    """``handle`` answers one request ``{"job": verify job with candidates, "seal_key": ...}``."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        from tritondx.tools.verify.warm import RunnerPool
+        self.device, self.task = job["device"], job["task"]
+        self.slots = max(1, int(job.get("slots") or 1))
+        self.sandboxed = os.environ.get(SANDBOXED_JOB_ENV) == "1"
+        # the warm runners start beside this process's imports, in a thread that lives as long as the
+        # server (they die with the thread that started them); refills go through the same thread
+        self.starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-warm")
+        self.pool_f = self.starter.submit(RunnerPool, self.device, [os.getcwd()], self.slots)
+        from tritondx.tools.task.module import load_module
+        from tritondx.tools.verify.spawn import become_subreaper
+        from tritondx.tools.verify import judge  # noqa: F401 - imported now, not in the first request
+        become_subreaper()
+        self.orig = load_module(self.task, "orig")
+        self.snapshots = None
+        self.served = 0
+
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        from tritondx.tools.exec.gpulock import usage
+        from tritondx.tools.exec.worker import run
+        from tritondx.tools.verify.judge import verify_round
+        pool = self.pool_f.result()
+        if self.sandboxed:   # what the job's writable mounts hold before this request: the state to keep
+            from tritondx.tools.verify.zygote import Snapshots
+            self.snapshots = Snapshots([*PRIVATE_MOUNTS, os.getcwd()])
+        pool.snap()   # before any child of this request (zygote.py: shared mounts)
+        job, key = req["job"], str(req["seal_key"])
+        if job.get("task") != self.task:
+            return {"result": {"passed": False, "class": "error", "error": "a request for another task"}}
+        u0 = usage()
+        result = run(job, fn=lambda j: verify_round(j, key, pool=pool, orig=self.orig))
+        u1 = usage()
+        result["device_usage"] = {k: round(u1[k] - u0.get(k, 0.0), 4) for k in u1}
+        result["served"] = self.served = self.served + 1
+        ending = self._clean(pool)
+        return {"result": result, **({"ending": ending} if ending else {})}
+
+    def _clean(self, pool) -> str:
+        """Remove what the request left (module docstring); a reason to end when that is not possible."""
+        from tritondx.tools.verify import zygote
+        gc.collect()
+        if self.device.startswith("cuda"):
+            import torch
+            torch.cuda.empty_cache()
+        keep = {z.proc.proc.pid for z in pool.free}
+        for _ in range(50):
+            left = [k for k in zygote._children() if k not in keep]
+            if not left:
+                break
+            for k in left:
+                try:
+                    os.kill(k, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for k in left:
+                try:
+                    os.waitpid(k, 0)
+                except ChildProcessError:
+                    pass
+        if self.sandboxed:
+            zygote._remove_sysv_ipc()
+            if self.snapshots is not None and not self.snapshots.restore():
+                return "a file this server had before a request was changed or removed during it"
+        if not pool.why_cold and len(pool.free) < self.slots:   # a warm runner ended: a new one
+            self.starter.submit(_refill, pool, self.slots).result()
+        return ""
+
+
+def _refill(pool, slots: int) -> None:
+    """Warm runners up to ``slots`` again (in the starter thread: they die with it)."""
+    from tritondx.tools.verify.warm import Zygote
+    while len(pool.free) < slots and not pool.shared:
+        try:
+            z = Zygote(pool.device, pool.hide)
+        except Exception:  # noqa: BLE001 - cold runners from now on, as RunnerPool does
+            return
+        if not z.ok:
+            z.close()
+            return
+        pool.free.append(z)
