@@ -24,7 +24,7 @@ from tritondx.tools.evidence.records import ArtifactRef
 from tritondx.tools.verify.route import Limits, RoundFacts, decide, escalation_why  # noqa: F401 (callers)
 from tritondx.tools.verify.select import beats, measurements, pick, summarize_bench
 from tritondx.tools.verify.staged import confirm, contenders, screen_note
-from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING, hardware_check, time_round
+from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING, hardware_check, initial_hardware, time_round
 from tritondx.tools.verify.verification import verify_all
 
 Next = Literal["rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "__end__"]
@@ -63,6 +63,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     insufficient = [fid for c in pending if c not in passed for fid in c["motivated_by"]]
     best = dict(state.get("best") or {})
     measured: list[dict] = []
+    hw_initial = None   # the initial kernel's hardware measurement, once started (timing.initial_hardware)
     bench_artifacts: dict = {}
     gain = None
     if passed and backend.can_time:
@@ -91,6 +92,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
             eligible = {c["id"] for c in passed}
             if screen:   # only a candidate verified in full can win (tools/verify/staged.py)
                 ids = contenders(timed.result, summary, measured, eligible, prev_id, cfg.full_verify_top)
+                if ids and backend.name == "cuda" and cfg.ncu:   # its half of the hardware check, beside the full checks
+                    hw_initial = initial_hardware(state["task_path"], backend)
                 with ph.time("verify"):
                     full = confirm(state["task_path"], [cands[i] for i in ids], backend, ops, cfg)
                 eligible = {v.candidate_id for v in full if v.passed}
@@ -108,7 +111,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
             winner, why = pick(timed.result, summary, measured, eligible, prev_id)
             if winner and why and backend.name == "cuda" and cfg.ncu:
                 with ph.time("hwcheck"):
-                    hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend)
+                    hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend,
+                                        initial=hw_initial)
                 winner["hardware"] = hw.model_dump()
                 log.info("hardware_check", candidate=winner["id"], confirmed=hw.confirmed, note=hw.note[:200])
                 if not hw.confirmed and not hw.note.startswith((NCU_MISSING, HW_UNAVAILABLE)):

@@ -117,15 +117,18 @@ def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
                 *[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])))
             cases.append((tuple(t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs), refs))
     out = {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}
+    parts = job.get("measure") or ["initial", "best"]   # the orchestrator may measure the initial kernel earlier
     # One runner after the other, each under the profiler lock for its whole life (one ncu session at a
     # time on the device: a second one starting while another profiles fails both) and in a device phase
     # only for its calls (its start under ncu, Python, torch and CUDA, is most of this job's time). The
     # original first: its kernels are timed before the candidate's process exists.
-    try:
-        out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial")
-    except Rejected as exc:
-        # the initial kernel is the task's own: ncu failing on it is this tool's failure, not the
-        # candidate's, and says nothing about the claim (seen on the H200: the runner under ncu died)
-        return {"ok": False, "unavailable": True, "note": f"{HW_UNAVAILABLE}: {exc.reason}"[:400]}
-    out["best"] = _measure(exe, job["candidate"], cases, atol, rtol, "best")
+    if "initial" in parts:
+        try:
+            out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial")
+        except Rejected as exc:
+            # the initial kernel is the task's own: ncu failing on it is this tool's failure, not the
+            # candidate's, and says nothing about the claim (seen on the H200: the runner under ncu died)
+            return {"ok": False, "unavailable": True, "note": f"{HW_UNAVAILABLE}: {exc.reason}"[:400]}
+    if "best" in parts:
+        out["best"] = _measure(exe, job["candidate"], cases, atol, rtol, "best")
     return out

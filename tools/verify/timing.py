@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -96,17 +98,51 @@ HW_UNAVAILABLE = "hardware check unavailable"
 HW_TOLERANCE = 0.10
 
 
-def hardware_check(task_path: str, best_path: str, claimed: float, backend: Backend,
-                   timeout: float = 900) -> HardwareCheck:
-    """ncu's summed kernel durations per call of the initial kernel and ``best_path``
-    (``verify/hwcheck.py``). Confirmed when the hardware's speedup is at least the claimed one
-    less ``HW_TOLERANCE``; where ncu is missing, unconfirmed with that note (the caller decides)."""
-    job = {"kind": "hwcheck", "task": str(Path(task_path).resolve()), "candidate": str(Path(best_path).resolve())}
+def _hwcheck_job(task_path: str, backend: Backend, timeout: float, measure: list[str],
+                 best_path: str | None = None) -> dict[str, Any]:
+    """One hwcheck job's answer (``{"ok": False, "note": ...}`` when it did not measure)."""
+    job = {"kind": "hwcheck", "task": str(Path(task_path).resolve()), "measure": measure,
+           **({"candidate": str(Path(best_path).resolve())} if best_path else {})}
     r, _, _ = run_device_job(job, backend, timeout)
     res = r.result or {}
     if not (r.ok and res.get("ok")):
-        note = res.get("note") or ("{}: {}".format(*job_error(r)))
-        return HardwareCheck(claimed=claimed, note=note[:400])
+        return {"ok": False, "note": (res.get("note") or "{}: {}".format(*job_error(r)))[:400]}
+    return res
+
+
+_initial_jobs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tdx-hw-initial")
+_initial: dict[tuple, Future] = {}
+
+
+def initial_hardware(task_path: str, backend: Backend, timeout: float = 900) -> Future:
+    """The initial kernel's half of the hardware check, started now in the background (the verifier starts
+    it when a round has a would-be winner, so it runs beside that candidate's full checks) and kept for the
+    task's later rounds: the task's own kernel at the same shape. Its answer: a hwcheck job's answer."""
+    key = (str(Path(task_path).resolve()), hashlib.sha256(Path(task_path).read_bytes()).hexdigest(), backend.name)
+    fut = _initial.get(key)
+    if fut is None or (fut.done() and not fut.result().get("ok")):
+        fut = _initial[key] = _initial_jobs.submit(_hwcheck_job, task_path, backend, timeout, ["initial"])
+    return fut
+
+
+def hardware_check(task_path: str, best_path: str, claimed: float, backend: Backend,
+                   timeout: float = 900, initial: Future | None = None) -> HardwareCheck:
+    """ncu's summed kernel durations per call of the initial kernel and ``best_path``
+    (``verify/hwcheck.py``). Confirmed when the hardware's speedup is at least the claimed one
+    less ``HW_TOLERANCE``; where ncu is missing, unconfirmed with that note (the caller decides).
+    ``initial``: the initial kernel's measurement started earlier (``initial_hardware``); then this job
+    measures the best alone (each under ncu in a process of its own either way, never at once)."""
+    if initial is None:
+        res = _hwcheck_job(task_path, backend, timeout, ["initial", "best"], best_path)
+    else:
+        first = initial.result()
+        if not first.get("ok"):
+            return HardwareCheck(claimed=claimed, note=str(first.get("note"))[:400])
+        res = _hwcheck_job(task_path, backend, timeout, ["best"], best_path)
+        if res.get("ok"):
+            res = {**res, "initial": first["initial"], "initial_measured_before": True}
+    if not res.get("ok"):
+        return HardwareCheck(claimed=claimed, note=str(res.get("note"))[:400])
     return judge_hardware(res, claimed)
 
 

@@ -70,4 +70,5 @@ def test_gpu_faults_inside_a_real_optimize_run(tmp_path):
     assert by_file["g1_illegal_access.py"]["rejection"] == "illegal_memory_access", why["g1_illegal_access.py"]
     assert by_file["g2_gpu_oom.py"]["rejection"] == "out_of_memory", why["g2_gpu_oom.py"]
     honest = by_file["g0_honest.py"]
-    assert honest["verified"] is True and honest["measurement"] and honest["measurement"]["median_ms"] > 0
+    assert honest["verified"] is True and honest["measurement"] and honest["measurement"]["median_ms"] > 0, \
+        {k: honest.get(k) for k in ("verified", "screened", "rejection", "reason", "measurement", "speedup")}

@@ -1,0 +1,65 @@
+"""The hardware check in two halves (verify/timing.py): the initial kernel's ncu measurement starts when a
+round has a would-be winner (beside its full checks) and serves the task's later rounds; the check after the
+full checks measures the best alone. Run on CPU with the hwcheck job faked (no ncu here)."""
+
+from __future__ import annotations
+
+import threading
+
+from tritondx.tools.exec.sandbox import JobResult
+from tritondx.tools.verify import timing
+
+
+class FakeJobs:
+    def __init__(self, initial_ok: bool = True):
+        self.jobs: list[dict] = []
+        self.initial_ok = initial_ok
+        self.lock = threading.Lock()
+
+    def __call__(self, job, backend, timeout, **kw):
+        with self.lock:
+            self.jobs.append(job)
+        out = {"ok": True, "shape": [4096]}
+        if "initial" in job["measure"]:
+            if not self.initial_ok:
+                return JobResult(kind="ok", returncode=0, seconds=1.0,
+                                 result={"ok": False, "unavailable": True, "note": f"{timing.HW_UNAVAILABLE}: died"}), 1, 0
+            out["initial"] = {"ns_per_call": 2000.0, "kernels": ["axpy_kernel"], "launches": 5}
+        if "best" in job["measure"]:
+            out["best"] = {"ns_per_call": 1000.0, "kernels": ["axpy_kernel"], "launches": 5}
+        return JobResult(kind="ok", returncode=0, seconds=1.0, result=out), 1.0, 0.5
+
+
+class Cuda:
+    name = "cuda"
+
+
+def test_the_initial_half_runs_once_per_task_and_the_check_then_measures_the_best_alone(tmp_path, monkeypatch):
+    fake = FakeJobs()
+    monkeypatch.setattr(timing, "run_device_job", fake)
+    monkeypatch.setattr(timing, "_initial", {})
+    task, best = tmp_path / "task.py", tmp_path / "best.py"
+    task.write_text("# task\n")
+    best.write_text("# best\n")
+    fut = timing.initial_hardware(str(task), Cuda())
+    assert timing.initial_hardware(str(task), Cuda()) is fut     # a later round: the same measurement
+    hw = timing.hardware_check(str(task), str(best), 1.9, Cuda(), initial=fut)
+    assert [j["measure"] for j in fake.jobs] == [["initial"], ["best"]]
+    assert "candidate" not in fake.jobs[0] and fake.jobs[1]["candidate"] == str(best.resolve())
+    assert hw.confirmed and hw.measured == 2.0 and hw.initial_ns_per_call == 2000.0
+    hw2 = timing.hardware_check(str(task), str(best), 1.9, Cuda())   # no early half: both in one job
+    assert fake.jobs[-1]["measure"] == ["initial", "best"] and hw2.confirmed
+
+
+def test_an_initial_half_that_could_not_measure_leaves_the_claim_unconfirmed_and_runs_no_best(tmp_path, monkeypatch):
+    fake = FakeJobs(initial_ok=False)
+    monkeypatch.setattr(timing, "run_device_job", fake)
+    monkeypatch.setattr(timing, "_initial", {})
+    task, best = tmp_path / "task.py", tmp_path / "best.py"
+    task.write_text("# task\n")
+    best.write_text("# best\n")
+    hw = timing.hardware_check(str(task), str(best), 1.9, Cuda(), initial=timing.initial_hardware(str(task), Cuda()))
+    assert not hw.confirmed and hw.note.startswith(timing.HW_UNAVAILABLE)
+    assert [j["measure"] for j in fake.jobs] == [["initial"]]
+    timing.initial_hardware(str(task), Cuda()).result()   # a failed half is measured again when asked again
+    assert [j["measure"] for j in fake.jobs] == [["initial"], ["initial"]]
