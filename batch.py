@@ -541,6 +541,20 @@ class TaskTiming(BaseModel):
     wall_without_baselines_s: float = 0.0
 
 
+#: longest a baselines job waits for its run's triage before it starts anyway
+BASELINES_MAX_DELAY_S = 180.0
+# Baselines jobs are started from this one long-lived thread (a child dies with the thread that started it).
+_LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-baselines")
+
+
+def _triaged(log_file: Path) -> bool:
+    """True once the run's log says it was triaged (its probe is done)."""
+    try:
+        return '"event": "triaged"' in log_file.read_text(errors="replace")
+    except OSError:
+        return False
+
+
 class BaselinesJob:
     """The task's torch eager / torch.compile timing, started beside its optimize run.
 
@@ -550,21 +564,48 @@ class BaselinesJob:
     phases; its timing holds the device exclusively like every bench, so no measurement is disturbed. A child,
     not a thread, so that a failed run or the batch's deadline can stop it (its job dies with it)."""
 
-    def __init__(self, task: str, backend_name: str, rounds: int, env: dict[str, str]) -> None:
-        from tritondx.tools.exec.sandbox import die_with_parent_fn
+    def __init__(self, task: str, backend_name: str, rounds: int, env: dict[str, str],
+                 after: Path | None = None, max_delay_s: float = BASELINES_MAX_DELAY_S) -> None:
+        """``after``: a run's log; the job starts once the run has been triaged there (or after
+        ``max_delay_s``): at a batch's start every task's probe, judge server and warm runner start at
+        once, and eight torch.compile compiles beside them made the probes 5x slower on the H200
+        (2026-12-02: 50 s a task, 10 s the day before)."""
+        self.cmd, self.env, self.task = _bench_cmd(task, None, backend_name, rounds, True), env, task
         self.t0 = time.monotonic()
         self.t_end: float | None = None
         # files, not pipes: nobody reads the child's output until the run ends, and a full pipe would stall it
         self.out, self.err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen(_bench_cmd(task, None, backend_name, rounds, True), stdout=self.out,
-                                     stderr=self.err, text=True, env=env, preexec_fn=die_with_parent_fn())
+        self.proc: subprocess.Popen | None = None
         self.stopped = ""
-        log.info("baselines_started", task=Path(task).stem, pid=self.proc.pid)
+        self._gate = threading.Lock()
+        self._launched = threading.Event()
+        self._waiter = threading.Thread(target=self._start_when_triaged, args=(after, max_delay_s), daemon=True)
+        self._waiter.start()
+
+    def _start_when_triaged(self, after: Path | None, max_delay_s: float) -> None:
+        deadline = time.monotonic() + max_delay_s
+        while after is not None and time.monotonic() < deadline and not self.stopped and not _triaged(after):
+            time.sleep(0.5)
+        # started from the one long-lived thread: the child dies with the thread that started it
+        _LAUNCHER.submit(self._launch).result()
+
+    def _launch(self) -> None:
+        from tritondx.tools.exec.sandbox import die_with_parent_fn
+        with self._gate:
+            if not self.stopped:
+                self.t0 = time.monotonic()
+                self.proc = subprocess.Popen(self.cmd, stdout=self.out, stderr=self.err, text=True, env=self.env,
+                                             preexec_fn=die_with_parent_fn())
+                log.info("baselines_started", task=Path(self.task).stem, pid=self.proc.pid)
+            self._launched.set()
 
     def result(self, timeout: float | None = None) -> dict[str, Any] | None:
         """Wait for the job's answer (at most ``timeout`` seconds, then stop it)."""
+        start = time.monotonic()
+        if not self._launched.wait(timeout):
+            return self.stop("stopped at the batch's deadline")
         try:
-            self.proc.wait(timeout=timeout)
+            self.proc.wait(timeout=None if timeout is None else max(0.0, timeout - (time.monotonic() - start)))
         except subprocess.TimeoutExpired:
             return self.stop("stopped at the batch's deadline")
         self.t_end = time.monotonic()
@@ -579,15 +620,18 @@ class BaselinesJob:
         return texts[0], texts[1]
 
     def stop(self, why: str) -> dict[str, Any]:
-        """Stop the job (its sandboxed bench job ends with it): its seconds so far are still reported."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        """Stop the job (its sandboxed bench job ends with it; one not started yet never starts): its
+        seconds so far are still reported."""
+        with self._gate:
+            self.stopped = why
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.kill()
+        if self.proc is not None:
+            self.proc.wait()
         self._output()
         self.t_end = time.monotonic()
-        self.stopped = why
-        log.info("baselines_stopped", pid=self.proc.pid, why=why)
-        return {"error": f"baselines job {why}", "seconds": round(self.t_end - self.t0, 3)}
+        log.info("baselines_stopped", pid=self.proc.pid if self.proc else None, why=why)
+        return {"error": f"baselines job {why}", "seconds": round(self.t_end - self.t0, 3) if self.proc else 0.0}
 
     @property
     def seconds(self) -> float:
@@ -681,7 +725,7 @@ def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | 
     env = {**os.environ, **env_extra}
     from tritondx.tools.backends.base import get_backend
     timed = get_backend(backend_name).can_time
-    job = BaselinesJob(task, backend_name, final_rounds, env) if timed else None
+    job = BaselinesJob(task, backend_name, final_rounds, env, after=run_path / "log.jsonl") if timed else None
     p = _optimize(task, run_path, backend_name, extra_args, env, not_after)
     t_run = time.monotonic()
     if p is None:

@@ -63,3 +63,56 @@ def test_an_initial_half_that_could_not_measure_leaves_the_claim_unconfirmed_and
     assert [j["measure"] for j in fake.jobs] == [["initial"]]
     timing.initial_hardware(str(task), Cuda()).result()   # a failed half is measured again when asked again
     assert [j["measure"] for j in fake.jobs] == [["initial"], ["initial"]]
+
+
+def _lock_trace(monkeypatch, tmp_path, mode: str) -> list[tuple[str, bool]]:
+    """What a hwcheck's ``_measure`` did, each step with whether it held the profiler lock (ncu faked)."""
+    import contextlib
+
+    import torch
+
+    from tritondx.tools.verify import hwcheck
+    held = {"n": 0}
+    seen: list[tuple[str, bool]] = []
+
+    @contextlib.contextmanager
+    def profiler():
+        held["n"] += 1
+        try:
+            yield
+        finally:
+            held["n"] -= 1
+
+    class Runner:
+        def call(self, args, profile=False, inputs_back=True):
+            seen.append(("profiled call" if profile else "warm-up call", held["n"] > 0))
+            return {"outs": [torch.ones(2)], "diag": {}}
+
+        def close(self):
+            seen.append(("close", held["n"] > 0))
+
+    log_file = tmp_path / "ncu.csv"
+    log_file.write_text("")
+
+    def start(exe, path, label):
+        seen.append(("start", held["n"] > 0))
+        return Runner(), log_file
+
+    monkeypatch.setenv(hwcheck.NCU_LOCK_ENV, mode)
+    monkeypatch.setattr(hwcheck, "profiler", profiler)
+    monkeypatch.setattr(hwcheck, "device_phase", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(hwcheck, "_start", start)
+    monkeypatch.setattr(hwcheck, "parse_raw_csv", lambda text: [{"kernel": "k", "duration_ns": 10.0}] * 3)
+    cases = [((torch.ones(2),), (torch.ones(2),))] * 4
+    assert hwcheck._measure("ncu", "task.py", cases, 1e-5, 1e-5, "initial")["ns_per_call"] == 10.0
+    return seen
+
+
+def test_the_profiler_lock_covers_the_profiled_calls_only_by_default(monkeypatch, tmp_path):
+    """Under load a runner's start under ncu (Python, torch, CUDA, its compile) is most of a hardware check:
+    held for the runner's whole life, the lock queued a batch's checks one after another (H200, 8 tasks,
+    2026-12-02: 107-198 s from a winner's full checks to its hardware check)."""
+    assert _lock_trace(monkeypatch, tmp_path, "range") == [
+        ("start", False), ("warm-up call", False), ("profiled call", True), ("profiled call", True),
+        ("profiled call", True), ("close", False)]
+    assert all(held for _, held in _lock_trace(monkeypatch, tmp_path, "process"))
