@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device (nvidia-h200), session 9's cost call: (1) N hardware checks at once with the profiler lock around the
+# Device (nvidia-h200), session 9's cost call (run at 49f30d8): (1) N hardware checks at once with the profiler lock around the
 # profiled calls only (bench/scripts/ncu_overlap.py); if any failed, the batch holds it for each ncu process's
 # whole life instead; (2) an escalation batch of 8 suite tasks with 8 workers sharing the GPU (one lock folder).
 # Usage: bash bench/scripts/device_cost9.sh N_CHECKS DEADLINE_S TASKS   (carry .whl .debs)

@@ -12,7 +12,6 @@ runner's mount namespace hides.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -58,25 +57,16 @@ def _start(exe: str, path: str, label: str) -> tuple[RunnerProcess, Path]:
     return runner, log_file
 
 
-#: ``range`` (default): the profiler lock is held only around the profiled calls (a runner under ncu starts,
-#: imports, compiles and warms up beside other ncu sessions); ``process``: for the runner's whole life
-NCU_LOCK_ENV = "TRITONDX_JOB_NCU_LOCK"
-
-
-def _whole_life() -> bool:
-    return os.environ.get(NCU_LOCK_ENV, "range") == "process"
-
-
 def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float, rtol: float,
              label: str) -> dict[str, Any]:
     """ncu's kernel time per call of ``path`` over ``cases`` (inputs, reference), each call judged. The
-    profiler lock: around the profiled calls (``NCU_LOCK_ENV``), taken before their device phase (the
-    order every holder keeps: profiler, then device)."""
+    profiler lock is held from before its runner starts until it has ended."""
     calls = len(cases) - 1
-    with (profiler() if _whole_life() else contextlib.nullcontext()):
+    with profiler():
         runner, log_file = _start(exe, path, label)
         try:
-            _calls(runner, cases, atol, rtol, label)
+            with device_phase("cuda"):   # the calls touch the device (shared: kernel durations, not wall time)
+                _calls(runner, cases, atol, rtol, label)
         except RunnerDied as exc:
             raise _ncu_failure(exc, log_file, label) from None
         finally:
@@ -91,14 +81,10 @@ def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
 
 
 def _calls(runner: RunnerProcess, cases: list[tuple[tuple, tuple]], atol: float, rtol: float, label: str) -> None:
-    """A warm-up call (compiles, autotunes: not profiled), then one profiled call per further case, judged.
-    Each in a device phase (shared: kernel durations, not wall time); the profiled ones under the profiler
-    lock (one ncu collection at a time on the device: "a driver resource was unavailable" otherwise)."""
-    with device_phase("cuda"):
-        runner.call(list(cases[0][0]), inputs_back=False)
-    with (contextlib.nullcontext() if _whole_life() else profiler()), device_phase("cuda"):
-        answers = [runner.call(list(inputs), profile=True, inputs_back=False) for inputs, _ in cases[1:]]
-    for k, (ans, (_, refs)) in enumerate(zip(answers, cases[1:])):
+    """A warm-up call (compiles, autotunes: not profiled), then one profiled call per further case, judged."""
+    runner.call(list(cases[0][0]), inputs_back=False)
+    for k, (inputs, refs) in enumerate(cases[1:]):
+        ans = runner.call(list(inputs), profile=True, inputs_back=False)
         diag = ans.get("diag") or {}
         if diag.get("error") or not isinstance(ans.get("outs"), list) or len(ans["outs"]) != len(refs):
             raise Rejected("hardware_check", f"{label}: call {k} under the profiler failed: "
@@ -108,6 +94,8 @@ def _calls(runner: RunnerProcess, cases: list[tuple[tuple, tuple]], atol: float,
             if bad:
                 raise Rejected("hardware_check", f"{label}: output {i} under the profiler is wrong: "
                                                  f"{bad['reason']}")
+
+
 
 
 def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
