@@ -543,6 +543,23 @@ class TaskTiming(BaseModel):
 
 #: longest a baselines job waits for its run's triage before it starts anyway
 BASELINES_MAX_DELAY_S = 180.0
+#: when a task's baselines job starts: ``triaged`` (beside its run, once the probe is done) or ``end`` (after
+#: the run, beside its final bench). Unset: ``baselines_start`` picks by the batch's load.
+BASELINES_START_ENV = "TRITONDX_BASELINES_START"
+#: host cores per concurrent task below which the baselines jobs wait for the runs' ends
+CORES_PER_TASK_BESIDE = 8
+
+
+def baselines_start(concurrent: int) -> str:
+    """``triaged`` where the host has cores to spare (at least ``CORES_PER_TASK_BESIDE`` per concurrent
+    task), else ``end``: on the H200's 16 cores, 2 tasks with their baselines beside them waited 0 s for
+    those (2026-12-02, call 3), while 8 tasks' torch.compile compiles beside their runs made the runs' screens
+    2-3x slower (call 5: 66-133 s from rewrite to screened, 32-45 s for the same tasks without them the day
+    before). ``TRITONDX_BASELINES_START`` overrides."""
+    chosen = os.environ.get(BASELINES_START_ENV, "")
+    if chosen in ("triaged", "end"):
+        return chosen
+    return "triaged" if max(1, concurrent) * CORES_PER_TASK_BESIDE <= (os.cpu_count() or 1) else "end"
 # Baselines jobs are started from this one long-lived thread (a child dies with the thread that started it).
 _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-baselines")
 
@@ -725,9 +742,12 @@ def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | 
     env = {**os.environ, **env_extra}
     from tritondx.tools.backends.base import get_backend
     timed = get_backend(backend_name).can_time
-    job = BaselinesJob(task, backend_name, final_rounds, env, after=run_path / "log.jsonl") if timed else None
+    beside = env.get(BASELINES_START_ENV, "triaged") != "end"
+    job = BaselinesJob(task, backend_name, final_rounds, env, after=run_path / "log.jsonl") if timed and beside else None
     p = _optimize(task, run_path, backend_name, extra_args, env, not_after)
     t_run = time.monotonic()
+    if timed and not beside and p is not None and p.returncode == 0:   # after the run, beside its final bench
+        job = BaselinesJob(task, backend_name, final_rounds, env)
     if p is None:
         entry = {"task": name, "path": task, "status": "not_finished", "exit": None, "wall_s": t_run - t0,
                  "stderr_tail": f"stopped at the batch's deadline; `tritondx resume {run_path}` continues it"}
@@ -859,8 +879,10 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
         env_extra[URL_ENV] = check_url(checkpoint_url) or ""
     gpus = [] if ray_address else visible_gpus(be.name)
     slots = plan_slots(gpus, workers, out_dir)
+    env_extra[BASELINES_START_ENV] = baselines_start(len(slots))
     meta = {"suite": folder, "backend": be.name, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "python": sys.version.split()[0], "workers": max(1, workers)}
+            "python": sys.version.split()[0], "workers": max(1, workers),
+            "baselines_start": env_extra[BASELINES_START_ENV]}
     if len(gpus) > 1:
         meta["gpus"] = gpus
     if ray_address:

@@ -1,6 +1,9 @@
 """Device experiment: N hardware checks at once under one lock folder, the profiler lock held around the
 profiled calls only (TRITONDX_JOB_NCU_LOCK=range) or for each runner's whole life (=process). Counts the
 checks that failed ("a driver resource was unavailable" when two ncu collections overlap) and each one's wall.
+At 49f30d8 the hardware check read TRITONDX_JOB_NCU_LOCK; range failed 3 of 4 checks on the H200
+(bench/results/cost_h200_20261202), so the lock is held for each ncu runner's whole life again and the
+variable is read no more: run now, the script measures N checks queued on that lock.
 Usage: python3 bench/scripts/ncu_overlap.py MODE N TASK CANDIDATE OUT.json   (TRITONDX_LOCK_DIR set)"""
 
 import json

@@ -89,6 +89,7 @@ def fake(tmp_path, monkeypatch):
     (suite / "t0.py").write_text("# a task file; the fakes never read it\n")
 
     def run(run_s=2.0, base_s=2.5, final_s=0.3, **env):
+        env.setdefault(batch.BASELINES_START_ENV, "triaged")   # beside the run (this host has 2 cores: else "end")
         for k, v in {"FAKE_RUN_S": run_s, "FAKE_BASE_S": base_s, "FAKE_FINAL_S": final_s, **env}.items():
             monkeypatch.setenv(k, str(v))
         out = tmp_path / "out"
@@ -250,3 +251,21 @@ def test_a_failed_final_bench_gives_no_speedup_even_with_the_baselines_timed(tmp
     e = batch.summarize_task(str(task), tmp_path, 0, 40.0, {"error": "out_of_memory: x", "seconds": 5.0}, "", base)
     assert "speedup" not in e and "vs_torch_compile" not in e and e["final_bench_error"] == "out_of_memory: x"
     assert e["phase_seconds"] == {"final_bench": 5.0, "baselines": 30.0} and e["baselines_bench"] == base
+
+
+def test_on_a_loaded_host_the_baselines_job_starts_after_the_run_beside_its_final_bench(fake):
+    agg, res, ev, summary, wall = fake(run_s=1.0, base_s=1.0, final_s=0.5, **{batch.BASELINES_START_ENV: "end"})
+    (run,), (base,), (final,) = ev["run"], ev["baselines"], ev["final"]
+    assert base["start"] >= run["end"] and final["start"] >= run["end"]
+    assert base["start"] < final["end"] and final["start"] < base["end"]   # beside each other, after the run
+    e = res["results"][0]
+    assert e["status"] == "done" and e["speedup"] == pytest.approx(2.2)
+    assert res["meta"]["baselines_start"] == "end"
+
+
+def test_the_baselines_job_goes_beside_the_runs_only_where_cores_are_spare(monkeypatch):
+    monkeypatch.delenv(batch.BASELINES_START_ENV, raising=False)
+    monkeypatch.setattr(batch.os, "cpu_count", lambda: 16)
+    assert batch.baselines_start(2) == "triaged" and batch.baselines_start(8) == "end"
+    monkeypatch.setenv(batch.BASELINES_START_ENV, "triaged")
+    assert batch.baselines_start(8) == "triaged"
