@@ -78,7 +78,7 @@ def test_a_verdict_is_sealed_with_its_own_requests_key(task, tmp_path):
 LEAVER = '''
 import ctypes, os, subprocess, sys, tempfile
 for d in (os.getcwd(), os.environ.get("HOME", ""), tempfile.gettempdir(), "/tmp", "/dev/shm", "/var/tmp", "/run",
-          {scratch!r}, os.path.dirname({scratch!r})):
+          {scratch!r}, os.path.dirname({scratch!r}), os.environ.get("TRITON_CACHE_DIR", "")):
     try:
         with open(os.path.join(d, "tritondx_left_{tag}"), "w") as f:
             f.write("x")
@@ -92,7 +92,7 @@ FINDER = '''
 import ctypes, os, tempfile
 found = []
 for d in (os.getcwd(), os.environ.get("HOME", ""), tempfile.gettempdir(), "/tmp", "/dev/shm", "/var/tmp", "/run",
-          {scratch!r}, os.path.dirname({scratch!r})):
+          {scratch!r}, os.path.dirname({scratch!r}), os.environ.get("TRITON_CACHE_DIR", "")):
     if os.path.exists(os.path.join(d, "tritondx_left_{tag}")):
         found.append(d)
 for p in os.listdir("/proc"):
@@ -155,3 +155,30 @@ def test_in_one_judge_job_a_candidate_leaves_nothing_for_the_next_in_dev_shm_eit
     v1, v2 = verify_round(str(task), [leaver, finder], get_backend("interpreter"), [], 240, 1, static_policy=False)
     assert "LEFT" in v1.reason, v1
     assert "FOUND []" in v2.reason, v2
+
+
+CACHE_LEAVER = """
+import os
+os.makedirs(os.environ["TRITON_CACHE_DIR"], exist_ok=True)
+open(os.path.join(os.environ["TRITON_CACHE_DIR"], "tritondx_left_{tag}"), "w").write("x")
+raise RuntimeError("LEFT")
+"""
+CACHE_FINDER = """
+import os
+raise RuntimeError("FOUND " + repr(os.path.exists(os.path.join(os.environ["TRITON_CACHE_DIR"], "tritondx_left_{tag}"))))
+"""
+
+
+def test_cold_runners_of_one_request_share_no_triton_cache(task, tmp_path):
+    """Cold runners (no warm runner, or one that ended) inside a bubblewrap job get no namespace of their own:
+    each now gets its own TRITON_CACHE_DIR (it was the judge's, one folder for all: a candidate could leave a
+    compiled kernel there for the next runner, the original's contract runner included)."""
+    tag = f"c{tmp_path.name[-6:]}"
+    srv = _serve(task, TRITONDX_WARM_RUNNERS="0")
+    try:
+        r = _ask(srv, task, [_cand(tmp_path, "leaver", CACHE_LEAVER.format(tag=tag)),
+                             _cand(tmp_path, "finder", CACHE_FINDER.format(tag=tag))], seal.new_key())
+        assert "LEFT" in r.result["verdicts"]["leaver"]["error"], r.result
+        assert "FOUND False" in r.result["verdicts"]["finder"]["error"], r.result
+    finally:
+        srv.close()
