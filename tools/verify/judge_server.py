@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -82,21 +81,7 @@ class JudgeService:
         if self.device.startswith("cuda"):
             import torch
             torch.cuda.empty_cache()
-        keep = {z.proc.proc.pid for z in pool.free}
-        for _ in range(50):
-            left = [k for k in zygote._children() if k not in keep]
-            if not left:
-                break
-            for k in left:
-                try:
-                    os.kill(k, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            for k in left:
-                try:
-                    os.waitpid(k, 0)
-                except ChildProcessError:
-                    pass
+        zygote._kill_leftovers(keep=frozenset(z.proc.proc.pid for z in pool.free))
         if self.sandboxed:
             zygote._remove_sysv_ipc()
             if self.snapshots is not None and not self.snapshots.restore():

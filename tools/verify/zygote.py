@@ -201,9 +201,10 @@ def _children() -> list[int]:
     return out
 
 
-def _kill_leftovers() -> None:
+def _kill_leftovers(keep: frozenset[int] = frozenset()) -> None:
+    """Kill and reap every child of this process (a subreaper: every process its children left) but ``keep``."""
     for _ in range(50):
-        kids = _children()
+        kids = [k for k in _children() if k not in keep]
         if not kids:
             return
         for k in kids:
