@@ -50,6 +50,7 @@ class JobServer:
     def __init__(self, job: dict[str, Any], python: str | None = None, env: dict[str, str] | None = None,
                  memory_bytes: int | None = None, gpu_lock: bool = False) -> None:
         self.kind = str(job.get("kind"))
+        self.owner = os.getpid()   # a forked copy of this object must not speak on its pipes
         self._stack = ExitStack()
         lock_fds: tuple[int, ...] = ()
         lock_env: dict[str, str] = {}
@@ -77,7 +78,7 @@ class JobServer:
 
     @property
     def alive(self) -> bool:
-        return self.dead is None and self.proc.poll() is None
+        return self.dead is None and self.owner == os.getpid() and self.proc.poll() is None
 
     def request(self, msg: dict[str, Any], timeout: float) -> JobResult:
         """Send ``msg``; its answer as a ``JobResult`` (``result``: what the server answered). Never raises

@@ -84,10 +84,13 @@ def server_for(task_path: str, backend: Backend, parallel: int) -> JobServer | N
             _servers[key] = _servers.pop(key)  # most recently used last
             return srv
         if srv is not None:
-            srv.close()
+            if srv.owner == os.getpid():   # (a forked child leaves its parent's server alone)
+                srv.close()
             del _servers[key]
         while len(_servers) >= MAX_SERVERS:
-            _servers.pop(next(iter(_servers))).close()
+            old = _servers.pop(next(iter(_servers)))
+            if old.owner == os.getpid():
+                old.close()
         srv = _starter.submit(_start, key, task_path, backend, slots).result()
         _servers[key] = srv
         log.debug("judge_server_started", task=Path(task_path).name, slots=slots)
@@ -120,7 +123,19 @@ def request(srv: JobServer, job: dict[str, Any], key: str, timeout: float) -> Jo
 def close_all() -> None:
     with _lock:
         while _servers:
-            _servers.popitem()[1].close()
+            srv = _servers.popitem()[1]
+            if srv.owner == os.getpid():
+                srv.close()
+
+
+def _forked() -> None:
+    """In a forked child: the parent's servers, lock and starter thread are the parent's (a thread is not
+    copied by fork: the child's starter would never run, and the lock may be held)."""
+    global _lock, _starter
+    _servers.clear()
+    _lock = threading.Lock()
+    _starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-judge-server")
 
 
 atexit.register(close_all)
+os.register_at_fork(after_in_child=_forked)

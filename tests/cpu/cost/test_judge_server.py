@@ -3,6 +3,7 @@ task answers every round; verdicts stay right, and nothing a candidate leaves re
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -182,3 +183,22 @@ def test_cold_runners_of_one_request_share_no_triton_cache(task, tmp_path):
         assert "FOUND False" in r.result["verdicts"]["finder"]["error"], r.result
     finally:
         srv.close()
+
+
+def test_a_forked_orchestrator_starts_its_own_server_and_leaves_the_parents_alone(task):
+    backend = get_backend("interpreter")
+    parent = servers.server_for(str(task), backend, 1)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: a server of its own (the parent's starter thread does not exist here)
+        try:
+            mine = servers.server_for(str(task), backend, 1)
+            ok = mine is not parent and mine.owner == os.getpid() and mine.alive and not parent.alive
+            servers.close_all()
+            os.write(w, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(w)
+    assert os.read(r, 1) == b"1"
+    os.waitpid(pid, 0)
+    assert parent.alive and servers.server_for(str(task), backend, 1) is parent
