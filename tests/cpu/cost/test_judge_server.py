@@ -199,6 +199,11 @@ def test_a_forked_orchestrator_starts_its_own_server_and_leaves_the_parents_alon
         finally:
             os._exit(0)
     os.close(w)
-    assert os.read(r, 1) == b"1"
+    import select
+    import signal
+    ready, _, _ = select.select([r], [], [], 120)
+    if not ready:   # (before the fix the child hung in server_for)
+        os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
+    assert ready and os.read(r, 1) == b"1"
     assert parent.alive and servers.server_for(str(task), backend, 1) is parent
