@@ -70,5 +70,9 @@ def test_gpu_faults_inside_a_real_optimize_run(tmp_path):
     assert by_file["g1_illegal_access.py"]["rejection"] == "illegal_memory_access", why["g1_illegal_access.py"]
     assert by_file["g2_gpu_oom.py"]["rejection"] == "out_of_memory", why["g2_gpu_oom.py"]
     honest = by_file["g0_honest.py"]
-    assert honest["verified"] is True and honest["measurement"] and honest["measurement"]["median_ms"] > 0, \
-        {k: honest.get(k) for k in ("verified", "screened", "rejection", "reason", "measurement", "speedup")}
+    # passed and timed: verified in full when it beat the initial kernel, else passed the screen only (its 2^20
+    # elements are launch-bound on an H200: 7.3 -> 5.1 us per call by ncu, not always measurably faster by wall
+    # time; 2026-12-02). What this test checks is that the faults beside it did not take it down.
+    why_honest = {k: honest.get(k) for k in ("verified", "screened", "rejection", "reason", "measurement", "speedup")}
+    assert honest.get("rejection") is None and (honest["verified"] is True or honest.get("screened") is True), why_honest
+    assert honest["measurement"] and honest["measurement"]["median_ms"] > 0, why_honest
