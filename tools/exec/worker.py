@@ -98,6 +98,10 @@ def serve(job_path: str) -> int:
         from tritondx.tools.backends.interpreter_libdevice import install
         install()
     from tritondx.tools.exec.server import SERVE_FDS_ENV
+    # before anything else runs: inside a bubblewrap job the runners it starts share its PID namespace and
+    # user; non-dumpable, its /proc/PID/fd (the request pipe: the next request's seal key) is closed to them
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE, 0
     r_fd, w_fd = (int(x) for x in os.environ.pop(SERVE_FDS_ENV).split(","))
     os.set_inheritable(r_fd, False)
     os.set_inheritable(w_fd, False)

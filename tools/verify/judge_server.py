@@ -71,6 +71,7 @@ class JudgeService:
         u1 = usage()
         result["device_usage"] = {k: round(u1[k] - u0.get(k, 0.0), 4) for k in u1}
         result["served"] = self.served = self.served + 1
+        result["server_pid"] = os.getpid()
         ending = self._clean(pool)
         return {"result": result, **({"ending": ending} if ending else {})}
 

@@ -207,3 +207,4 @@ def test_a_forked_orchestrator_starts_its_own_server_and_leaves_the_parents_alon
     os.waitpid(pid, 0)
     assert ready and os.read(r, 1) == b"1"
     assert parent.alive and servers.server_for(str(task), backend, 1) is parent
+
