@@ -30,12 +30,12 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
     ph = Phases()
     try:
         spec = load_task(initial)
-        if cfg.mode != "diagnose":   # the judge's start (Python, torch, warm runners) overlaps the probe
-            servers.prestart(str(initial), backend, cfg.verify_parallel)
         with ph.time("probe"):
             probe = probe_task(str(initial), backend)
     except TaskFormatError as exc:  # name the user's file, not the run folder's copy of it
         raise TaskFormatError(state["task_path"], exc.problem) from None
+    if cfg.mode != "diagnose":   # a usable task: the judge's start (Python, torch, warm runners) overlaps the rewrite
+        servers.prestart(str(initial), backend, cfg.verify_parallel)
     kclass, found = triage(spec)
     target = cfg.target or backend.default_ir_target()
     log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)
