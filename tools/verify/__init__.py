@@ -6,6 +6,8 @@ time of the initial and the best kernel, each in its own runner), ``spawn`` (sta
 ``compare``, ``cases`` (the check planner's seam), ``seal`` (the verdict's HMAC), ``policy``
 (static source policy), ``verification`` / ``timing`` / ``jobs`` (orchestrator side: the jobs and
 their answers; ``api``: the orchestrator's calls for the probe, capture, verify and bench jobs),
+``judge_server`` (the judge as one server per task: every round's ``verify`` requests; its warm
+runners kept, what a request left removed), ``servers`` (orchestrator side: one server per task),
 ``select`` / ``route`` (what the verifier node decides from the evidence), ``select_untimed`` (which
 kernel is the result when speed cannot be measured), ``check_file`` (``tritondx verify``), ``records``.
 ``impl``: the probe job (runs inside the sandboxed worker, next to the task's code) and what the judge
