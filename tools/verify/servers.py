@@ -93,7 +93,7 @@ def server_for(task_path: str, backend: Backend, parallel: int) -> JobServer | N
                 old.close()
         srv = _starter.submit(_start, key, task_path, backend, slots).result()
         _servers[key] = srv
-        log.info("judge_server_started", task=Path(task_path).name, slots=slots)
+        log.debug("judge_server_started", task=Path(task_path).name, slots=slots)
         return srv
 
 
