@@ -5,9 +5,10 @@ database), several at once; on a GPU, timing holds the device exclusively (tools
 concurrent tasks never disturb a measurement. ``results.json`` is rewritten atomically after every
 task: a batch killed at any point (even kill -9) resumes without redoing a finished task.
 On a backend that times, each task's **baselines job** (torch eager and torch.compile beside the initial
-kernel, side by side) starts with its optimize run and runs beside it, so torch.compile's compile (15-52 s
-per task on the H200) is off the task's critical path; after the run a **final bench** times the best
-kernel against the initial one, side by side, without torch baselines. Speedups come from the final bench;
+kernel, side by side) runs beside its optimize run where the host has cores to spare (``baselines_start``),
+so torch.compile's compile (15-52 s per task on the H200) is off the task's critical path, else after the
+run beside its final bench; the **final bench** times the best kernel against the initial one, side by
+side, without torch baselines. Speedups come from the final bench;
 best vs torch is derived through the initial kernel (``derived_vs_torch``) and labelled so
 (``measured_how``); ``timing`` says how much of the baselines job overlapped the run and how long the task
 waited for it.
@@ -67,7 +68,7 @@ def geomean(xs: list[float]) -> float | None:
 TORCH_BASELINES = ("torch_eager", "torch_compile")
 #: how each ratio of a task was measured (results.json ``measured_how``, summary.md)
 SIDE_BY_SIDE_FINAL = "side by side in the final bench job (best vs initial; no torch baselines in it)"
-SIDE_BY_SIDE_BASELINES = "side by side in the baselines job (torch vs initial; started with the optimize run)"
+SIDE_BY_SIDE_BASELINES = "side by side in the baselines job (torch vs initial; a job of its own)"
 DERIVED = ("derived through the initial kernel: (torch / initial, baselines job) x (initial / best, final bench "
            "job), per shape, geomean over shapes")
 NO_BEST = "side by side in the baselines job (the best kernel is the initial one)"
@@ -307,9 +308,9 @@ def baselines_line(agg: dict[str, Any]) -> str:
     """One line: what the baselines jobs (torch eager + torch.compile) cost, and how much of it the tasks
     waited for (the rest overlapped their runs)."""
     b = agg["baselines"]
-    line = (f"baselines jobs (torch eager + torch.compile, beside the runs): {b['baselines_s']:.0f} s in all, "
-            f"{b['baselines_overlapped_s']:.0f} s overlapped with the runs, {b['baselines_wait_s']:.0f} s waited "
-            f"for after them")
+    line = (f"baselines jobs (torch eager + torch.compile, jobs of their own): {b['baselines_s']:.0f} s in all, "
+            f"{b['baselines_overlapped_s']:.0f} s overlapped with the runs or final benches, "
+            f"{b['baselines_wait_s']:.0f} s waited for after them")
     if agg.get("median_wall_s") and agg.get("median_wall_without_baselines_s") is not None:
         line += (f"; median wall per task {agg['median_wall_s']:.0f} s, "
                  f"{agg['median_wall_without_baselines_s']:.0f} s without that wait")
@@ -406,7 +407,7 @@ def _phase_table(agg: dict[str, Any]) -> list[str]:
     lines = table_md(ph)
     if overlapped is not None:
         b = agg["baselines"]
-        lines.append(f"| baselines (beside the runs: {b['baselines_overlapped_s']:.0f} s overlapped, "
+        lines.append(f"| baselines (jobs of their own: {b['baselines_overlapped_s']:.0f} s overlapped, "
                      f"{b['baselines_wait_s']:.0f} s waited for) | {overlapped:.1f} | - |")
     return lines
 
@@ -526,12 +527,13 @@ def _final_bench_in_child(task: str, best: str | None, backend_name: str, rounds
 
 class TaskTiming(BaseModel):
     """Where a task's wall time went in the batch (results.json ``timing``). The baselines job (torch eager
-    and torch.compile beside the initial kernel) starts with the optimize run and runs beside it and the
-    final bench; the task waits for it only when it is still going after both (``baselines_wait_s``)."""
+    and torch.compile beside the initial kernel) runs beside the optimize run (from its triage) or after it,
+    beside the final bench (``baselines_start``); the task waits for it only when it is still going after
+    both (``baselines_wait_s``)."""
 
     run_s: float = 0.0             #: the optimize (or resume) process
     final_bench_s: float = 0.0     #: best vs initial after the run (0: no final bench was needed)
-    baselines_s: float = 0.0       #: the baselines job's wall seconds (its child process, start to answer)
+    baselines_s: float = 0.0       #: the baselines job's wall seconds (its child process, start to exit)
     baselines_overlapped_s: float = 0.0  #: of those, seconds during which the run or the final bench went on
     baselines_wait_s: float = 0.0  #: seconds the task waited for it after its run and final bench
     baselines_stopped: str = ""    #: why it was stopped before it answered ("" when it answered)
@@ -554,12 +556,14 @@ def baselines_start(concurrent: int) -> str:
     """``triaged`` where the host has cores to spare (at least ``CORES_PER_TASK_BESIDE`` per concurrent
     task), else ``end``: on the H200's 16 cores, 2 tasks with their baselines beside them waited 0 s for
     those (2026-12-02, call 3), while 8 tasks' torch.compile compiles beside their runs made the runs' screens
-    2-3x slower (call 5: 66-133 s from rewrite to screened, 32-45 s for the same tasks without them the day
+    2-3x slower (call 5: 66-133 s from rewrite to screened, 35-45 s for four of them without them the day
     before). ``TRITONDX_BASELINES_START`` overrides."""
     chosen = os.environ.get(BASELINES_START_ENV, "")
     if chosen in ("triaged", "end"):
         return chosen
     return "triaged" if max(1, concurrent) * CORES_PER_TASK_BESIDE <= (os.cpu_count() or 1) else "end"
+
+
 # Baselines jobs are started from this one long-lived thread (a child dies with the thread that started it).
 _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-baselines")
 
@@ -573,12 +577,12 @@ def _triaged(log_file: Path) -> bool:
 
 
 class BaselinesJob:
-    """The task's torch eager / torch.compile timing, started beside its optimize run.
+    """The task's torch eager / torch.compile timing, in a job of its own beside the optimize run or its final bench.
 
     A ``final-bench ... baselines`` child process (the task's environment: its GPU and lock folder) whose
     sandboxed bench job runs only the user's original task: the initial kernel, its reference in eager mode
     and under torch.compile, side by side. Its compile (most of its 15-52 s on the H200) overlaps the run's
-    phases; its timing holds the device exclusively like every bench, so no measurement is disturbed. A child,
+    phases or the final bench; its timing holds the device exclusively like every bench, so no measurement is disturbed. A child,
     not a thread, so that a failed run or the batch's deadline can stop it (its job dies with it)."""
 
     def __init__(self, task: str, backend_name: str, rounds: int, env: dict[str, str],
@@ -605,6 +609,9 @@ class BaselinesJob:
             time.sleep(0.5)
         # started from the one long-lived thread: the child dies with the thread that started it
         _LAUNCHER.submit(self._launch).result()
+        if self.proc is not None:   # its own end, not when someone asks for its answer
+            self.proc.wait()
+            self.t_end = self.t_end or time.monotonic()
 
     def _launch(self) -> None:
         from tritondx.tools.exec.sandbox import die_with_parent_fn
@@ -625,7 +632,8 @@ class BaselinesJob:
             self.proc.wait(timeout=None if timeout is None else max(0.0, timeout - (time.monotonic() - start)))
         except subprocess.TimeoutExpired:
             return self.stop("stopped at the batch's deadline")
-        self.t_end = time.monotonic()
+        self._waiter.join(5)   # it notes the job's end
+        self.t_end = self.t_end or time.monotonic()
         return _bench_answer(self.proc, *self._output())
 
     def _output(self) -> tuple[str, str]:

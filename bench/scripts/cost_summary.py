@@ -32,7 +32,7 @@ ratios = [r["initial_ms_ratio"] for r in rs if r.get("initial_ms_ratio")]
 if ratios:
     print(f"initial kernel, final bench / baselines job: {min(ratios):.3f}..{max(ratios):.3f} over {len(ratios)} tasks")
 ph = dict(d["aggregate"].get("phase_seconds") or {})
-overlapped = ph.pop("baselines", None) if tm else None  # beside the runs: not a share of the tasks' time
+overlapped = ph.pop("baselines", None) if tm else None  # jobs of their own: not a share of the tasks' time
 tot = sum(ph.values()) or 1
 print("  ".join(f"{k} {v:.0f}s ({v / tot:.0%})" for k, v in sorted(ph.items(), key=lambda kv: -kv[1]))
-      + (f"  [baselines {overlapped:.0f}s, beside the runs: not in the shares]" if overlapped else ""))
+      + (f"  [baselines {overlapped:.0f}s, jobs of their own: not in the shares]" if overlapped else ""))

@@ -225,6 +225,15 @@ def _works(mechanism: str) -> bool:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def make_undumpable() -> bool:
+    """Linux: this process's /proc entries (environ, mem, fd) closed to other processes of its user; False
+    where that cannot be asked for."""
+    if _prctl is None:
+        return False
+    _prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    return True
+
+
 def _probe_isolation(key: str) -> Isolation:
     iso = Isolation()
     order = [m for m in _MECHANISMS[:2] if key in ("", m) or (key == "bwrap" and m == "unshare")]
@@ -237,10 +246,9 @@ def _probe_isolation(key: str) -> Isolation:
                 "TRITONDX_SANDBOX=net: network namespace only" if key == "net" and iso.network else
                 "neither bwrap (bubblewrap) nor unshare (user namespaces) works here" if iso.missing else
                 "bwrap did not work here: unshare took its place" if key == "bwrap" and mech != "bwrap" else "")
-    if not iso.pids and _prctl is not None:
-        # Jobs can see this process in /proc: make it non-dumpable, so that code running as the
-        # same (non-root) user cannot read its environment (API keys) or memory.
-        _prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if not iso.pids and make_undumpable():
+        # Jobs can see this process in /proc: non-dumpable, code running as the same (non-root) user
+        # cannot read its environment (API keys) or memory.
         iso.note += "; this process is marked non-dumpable (its /proc environ is closed to jobs)"
     log.debug("sandbox_isolation", mechanism=iso.mechanism, missing=iso.missing, note=iso.note)
     return iso

@@ -36,32 +36,35 @@ def main(job_path: str, result_path: str) -> int:
     return 0
 
 
+def _job_fn(kind: str):
+    """The function that does a job of ``kind``."""
+    if kind == "probe":
+        from tritondx.tools.verify.impl import probe as fn
+    elif kind == "verify":
+        from tritondx.tools.verify.judge import verify as fn
+    elif kind == "hwcheck":
+        from tritondx.tools.verify.hwcheck import hwcheck as fn
+    elif kind == "bench":
+        from tritondx.tools.bench.bench import bench as fn
+    elif kind == "capture":
+        from tritondx.tools.bench.capture import capture as fn
+    elif kind == "launch":
+        from tritondx.tools.bench.launch import run_launch as fn
+    elif kind == "ceilings":
+        from tritondx.tools.bench.bench import measure_ceilings as fn
+    else:
+        raise ValueError(f"unknown job kind {kind!r}")
+    return fn
+
+
 def run(job: dict, fn=None) -> dict:
     """One job's work (``fn``, else the function for its ``kind``); whatever task or candidate code
     raises becomes the result's ``class`` and ``error`` (a crash, hang or CUDA fault ends the process:
     the parent classifies it)."""
-    kind = job["kind"]
     from tritondx.errors import TaskFormatError
     from tritondx.tools.verify.impl import Rejected
     try:
-        if fn is not None:
-            pass
-        elif kind == "probe":
-            from tritondx.tools.verify.impl import probe as fn
-        elif kind == "verify":
-            from tritondx.tools.verify.judge import verify as fn
-        elif kind == "hwcheck":
-            from tritondx.tools.verify.hwcheck import hwcheck as fn
-        elif kind == "bench":
-            from tritondx.tools.bench.bench import bench as fn
-        elif kind == "capture":
-            from tritondx.tools.bench.capture import capture as fn
-        elif kind == "launch":
-            from tritondx.tools.bench.launch import run_launch as fn
-        elif kind == "ceilings":
-            from tritondx.tools.bench.bench import measure_ceilings as fn
-        else:
-            raise ValueError(f"unknown job kind {kind!r}")
+        fn = fn if fn is not None else _job_fn(job["kind"])
         result = fn(job)
     except Rejected as exc:
         result = {"passed": False, "class": exc.klass, "error": exc.reason}
@@ -97,11 +100,11 @@ def serve(job_path: str) -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         from tritondx.tools.backends.interpreter_libdevice import install
         install()
+    from tritondx.tools.exec.sandbox import make_undumpable
     from tritondx.tools.exec.server import SERVE_FDS_ENV
     # before anything else runs: inside a bubblewrap job the runners it starts share its PID namespace and
     # user; non-dumpable, its /proc/PID/fd (the request pipe: the next request's seal key) is closed to them
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE, 0
+    make_undumpable()
     r_fd, w_fd = (int(x) for x in os.environ.pop(SERVE_FDS_ENV).split(","))
     os.set_inheritable(r_fd, False)
     os.set_inheritable(w_fd, False)

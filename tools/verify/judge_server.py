@@ -58,14 +58,14 @@ class JudgeService:
         from tritondx.tools.exec.gpulock import usage
         from tritondx.tools.exec.worker import run
         from tritondx.tools.verify.judge import verify_round
+        job, key = req["job"], str(req["seal_key"])
+        if job.get("task") != self.task:
+            return {"result": {"passed": False, "class": "error", "error": "a request for another task"}}
         pool = self.pool_f.result()
         if self.sandboxed:   # what the job's writable mounts hold before this request: the state to keep
             from tritondx.tools.verify.zygote import Snapshots
             self.snapshots = Snapshots([*PRIVATE_MOUNTS, os.getcwd()])
         pool.snap()   # before any child of this request (zygote.py: shared mounts)
-        job, key = req["job"], str(req["seal_key"])
-        if job.get("task") != self.task:
-            return {"result": {"passed": False, "class": "error", "error": "a request for another task"}}
         u0 = usage()
         result = run(job, fn=lambda j: verify_round(j, key, pool=pool, orig=self.orig))
         u1 = usage()

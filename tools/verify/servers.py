@@ -48,7 +48,8 @@ def enabled() -> bool:
 
 
 def server_env(task_path: str, backend: Backend) -> dict[str, str]:
-    """What a judge job of this task gets in its environment (no seal key: that comes per request)."""
+    """What a judge job of this task gets in its environment, server or one-shot (no seal key: a server gets
+    one per request, a one-shot job in its own environment)."""
     env = dict(backend.job_env())
     if triton_cache.enabled():  # read the original's trusted compiles, never write them
         env.update(triton_cache.reader_env(Path(task_path).read_text()))

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import structlog
 
-from tritondx.tools.exec import triton_cache
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.verify import seal, servers
 from tritondx.tools.exec.gpulock import JOB_ALONE_ENV, held_seconds
@@ -111,11 +110,10 @@ def verify_round(task_path: str, candidates: list[dict], backend: Backend, allow
         if srv is not None:   # the task's judge server: no Python, torch or warm-runner start per round
             r = servers.request(srv, job, key, budget)
         else:
-            extra = {seal.SEAL_ENV: key, **({JOB_ALONE_ENV: "1"} if alone else {})}
-            if triton_cache.enabled():  # read the original's trusted compiles, never write them
-                extra.update(triton_cache.reader_env(orig_src))
-            r = run_job(job, timeout=budget, env={**backend.job_env(), **extra},
-                        memory_bytes=DEFAULT_MEMORY_BYTES.get(backend.name), gpu_lock=backend.can_time)
+            env = {**servers.server_env(task_path, backend), seal.SEAL_ENV: key,
+                   **({JOB_ALONE_ENV: "1"} if alone else {})}
+            r = run_job(job, timeout=budget, env=env, memory_bytes=DEFAULT_MEMORY_BYTES.get(backend.name),
+                        gpu_lock=backend.can_time)
         answers = (r.result or {}).get("verdicts") if r.ok and r.result else None
         if answers is None:
             klass, reason = job_error(r)
