@@ -38,7 +38,7 @@ from tritondx.tools.verify.cases import make_case_inputs, plan_checks
 from tritondx.tools.verify.contract import OriginalContract
 from tritondx.tools.verify.flip import credit, flip_branches, flip_cases, flipped_source
 from tritondx.tools.verify.coverage import trace_decides, trace_verdict
-from tritondx.tools.verify.compare import compare, is_constant, unchanged
+from tritondx.tools.verify.compare import compare, is_constant, sensitivity, unchanged
 from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
 from tritondx.tools.verify.impl import _OOM_TEXT, Rejected, _check_inputs, device_phase
@@ -134,6 +134,7 @@ class CaseData:
         self.orig, self.device = orig, device
         self._made: dict[tuple, tuple] = {}
         self._atol: dict[tuple, list[float]] = {}
+        self._floors: dict[tuple, list] = {}
         self._lock = threading.Lock()
 
     def get(self, case, where: str) -> tuple[list, tuple, list]:
@@ -152,6 +153,20 @@ class CaseData:
                 self._made[key] = (snapshot, refs, ref_aliases)
                 self._atol[key] = self._atol_scales(case, refs)
             return self._made[key]
+
+    def floors(self, case) -> list:
+        """Per output, the reference's own sensitivity on this case (``compare.sensitivity``), made the first
+        time a candidate's output is off by more than the tolerance (``get`` first)."""
+        key = (case.dtype, repr(case.shape), case.seed, case.values)
+        with self._lock:
+            if key not in self._floors:
+                snapshot, refs, _ = self._made[key]
+                inputs = [t.to(self.device) if isinstance(t, torch.Tensor) else t for t in snapshot]
+                try:
+                    self._floors[key] = sensitivity(self.orig.reference, inputs, refs, case.seed)
+                except Exception:  # noqa: BLE001 - the user's reference on moved inputs: no floor, the plain comparison stands
+                    self._floors[key] = [None] * len(refs)
+            return self._floors[key]
 
     def atol_scales(self, case) -> list[float]:
         """Per output, the factor the task's ``atol`` is multiplied by on this case (``get`` first)."""
@@ -193,6 +208,7 @@ class Judge:
         self.lines: set[int] = set()   # candidate lines the runner saw run (untrusted: used against it)
         self.flip_lines: list[tuple[str, set[int]]] = []   # per flipped case: its label, the lines that ran
         self.flipped = 0                 # flipped cases checked (flip.py)
+        self.widened: list[str] = []     # outputs within tolerance only with the reference's sensitivity added
         self.spots: set[tuple] = set()   # instruction positions the runner saw run on conditional expressions
         self.cases = cases
         self.data = data or CaseData(self.orig, self.device)
@@ -347,7 +363,10 @@ class Judge:
                 "input mutation", "stale / cached outputs", "launch count", "torch op recorder (all threads)",
                 "timing functions", "output layout"] + \
             ([f"device flip ({self.flipped} cases with the added device-kind tests at their CUDA value)"]
-             if self.flipped else [])
+             if self.flipped else []) + \
+            ([f"within tolerance only with the reference's own rounding sensitivity added (ill-conditioned "
+              f"elements, compare.sensitivity): {'; '.join(self.widened[:3])}"
+              + (f" and {len(self.widened) - 3} more" if len(self.widened) > 3 else "")] if self.widened else [])
 
     def _allowed_all(self) -> set[str]:
         return set(ALLOWED_OPS) | self.allowed
@@ -410,12 +429,13 @@ class Judge:
                 raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(off_diag['tampered'])}")
             _check_ops(off_diag, where, self.allowed)
             self._outputs(ans, off, refs, ref_aliases, mask, mode, earlier_refs, where, dtype,
-                          self.data.atol_scales(case))
+                          self.data.atol_scales(case), lambda: self.data.floors(case))
             earlier_refs.append((case.seed, refs))
             self.records.append({**case.model_dump(), "launches": diag["launches"], "kernels_off": mode})
 
     def _outputs(self, ans: dict, off: dict, refs: tuple, ref_aliases: list, mask: list, mode: str,
-                 earlier_refs: list, where: str, dtype: torch.dtype, atol_scales: list[float] = ()) -> None:
+                 earlier_refs: list, where: str, dtype: torch.dtype, atol_scales: list[float] = (),
+                 floors=None) -> None:
         outs, layout = ans.get("outs"), (ans.get("diag") or {}).get("layout") or []
         if not isinstance(outs, list):
             raise Rejected("wrong_output", f"{where}: the candidate sent no outputs")
@@ -452,6 +472,12 @@ class Judge:
             atol, rtol = tolerance(self.orig, dtype, output=i)   # per-output tolerances where the task gives them
             atol *= atol_scales[i] if i < len(atol_scales) else 1.0   # value stress (CaseData._atol_scales)
             bad = compare(o, r, atol, rtol)
+            if bad and floors is not None and isinstance(r, torch.Tensor) and r.is_floating_point():
+                floor = floors()[i] if i < len(floors()) else None   # the reference's own rounding sensitivity
+                if floor is not None:
+                    bad = compare(o, r, atol, rtol, floor=floor)
+                    if bad is None:
+                        self.widened.append(f"{where}: output {i}")
             if bad:
                 for old_seed, old_refs in earlier_refs:
                     if i < len(old_refs) and compare(o, old_refs[i], atol, rtol) is None:

@@ -70,3 +70,69 @@ def test_stressed_atol_grows_with_the_references_own_outputs():
     assert scales(lambda x: x.sum(dim=1), "normal") == [1.0]
     rms = scales(lambda x: x * torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + 1e-6), "huge")[0]
     assert 1.0 <= rms < 1.05, rms
+
+
+def _poly(x, y):
+    return x * x + 0.5 * y ** 3 + x ** 4
+
+
+def _poly_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn((1000,), generator=g) * 100 for _ in range(2)]
+
+
+def test_cancelling_elements_get_the_references_own_sensitivity():
+    """x**2 + 0.5*y**3 + x**4 at x100 inputs sums terms of ~1e6 into ~1e4: products in place of pow (the
+    cheap_math rewrite) were off by 1.1x the tolerance at one element (CI, seed 658012987). With the
+    reference's own sensitivity added (compare.sensitivity) that honest candidate passes, and wrong ones
+    (a relative error 3x rtol, a coefficient off by 2e-4, a dropped term) stay rejected on every seed."""
+    from tritondx.tools.verify.compare import compare, sensitivity
+
+    rejected_plain = 0
+    for seed in [658012987, *range(40)]:
+        x, y = _poly_inputs(seed)
+        ref = _poly(x, y)
+        x2 = x * x
+        honest = x2 + 0.5 * (y * y * y) + x2 * x2
+        floor = sensitivity(_poly, [x, y], (ref,), seed)[0]
+        rejected_plain += compare(honest, ref, 1e-3, 1e-5) is not None
+        assert compare(honest, ref, 1e-3, 1e-5, floor=floor) is None, seed
+        for wrong in (ref * (1 + 3e-5), x2 + 0.5001 * (y * y * y) + x2 * x2, 0.5 * (y * y * y) + x2 * x2):
+            assert compare(wrong, ref, 1e-3, 1e-5, floor=floor) is not None, seed
+    assert rejected_plain >= 5   # the case this is for: the plain comparison rejects the honest candidate
+
+
+def test_a_judged_candidate_within_the_sensitivity_is_accepted_and_says_so():
+    """Through the judge's own comparison (Judge._outputs): the honest products pass on the CI seed and the
+    checks it ran name the widened output; a candidate off by a relative 3e-5 is a mismatch."""
+    from types import SimpleNamespace
+
+    from tritondx.tools.verify.cases import CheckCase
+    from tritondx.tools.verify.impl import Rejected
+    from tritondx.tools.verify.judge import CaseData, Judge
+
+    task = SimpleNamespace(make_inputs=lambda shape, dtype, seed, device: tuple(_poly_inputs(seed)),
+                           reference=_poly, TOLERANCE={torch.float32: {"atol": 1e-5, "rtol": 1e-5}})
+    data = CaseData(task, "cpu")
+    case = CheckCase(shape=(1000,), dtype="float32", seed=658012987, values="normal", why="listed")
+    snapshot, refs, aliases = data.get(case, "c")
+    x, y = snapshot
+    x2 = x * x
+
+    def judged(out):
+        j = Judge({"device": "cpu", "task": "unused"}, orig=task, data=data)
+        layout = [{"type": "Tensor", "device": "cpu"}]
+        ans = {"outs": [out], "diag": {"launches": 1, "layout": layout}}
+        off = {"outs": [torch.zeros_like(out)], "diag": {"launches": 0, "layout": layout}}
+        j._outputs(ans, off, refs, aliases, [], "all", [], "c", torch.float32, [100.0],
+                   lambda: data.floors(case))
+        return j
+
+    j = judged(x2 + 0.5 * (y * y * y) + x2 * x2)
+    assert j.widened == ["c: output 0"] and "rounding sensitivity" in j.ran()[-1]
+    try:
+        judged(refs[0] * (1 + 3e-5))
+    except Rejected as exc:
+        assert exc.klass == "mismatch"
+    else:
+        raise AssertionError("a relative error of 3x rtol was accepted")
