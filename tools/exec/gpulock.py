@@ -221,8 +221,9 @@ _PROFILER_HELD = threading.Lock()   # threads of one process take turns too (flo
 
 @contextlib.contextmanager
 def profiler():
-    """Hold the GPU's profiler for a block that runs a process under ncu, from before it starts until it
-    has ended: one ncu session at a time on the device. Not a device phase: the profiled process takes
+    """Hold the GPU's profiler for a block that runs a process under ncu until it has ended, from before its
+    first CUDA call (``hwcheck._profile``: a preloaded runner's Python, torch and Triton start come before):
+    one ncu session at a time on the device. Not a device phase: the profiled process takes
     those itself. Without a lock directory only the threads of this process take turns."""
     t0 = time.monotonic()
     with _PROFILER_HELD:

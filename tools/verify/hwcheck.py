@@ -13,7 +13,9 @@ runner's mount namespace hides.
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,40 +46,109 @@ def _ncu_failure(exc: RunnerDied, log_file: Path, label: str) -> Rejected:
     return Rejected(exc.kind, f"{label} under ncu: {exc.message}" + (f"; ncu: {said}" if said else ""))
 
 
-def _start(exe: str, path: str, label: str) -> tuple[RunnerProcess, Path]:
-    """A runner of ``path`` under ncu and its log file; Rejected when it does not start."""
+#: ncu's line when another profiling session holds the device's counters (H200, 2026-12-01), e.g.
+#: "==ERROR== Profiling failed because a driver resource was unavailable. Ensure that no other tool ..."
+DRIVER_BUSY_RE = re.compile(r"driver resource was unavailable", re.I)
+#: "0": a runner under ncu starts with the profiler lock held (as before 2026-12-02), not only from its hello
+PRELOAD_ENV = "TRITONDX_NCU_PRELOAD"
+
+
+def _start(exe: str, path: str, label: str, preload: bool = False) -> tuple[RunnerProcess, Path]:
+    """A runner of ``path`` under ncu and its log file; Rejected when it does not start. ``preload``: it has
+    only imported torch and Triton (``RunnerProcess(preload=True)``); ``_hello`` sends the candidate."""
     log_file = Path(os.getcwd()) / f"ncu-{label}.csv"
+    log_file.unlink(missing_ok=True)   # a retry's log is its own
     try:
-        runner = RunnerProcess(path, "cuda", [], hide=[os.getcwd()], wrap=_ncu_cmd(exe, log_file))
+        runner = RunnerProcess(path, "cuda", [], hide=[os.getcwd()], wrap=_ncu_cmd(exe, log_file), preload=preload)
+        if preload and not (runner.preloaded or {}).get("ok"):
+            err = (runner.preloaded or {}).get("error", "no answer")
+            runner.close()
+            raise Rejected("import_error", f"{label}: importing torch and Triton under ncu failed: {err}")
     except RunnerDied as exc:
         raise _ncu_failure(exc, log_file, label) from None
-    if not runner.hello.get("ok"):
-        runner.close()
-        raise Rejected("import_error", f"{label}: importing failed: {runner.hello.get('error')}")
     return runner, log_file
+
+
+def _hello(runner: RunnerProcess, log_file: Path, label: str) -> None:
+    """The candidate's import in the runner (its first CUDA call may be there); Rejected when it fails."""
+    try:
+        hello = runner.begin()
+    except RunnerDied as exc:
+        raise _ncu_failure(exc, log_file, label) from None
+    if not isinstance(hello, dict) or not hello.get("ok"):
+        raise Rejected("import_error", f"{label}: importing failed: {(hello or {}).get('error')}")
+
+
+def _driver_busy(log_file: Path) -> bool:
+    return log_file.exists() and bool(DRIVER_BUSY_RE.search(log_file.read_text(errors="replace")))
+
+
+def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float, rtol: float, label: str,
+             preload: bool) -> tuple[Path, dict[str, float]]:
+    """One runner of ``path`` under ncu over ``cases``; its log file and seconds (``start_s`` outside the
+    lock, ``lock_s`` holding it). With ``preload`` the runner's Python, torch and Triton start before the
+    profiler lock is taken and the lock is held from its hello (the candidate's import: its first CUDA
+    call may be there) until it has ended; without, for its whole life."""
+    t0 = time.monotonic()
+    runner = log_file = None
+    if preload:
+        runner, log_file = _start(exe, path, label, preload=True)
+    t1 = time.monotonic()
+    try:
+        with profiler():
+            t2 = time.monotonic()
+            try:
+                if runner is None:
+                    runner, log_file = _start(exe, path, label)
+                _hello(runner, log_file, label)
+                with device_phase("cuda"):   # the calls touch the device (shared: kernel durations, not wall time)
+                    _calls(runner, cases, atol, rtol, label)
+            except RunnerDied as exc:
+                raise _ncu_failure(exc, log_file, label) from None
+            finally:
+                if runner is not None:
+                    runner.close()
+                    runner = None
+            t3 = time.monotonic()
+    finally:
+        if runner is not None:   # the lock was never taken (an exception while waiting for it)
+            runner.close()
+    return log_file, {"start_s": round(t1 - t0, 3), "lock_wait_s": round(t2 - t1, 3), "lock_s": round(t3 - t2, 3)}
 
 
 def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float, rtol: float,
              label: str) -> dict[str, Any]:
-    """ncu's kernel time per call of ``path`` over ``cases`` (inputs, reference), each call judged. The
-    profiler lock is held from before its runner starts until it has ended."""
+    """ncu's kernel time per call of ``path`` over ``cases`` (inputs, reference), each call judged (``_profile``).
+    A runner that lost the device's counters to another ncu session (``DRIVER_BUSY_RE``: a preloaded runner of
+    another check whose process touched CUDA before its hello, or the hypothesis that ncu takes the counters
+    at the first CUDA call and not at the start was wrong) is measured once more with the lock held for its
+    whole life; a second failure stands (for the best kernel a rejection, as any failed measurement)."""
+    preload = os.environ.get(PRELOAD_ENV, "1") != "0"
     calls = len(cases) - 1
-    with profiler():
-        runner, log_file = _start(exe, path, label)
-        try:
-            with device_phase("cuda"):   # the calls touch the device (shared: kernel durations, not wall time)
-                _calls(runner, cases, atol, rtol, label)
-        except RunnerDied as exc:
-            raise _ncu_failure(exc, log_file, label) from None
-        finally:
-            runner.close()
-    text = log_file.read_text(errors="replace") if log_file.exists() else ""
-    rows = parse_raw_csv(text)
+    retried = None
+    try:
+        log_file, secs = _profile(exe, path, cases, atol, rtol, label, preload)
+        rows = _rows(log_file)
+        if not rows and _driver_busy(log_file):
+            raise Rejected("hardware_check", f"{label}: ncu gave no kernel durations (driver resource unavailable)")
+    except Rejected as exc:
+        if not _driver_busy(Path(os.getcwd()) / f"ncu-{label}.csv"):
+            raise
+        retried = exc.reason[:300]
+        log_file, secs = _profile(exe, path, cases, atol, rtol, label, preload=False)
+        rows = _rows(log_file)
     if not rows:
+        text = log_file.read_text(errors="replace") if log_file.exists() else ""
         tail = " | ".join(text.strip().splitlines()[-3:])[:300]
         raise Rejected("hardware_check", f"{label}: ncu gave no kernel durations ({tail or 'no output'})")
     total = sum(r.get("duration_ns") or 0.0 for r in rows)
-    return {"ns_per_call": total / calls, "kernels": sorted({r["kernel"][:80] for r in rows}), "launches": len(rows)}
+    return {"ns_per_call": total / calls, "kernels": sorted({r["kernel"][:80] for r in rows}), "launches": len(rows),
+            "seconds": secs, "preloaded": preload and retried is None,
+            **({"retried_whole_life_lock": retried} if retried else {})}
+
+
+def _rows(log_file: Path) -> list[dict]:
+    return parse_raw_csv(log_file.read_text(errors="replace")) if log_file.exists() else []
 
 
 def _calls(runner: RunnerProcess, cases: list[tuple[tuple, tuple]], atol: float, rtol: float, label: str) -> None:
@@ -118,10 +189,11 @@ def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
             cases.append((tuple(t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs), refs))
     out = {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}
     parts = job.get("measure") or ["initial", "best"]   # the orchestrator may measure the initial kernel earlier
-    # One runner after the other, each under the profiler lock for its whole life (one ncu session at a
-    # time on the device: a second one starting while another profiles fails both) and in a device phase
-    # only for its calls (its start under ncu, Python, torch and CUDA, is most of this job's time). The
-    # original first: its kernels are timed before the candidate's process exists.
+    # One runner after the other, each under the profiler lock from its hello (the candidate's import,
+    # where CUDA may start) until it has ended, its Python, torch and Triton start before the lock
+    # (``_profile``: one ncu session at a time on the device; a second one starting while another profiles
+    # fails both), and in a device phase only for its calls. The original first: its kernels are timed
+    # before the candidate's process exists.
     if "initial" in parts:
         try:
             out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial")

@@ -249,6 +249,19 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
     req, ans = os.fdopen(req_fd, "rb"), os.fdopen(ans_fd, "wb")
     wire = _load_sibling("wire")
     hello = wire.recv(req)
+    if isinstance(hello, dict) and hello.get("op") == "preload":
+        # a runner under a profiler (hwcheck): torch and Triton are imported before the profiler lock is taken;
+        # nothing here touches CUDA (the driver, and the profiler's injected library with it, starts at the
+        # first CUDA call, after the hello)
+        try:
+            import torch  # noqa: F401
+            import triton  # noqa: F401
+            import triton.language  # noqa: F401
+        except BaseException as exc:  # noqa: BLE001
+            wire.send(ans, {"ok": False, "error": f"{type(exc).__name__}: {_first_line(exc)}"})
+            return 0
+        wire.send(ans, {"ok": True, "preloaded": ["torch", "triton"]})
+        hello = wire.recv(req)
     candidate = os.path.abspath("candidate.py")
     try:
         with open(candidate, "w") as f:

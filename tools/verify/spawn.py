@@ -116,13 +116,16 @@ class RunnerProcess:
 
     def __init__(self, candidate: str | None, device: str, allowed_ops: list[str], hide: list[str],
                  answer_cap: int = 1 << 34, wrap: list[str] | None = None, script: Path = RUNNER_PY,
-                 extra_fds: tuple[int, ...] = (), hello: dict[str, Any] | None = None, flip: bool = False) -> None:
+                 extra_fds: tuple[int, ...] = (), hello: dict[str, Any] | None = None, flip: bool = False,
+                 preload: bool = False) -> None:
         """``wrap``: a command put in front of the runner (ncu). A wrapped runner gets no namespaces:
         a profiler's injected threads make ``unshare`` of a user namespace fail (EINVAL, seen with
         ncu 2025.3 on the H200); it keeps the scrubbed environment, its private folder and the
         parent-death signal. ``script``, ``extra_fds``, ``hello``: what a warm runner (``warm.py``)
         starts instead: its script, descriptors it gets after the three pipes, its first message.
-        ``flip``: the candidate is the judge's flipped source (``flip.py``): device queries answer as on a GPU."""
+        ``flip``: the candidate is the judge's flipped source (``flip.py``): device queries answer as on a GPU.
+        ``preload``: the runner only imports torch and Triton now (no CUDA call, no candidate code) and the
+        hello is sent by ``begin()``: a runner under ncu starts outside the profiler lock (``hwcheck.py``)."""
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
         self.source = Path(candidate).read_text() if candidate else ""
         self.answer_cap = answer_cap
@@ -176,7 +179,22 @@ class RunnerProcess:
         self.evidence: list[str] = []
         self._ev = threading.Thread(target=self._drain, args=(ev_r,), daemon=True)
         self._ev.start()
-        self.hello = self._ask(hello or runner_hello(device, allowed_ops, self.source, flip))
+        self._hello_msg = hello or runner_hello(device, allowed_ops, self.source, flip)
+        self.hello: Any = {}
+        self._begun = False
+        self.preloaded: dict[str, Any] | None = None
+        if preload:
+            self.preloaded = self._ask({"op": "preload"})
+        else:
+            self.begin()
+
+    def begin(self) -> dict[str, Any]:
+        """Send the hello (the candidate's source: the runner imports it) and keep the answer; done by the
+        constructor unless the runner was started with ``preload``."""
+        if not self._begun:
+            self._begun = True
+            self.hello = self._ask(self._hello_msg)
+        return self.hello
 
     def _drain(self, fd: int) -> None:
         buf = b""

@@ -65,8 +65,9 @@ def test_an_initial_half_that_could_not_measure_leaves_the_claim_unconfirmed_and
     assert [j["measure"] for j in fake.jobs] == [["initial"], ["initial"]]
 
 
-def _lock_trace(monkeypatch, tmp_path) -> list[tuple[str, bool]]:
-    """What a hwcheck's ``_measure`` did, each step with whether it held the profiler lock (ncu faked)."""
+def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0) -> tuple[list[tuple[str, bool]], dict]:
+    """What a hwcheck's ``_measure`` did, each step with whether it held the profiler lock (ncu faked), and its
+    answer. ``busy_attempts``: that many first runners' ncu logs say another session held the counters."""
     import contextlib
 
     import torch
@@ -74,6 +75,8 @@ def _lock_trace(monkeypatch, tmp_path) -> list[tuple[str, bool]]:
     from tritondx.tools.verify import hwcheck
     held = {"n": 0}
     seen: list[tuple[str, bool]] = []
+    attempts = {"n": 0}
+    monkeypatch.chdir(tmp_path)
 
     @contextlib.contextmanager
     def profiler():
@@ -84,33 +87,71 @@ def _lock_trace(monkeypatch, tmp_path) -> list[tuple[str, bool]]:
             held["n"] -= 1
 
     class Runner:
+        def __init__(self, log_file, busy):
+            self.log_file, self.busy = log_file, busy
+
+        def begin(self):
+            seen.append(("hello", held["n"] > 0))
+            return {"ok": True}
+
         def call(self, args, profile=False, inputs_back=True):
             seen.append(("profiled call" if profile else "warm-up call", held["n"] > 0))
             return {"outs": [torch.ones(2)], "diag": {}}
 
         def close(self):
             seen.append(("close", held["n"] > 0))
+            self.log_file.write_text("==ERROR== Profiling failed because a driver resource was unavailable.\n"
+                                     if self.busy else "rows\n")
 
-    log_file = tmp_path / "ncu.csv"
-    log_file.write_text("")
-
-    def start(exe, path, label):
-        seen.append(("start", held["n"] > 0))
-        return Runner(), log_file
+    def start(exe, path, label, preload=False):
+        seen.append(("start, preloaded" if preload else "start", held["n"] > 0))
+        attempts["n"] += 1
+        log_file = tmp_path / f"ncu-{label}.csv"
+        log_file.unlink(missing_ok=True)
+        return Runner(log_file, attempts["n"] <= busy_attempts), log_file
 
     monkeypatch.setattr(hwcheck, "profiler", profiler)
     monkeypatch.setattr(hwcheck, "device_phase", lambda device: contextlib.nullcontext())
     monkeypatch.setattr(hwcheck, "_start", start)
-    monkeypatch.setattr(hwcheck, "parse_raw_csv", lambda text: [{"kernel": "k", "duration_ns": 10.0}] * 3)
+    monkeypatch.setattr(hwcheck, "parse_raw_csv",
+                        lambda text: [{"kernel": "k", "duration_ns": 10.0}] * 3 if text == "rows\n" else [])
     cases = [((torch.ones(2),), (torch.ones(2),))] * 4
-    assert hwcheck._measure("ncu", "task.py", cases, 1e-5, 1e-5, "initial")["ns_per_call"] == 10.0
-    return seen
+    out = hwcheck._measure("ncu", "task.py", cases, 1e-5, 1e-5, "initial")
+    assert out["ns_per_call"] == 10.0
+    return seen, out
 
 
-def test_the_profiler_lock_covers_each_ncu_runners_whole_life(monkeypatch, tmp_path):
-    """Not only its profiled calls: with the lock held around those alone, 3 of 4 hardware checks run at
-    once on the H200 failed ("a driver resource was unavailable"; bench/results/cost_h200_20261202,
-    ncu_overlap.json): a process under ncu takes the driver's profiling resource before its first range."""
-    assert _lock_trace(monkeypatch, tmp_path) == [
-        ("start", True), ("warm-up call", True), ("profiled call", True), ("profiled call", True),
-        ("profiled call", True), ("close", True)]
+_MEASURED = [("warm-up call", True), ("profiled call", True), ("profiled call", True), ("profiled call", True),
+             ("close", True)]
+
+
+def test_the_profiler_lock_covers_an_ncu_runner_from_its_hello_to_its_end(monkeypatch, tmp_path):
+    """Python, torch and Triton start before the lock (no CUDA call there: ``runner.py``'s preload); the lock
+    covers the candidate's import (its first CUDA call may be there), the calls and the exit (ncu writes its
+    report then). Not only the profiled calls: with the lock held around those alone, 3 of 4 hardware checks
+    run at once on the H200 failed ("a driver resource was unavailable"; bench/results/cost_h200_20261202,
+    ncu_overlap.json)."""
+    seen, out = _lock_trace(monkeypatch, tmp_path)
+    assert seen == [("start, preloaded", False), ("hello", True), *_MEASURED]
+    assert out["preloaded"] is True and set(out["seconds"]) == {"start_s", "lock_wait_s", "lock_s"}
+
+
+def test_without_preload_the_lock_covers_the_whole_life(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITONDX_NCU_PRELOAD", "0")
+    seen, out = _lock_trace(monkeypatch, tmp_path)
+    assert seen == [("start", True), ("hello", True), *_MEASURED] and out["preloaded"] is False
+
+
+def test_a_runner_that_lost_the_counters_is_measured_again_holding_the_lock_for_its_whole_life(monkeypatch, tmp_path):
+    seen, out = _lock_trace(monkeypatch, tmp_path, busy_attempts=1)
+    assert seen == [("start, preloaded", False), ("hello", True), *_MEASURED,
+                    ("start", True), ("hello", True), *_MEASURED]
+    assert out["preloaded"] is False and "driver resource unavailable" in out["retried_whole_life_lock"]
+
+
+def test_a_second_loss_of_the_counters_stands(monkeypatch, tmp_path):
+    import pytest
+
+    from tritondx.tools.verify.impl import Rejected
+    with pytest.raises(Rejected, match="ncu gave no kernel durations"):
+        _lock_trace(monkeypatch, tmp_path, busy_attempts=2)

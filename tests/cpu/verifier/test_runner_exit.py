@@ -20,3 +20,24 @@ def test_a_runner_ends_without_the_interpreters_teardown(tmp_path):
     finally:
         r.close()
     assert "EXIT HANDLER RAN" not in tail, tail
+
+
+def test_a_preloaded_runner_imports_torch_and_triton_and_no_candidate_code_before_its_hello(tmp_path):
+    """``RunnerProcess(preload=True)`` (the hardware check's runner under ncu, started outside the profiler
+    lock): the runner answers the preload with torch and Triton imported, and the candidate module runs only
+    after ``begin()`` sends the hello; then the runner serves calls as any other."""
+    import torch
+
+    cand = tmp_path / "marker_cand.py"
+    cand.write_text("import os\nos.write(2, b'CANDIDATE IMPORTED\\n')\n\n"
+                    "def launch(x):\n    return x\n")
+    r = spawn.RunnerProcess(str(cand), "cpu", [], hide=[], preload=True)
+    try:
+        assert r.preloaded == {"ok": True, "preloaded": ["torch", "triton"]}
+        assert r.hello == {} and "CANDIDATE IMPORTED" not in r.stderr_tail()
+        assert r.begin().get("ok") and "CANDIDATE IMPORTED" in r.stderr_tail()
+        assert r.begin() is r.hello   # sent once
+        ans = r.call([torch.ones(3)], inputs_back=False)
+        assert torch.equal(ans["outs"][0], torch.ones(3))
+    finally:
+        r.close()
