@@ -64,3 +64,6 @@ class HardwareCheck(BaseModel):
     confirmed: bool = False
     note: str = ""
     best_kernels: list[str] = Field(default_factory=list)
+    #: per measured kernel ("initial", "best"): seconds of its ncu runner (``hwcheck._profile``: start_s
+    #: outside the profiler lock, lock_wait_s, lock_s held) and whether it was preloaded
+    ncu_seconds: dict[str, dict] = Field(default_factory=dict)

@@ -170,5 +170,7 @@ def judge_hardware(res: dict[str, Any], claimed: float) -> HardwareCheck:
         ok = measured >= claimed * (1 - HW_TOLERANCE)
     if library:
         note, ok = f"{note}; library kernels the initial does not launch: {library[:3]}", False
+    secs = {part: {**(res[part].get("seconds") or {}), "preloaded": bool(res[part].get("preloaded"))}
+            for part in ("initial", "best") if isinstance(res[part].get("seconds"), dict)}
     return HardwareCheck(claimed=claimed, measured=measured, initial_ns_per_call=ini, best_ns_per_call=best,
-                         confirmed=ok, note=note, best_kernels=kernels)
+                         confirmed=ok, note=note, best_kernels=kernels, ncu_seconds=secs)

@@ -26,7 +26,8 @@ class FakeJobs:
                                  result={"ok": False, "unavailable": True, "note": f"{timing.HW_UNAVAILABLE}: died"}), 1, 0
             out["initial"] = {"ns_per_call": 2000.0, "kernels": ["axpy_kernel"], "launches": 5}
         if "best" in job["measure"]:
-            out["best"] = {"ns_per_call": 1000.0, "kernels": ["axpy_kernel"], "launches": 5}
+            out["best"] = {"ns_per_call": 1000.0, "kernels": ["axpy_kernel"], "launches": 5, "preloaded": True,
+                           "seconds": {"start_s": 4.0, "lock_wait_s": 1.0, "lock_s": 9.0}}
         return JobResult(kind="ok", returncode=0, seconds=1.0, result=out), 1.0, 0.5
 
 
@@ -47,6 +48,7 @@ def test_the_initial_half_runs_once_per_task_and_the_check_then_measures_the_bes
     assert [j["measure"] for j in fake.jobs] == [["initial"], ["best"]]
     assert "candidate" not in fake.jobs[0] and fake.jobs[1]["candidate"] == str(best.resolve())
     assert hw.confirmed and hw.measured == 2.0 and hw.initial_ns_per_call == 2000.0
+    assert hw.ncu_seconds == {"best": {"start_s": 4.0, "lock_wait_s": 1.0, "lock_s": 9.0, "preloaded": True}}
     hw2 = timing.hardware_check(str(task), str(best), 1.9, Cuda())   # no early half: both in one job
     assert fake.jobs[-1]["measure"] == ["initial", "best"] and hw2.confirmed
 
