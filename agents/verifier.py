@@ -24,7 +24,8 @@ from tritondx.tools.evidence.records import ArtifactRef
 from tritondx.tools.verify.route import Limits, RoundFacts, decide, escalation_why  # noqa: F401 (callers)
 from tritondx.tools.verify.select import beats, measurements, pick, summarize_bench
 from tritondx.tools.verify.staged import confirm, contenders, screen_note
-from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING, hardware_check, initial_hardware, time_round
+from tritondx.tools.verify.timing import (HW_UNAVAILABLE, NCU_MISSING, early_hardware, hardware_check,
+                                          initial_hardware, time_round)
 from tritondx.tools.verify.verification import verify_all
 
 Next = Literal["rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "__end__"]
@@ -64,6 +65,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     best = dict(state.get("best") or {})
     measured: list[dict] = []
     hw_initial = None   # the initial kernel's hardware measurement, once started (timing.initial_hardware)
+    hw_early: dict = {}  # candidate id -> its hardware measurement started beside its full checks (timing.early_hardware)
     bench_artifacts: dict = {}
     gain = None
     if passed and backend.can_time:
@@ -92,8 +94,10 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
             eligible = {c["id"] for c in passed}
             if screen:   # only a candidate verified in full can win (tools/verify/staged.py)
                 ids = contenders(timed.result, summary, measured, eligible, prev_id, cfg.full_verify_top)
-                if ids and backend.name == "cuda" and cfg.ncu:   # its half of the hardware check, beside the full checks
-                    hw_initial = initial_hardware(state["task_path"], backend)
+                if ids and backend.name == "cuda" and cfg.ncu:   # the hardware check, beside the full checks:
+                    hw_initial = initial_hardware(state["task_path"], backend)   # the initial kernel's half, and
+                    hw_early = {ids[0]: early_hardware(state["task_path"], cands[ids[0]]["path"], backend,
+                                                       initial=hw_initial)}   # the fastest contender's after it
                 with ph.time("verify"):
                     full = confirm(state["task_path"], [cands[i] for i in ids], backend, ops, cfg)
                 eligible = {v.candidate_id for v in full if v.passed}
@@ -110,17 +114,21 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                         measured = [m for m in measured if m["id"] != v.candidate_id]
             winner, why = pick(timed.result, summary, measured, eligible, prev_id)
             if winner and why and backend.name == "cuda" and cfg.ncu:
+                early = hw_early.pop(winner["id"], None)
                 with ph.time("hwcheck"):
                     hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend,
-                                        initial=hw_initial)
-                winner["hardware"] = hw.model_dump()
-                log.info("hardware_check", candidate=winner["id"], confirmed=hw.confirmed, note=hw.note[:200])
+                                        initial=hw_initial, measured=early)
+                winner["hardware"] = {**hw.model_dump(), "started_beside_full_checks": early is not None}
+                log.info("hardware_check", candidate=winner["id"], confirmed=hw.confirmed, note=hw.note[:200],
+                         started_beside_full_checks=early is not None)
                 if not hw.confirmed and not hw.note.startswith((NCU_MISSING, HW_UNAVAILABLE)):
                     verifications.append({"id": winner["id"] + ":hardware", "candidate_id": winner["id"],
                                           "passed": False, "klass": "hardware_unconfirmed", "backend": backend.name,
                                           "reason": f"claimed {winner['speedup']:.2f}x not confirmed: {hw.note}"})
                     passed = [c for c in passed if c["id"] != winner["id"]]
                     winner, why = None, None
+            for cid in hw_early:   # started for a contender that did not win (its job ends on its own)
+                log.info("hardware_check_unused", candidate=cid)
             if winner and why:
                 gain = prev["median_ms"] / winner["median_ms"]
                 winner["won"] = why

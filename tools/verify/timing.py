@@ -125,22 +125,40 @@ def initial_hardware(task_path: str, backend: Backend, timeout: float = 900) -> 
     return fut
 
 
-def hardware_check(task_path: str, best_path: str, claimed: float, backend: Backend,
-                   timeout: float = 900, initial: Future | None = None) -> HardwareCheck:
-    """ncu's summed kernel durations per call of the initial kernel and ``best_path``
-    (``verify/hwcheck.py``). Confirmed when the hardware's speedup is at least the claimed one
-    less ``HW_TOLERANCE``; where ncu is missing, unconfirmed with that note (the caller decides).
-    ``initial``: the initial kernel's measurement started earlier (``initial_hardware``); then this job
-    measures the best alone (each under ncu in a process of its own either way, never at once)."""
+def hardware_measurement(task_path: str, best_path: str, backend: Backend, timeout: float = 900,
+                         initial: Future | None = None) -> dict[str, Any]:
+    """ncu's summed kernel durations per call of the initial kernel and ``best_path`` (``verify/hwcheck.py``):
+    a hwcheck job's answer with both parts, or ``{"ok": False, "note": ...}``. ``initial``: the initial
+    kernel's measurement started earlier (``initial_hardware``); then this job measures the best alone, after
+    it (each under ncu in a process of its own either way, never at once, the original first)."""
     if initial is None:
-        res = _hwcheck_job(task_path, backend, timeout, ["initial", "best"], best_path)
-    else:
-        first = initial.result()
-        if not first.get("ok"):
-            return HardwareCheck(claimed=claimed, note=str(first.get("note"))[:400])
-        res = _hwcheck_job(task_path, backend, timeout, ["best"], best_path)
-        if res.get("ok"):
-            res = {**res, "initial": first["initial"], "initial_measured_before": True}
+        return _hwcheck_job(task_path, backend, timeout, ["initial", "best"], best_path)
+    first = initial.result()
+    if not first.get("ok"):
+        return first
+    res = _hwcheck_job(task_path, backend, timeout, ["best"], best_path)
+    return {**res, "initial": first["initial"], "initial_measured_before": True} if res.get("ok") else res
+
+
+_early_jobs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tdx-hw-early")
+
+
+def early_hardware(task_path: str, best_path: str, backend: Backend, timeout: float = 900,
+                   initial: Future | None = None) -> Future:
+    """``hardware_measurement`` of a would-be winner started now in the background (the verifier starts it for
+    the fastest contender beside its full checks, after the initial half); ``hardware_check(measured=)``
+    judges it against the claim once the round has picked its winner."""
+    return _early_jobs.submit(hardware_measurement, task_path, best_path, backend, timeout, initial)
+
+
+def hardware_check(task_path: str, best_path: str, claimed: float, backend: Backend,
+                   timeout: float = 900, initial: Future | None = None,
+                   measured: Future | None = None) -> HardwareCheck:
+    """Confirmed when the hardware's speedup (``hardware_measurement``) is at least the claimed one less
+    ``HW_TOLERANCE``; where ncu is missing or could not measure, unconfirmed with that note (the caller
+    decides). ``measured``: the measurement of ``best_path`` already started (``early_hardware``)."""
+    res = measured.result() if measured is not None else \
+        hardware_measurement(task_path, best_path, backend, timeout, initial)
     if not res.get("ok"):
         return HardwareCheck(claimed=claimed, note=str(res.get("note"))[:400])
     return judge_hardware(res, claimed)

@@ -166,3 +166,80 @@ def test_on_a_timing_backend_only_the_would_be_winners_get_the_full_checks(tmp_p
     V.verifier_node({**state, "config": {**state["config"], "verify_screen": False}},
                     {"configurable": {"thread_id": "t"}})
     assert calls == [("full", ids)]
+
+
+def test_the_fastest_contenders_hardware_check_starts_beside_its_full_checks(tmp_path, monkeypatch):
+    """On CUDA with ncu the fastest contender's hardware measurement (after the initial kernel's half) starts
+    when its full checks start, not after them; the winner's check uses it. When that contender fails its full
+    checks and the next one wins, the next one is measured after its own checks, and the early one is unused."""
+    import threading
+
+    from tritondx.agents import verifier as V
+    from tritondx.tools.backends.cuda import CudaBackend
+    from tritondx.tools.exec.sandbox import JobResult
+    from tritondx.tools.verify import staged, timing
+    from tritondx.tools.verify.records import Verdict
+    from tritondx.tools.verify.timing import TimedRound
+    task = tmp_path / "task.py"
+    task.write_text((Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py").read_text())
+    ids = ["r1c1", "r1c2"]
+    cands = [{"id": i, "round": 1, "tier": "triage", "family": "launch_config", "params": 1, "description": i,
+              "motivated_by": [n], "prediction": "", "path": str(tmp_path / f"{i}.py"), "parent": "initial"}
+             for n, i in enumerate(ids)]
+    for c in cands:
+        Path(c["path"]).write_text(task.read_text())
+    state = {"task_path": str(task), "run_dir": str(tmp_path), "backend": "cuda", "target": "cuda:90",
+             "config": {"backend": "cuda", "max_rounds": 1, "final_profile": False, "ncu": True},
+             "tiers_done": ["triage"], "findings": [], "candidates": cands, "pending": ids, "round": 1,
+             "rounds_at_tier": 1, "best": {"id": "initial", "path": str(task)}, "family_attempts": []}
+    events: list[str] = []
+    lock = threading.Lock()
+
+    def fake_job(job, backend, timeout, **kw):
+        what = Path(job.get("candidate", "initial")).stem
+        with lock:
+            events.append(f"hwcheck {what}")
+        out = {"ok": True, "shape": [4096]}
+        if "initial" in job["measure"]:
+            out["initial"] = {"ns_per_call": 2000.0, "kernels": ["k"], "launches": 5}
+        if "best" in job["measure"]:
+            out["best"] = {"ns_per_call": 1000.0, "kernels": ["k"], "launches": 5}
+        return JobResult(kind="ok", returncode=0, seconds=1.0, result=out), 1.0, 0.5
+
+    def run(fails_full: set[str]):
+        events.clear()
+        gate = threading.Event()   # the full checks end only once the early measurement has been asked for
+
+        def fake_verify(task_path, cs, backend, ops, timeout, parallel, scope="full"):
+            if scope == "full":
+                assert gate.wait(10), "the full checks ran before the early hardware check started"
+                with lock:
+                    events.append(f"full {cs[0]['id']}")
+            return [Verdict(candidate_id=c["id"], backend="cuda", scope=scope,
+                            passed=not (scope == "full" and c["id"] in fails_full),
+                            klass="mismatch" if scope == "full" and c["id"] in fails_full else None) for c in cs]
+
+        def job(job, backend, timeout, **kw):
+            if job.get("candidate"):
+                gate.set()
+            return fake_job(job, backend, timeout, **kw)
+
+        monkeypatch.setattr(timing, "run_device_job", job)
+        monkeypatch.setattr(timing, "_initial", {})
+        monkeypatch.setattr(V, "verify_all", fake_verify)
+        monkeypatch.setattr(staged, "verify_all", fake_verify)
+        result = _result({"initial": [1.0, 1.0, 1.0], "r1c1": [0.5, 0.5, 0.5], "r1c2": [0.6, 0.6, 0.6]})
+        monkeypatch.setattr(V, "time_round", lambda *a, **k: TimedRound(
+            result=result, survivors=ids, variants=[{"id": v} for v in ["initial", *ids]]))
+        if fails_full:
+            gate.set()   # the second contender's checks need no early measurement
+        return V.verifier_node(dict(state), {"configurable": {"thread_id": "t"}}).update
+
+    monkeypatch.setattr(V, "backend_of", lambda s: CudaBackend())
+    upd = run(set())
+    assert upd["best"]["id"] == "r1c1" and upd["best"]["hardware"]["confirmed"] is True
+    assert events == ["hwcheck initial", "hwcheck r1c1", "full r1c1"]   # measured once, before its checks ended
+    upd = run({"r1c1"})
+    assert upd["best"]["id"] == "r1c2" and upd["best"]["hardware"]["confirmed"] is True
+    assert events.count("hwcheck r1c1") == 1 and events.count("hwcheck r1c2") == 1   # the early one, unused
+    assert events.index("full r1c2") < events.index("hwcheck r1c2")
