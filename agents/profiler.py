@@ -89,7 +89,7 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
     ref = ArtifactRef.write(run_dir(state) / "artifacts", f"profile_round{state.get('round', 0)}.json",
                             json.dumps(result, indent=1), "profile")
     found, ncu_work = [], None
-    if cfg.ncu and backend.name == "cuda":
+    if cfg.ncu and backend.nsight_compute:
         with ph.time("ncu"):
             rows, note = profile_counters(best_path(state))  # the launch job takes the device lock itself
         if rows:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from typing import Literal
 
@@ -17,6 +18,7 @@ from tritondx.tools.task.spec import load_task
 from tritondx.tools.evidence.triage import triage
 from tritondx.tools.verify import servers
 from tritondx.tools.verify.api import probe_task
+from tritondx.tools.verify.timing import HW_INITIAL_AT_ENV, initial_hardware
 
 
 def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "profiler"]]:
@@ -36,6 +38,8 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
         raise TaskFormatError(state["task_path"], exc.problem) from None
     if cfg.mode != "diagnose":   # a usable task: the judge's start (Python, torch, warm runners) overlaps the rewrite
         servers.prestart(str(initial), backend, cfg.verify_parallel)
+        if backend.nsight_compute and cfg.ncu and os.environ.get(HW_INITIAL_AT_ENV, "triage") == "triage":
+            initial_hardware(str(initial), backend)   # the initial kernel's half of a hardware check, in the background
     kclass, found = triage(spec)
     target = cfg.target or backend.default_ir_target()
     log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)

@@ -94,7 +94,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
             eligible = {c["id"] for c in passed}
             if screen:   # only a candidate verified in full can win (tools/verify/staged.py)
                 ids = contenders(timed.result, summary, measured, eligible, prev_id, cfg.full_verify_top)
-                if ids and backend.name == "cuda" and cfg.ncu:   # the hardware check, beside the full checks:
+                if ids and backend.nsight_compute and cfg.ncu:   # the hardware check, beside the full checks:
                     hw_initial = initial_hardware(state["task_path"], backend)   # the initial kernel's half, and
                     hw_early = {ids[0]: early_hardware(state["task_path"], cands[ids[0]]["path"], backend,
                                                        initial=hw_initial)}   # the fastest contender's after it
@@ -113,7 +113,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                         passed = [c for c in passed if c["id"] != v.candidate_id]
                         measured = [m for m in measured if m["id"] != v.candidate_id]
             winner, why = pick(timed.result, summary, measured, eligible, prev_id)
-            if winner and why and backend.name == "cuda" and cfg.ncu:
+            if winner and why and backend.nsight_compute and cfg.ncu:
                 early = hw_early.pop(winner["id"], None)
                 with ph.time("hwcheck"):
                     hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend,
@@ -178,7 +178,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         log.info("round_checked", round=round_no, passed=[c["id"] for c in passed],
                  failed=[f"{cid} ({klass})" for cid, klass in failed.items()])
     log.info("decided", goto=goto, reason=reason, best=best.get("id"), speedup=best.get("speedup"))
-    if goto == "__end__" and backend.name == "cuda" and cfg.ncu and cfg.final_profile and best.get("measured") \
+    if goto == "__end__" and backend.nsight_compute and cfg.ncu and cfg.final_profile and best.get("measured") \
             and not state.get("final_profile"):
         upd["status"] = "final_profile"  # the profiler reads the counters of initial and best, then ends
         return Command(goto="profiler", update=upd)

@@ -13,6 +13,9 @@ class Backend(ABC):
     torch_device: str = "cpu"
     #: whether this backend's times are real device times (the interpreter's are not)
     can_time: bool = False
+    #: whether Nsight Compute reads this backend's hardware counters (the profile tier's ncu run, the hardware
+    #: check of a claimed speedup, the final profile); ncu itself may still be missing (``evidence.ncu.ncu_path``)
+    nsight_compute: bool = False
 
     @abstractmethod
     def available(self) -> bool:

@@ -31,6 +31,7 @@ class CudaBackend(Backend):
     name = "cuda"
     torch_device = "cuda"
     can_time = True
+    nsight_compute = True
 
     def available(self) -> bool:
         return _gpu_query() is not None

@@ -53,7 +53,7 @@ def check_candidate_file(task_path: str, candidate_path: str, backend: Backend, 
     if not why:
         return FileCheck(verdict=verdict.model_copy(update={"speed_measured": True}), speedup=speedup,
                          timing="not measurably faster than the initial kernel")
-    hw = hardware_check(task_path, cand["path"], speedup, backend) if backend.name == "cuda" else None
+    hw = hardware_check(task_path, cand["path"], speedup, backend) if backend.nsight_compute else None
     if hw is not None and not hw.confirmed and not hw.note.startswith((NCU_MISSING, HW_UNAVAILABLE)):
         return FileCheck(verdict=verdict.model_copy(update={
             "passed": False, "klass": "hardware_unconfirmed",

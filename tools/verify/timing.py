@@ -110,14 +110,18 @@ def _hwcheck_job(task_path: str, backend: Backend, timeout: float, measure: list
     return res
 
 
+#: when the initial kernel's half of the hardware check starts: "triage" (default: once the probe accepted the
+#: task, beside the rewrite and the screen; wasted where no round has a winner) or "contender" (when a round first
+#: has a would-be winner, beside its full checks)
+HW_INITIAL_AT_ENV = "TRITONDX_HW_INITIAL_AT"
 _initial_jobs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tdx-hw-initial")
 _initial: dict[tuple, Future] = {}
 
 
 def initial_hardware(task_path: str, backend: Backend, timeout: float = 900) -> Future:
-    """The initial kernel's half of the hardware check, started now in the background (the verifier starts
-    it when a round has a would-be winner, so it runs beside that candidate's full checks) and kept for the
-    task's later rounds: the task's own kernel at the same shape. Its answer: a hwcheck job's answer."""
+    """The initial kernel's half of the hardware check, started now in the background (by triage once the probe
+    accepted the task, or by the verifier when a round first has a would-be winner: ``HW_INITIAL_AT_ENV``) and
+    kept for the task's later rounds: the task's own kernel at the same shape. Its answer: a hwcheck job's answer."""
     key = (str(Path(task_path).resolve()), hashlib.sha256(Path(task_path).read_bytes()).hexdigest(), backend.name)
     fut = _initial.get(key)
     if fut is None or (fut.done() and not fut.result().get("ok")):

@@ -239,7 +239,10 @@ def test_the_fastest_contenders_hardware_check_starts_beside_its_full_checks(tmp
     upd = run(set())
     assert upd["best"]["id"] == "r1c1" and upd["best"]["hardware"]["confirmed"] is True
     assert events == ["hwcheck initial", "hwcheck r1c1", "full r1c1"]   # measured once, before its checks ended
+    early: list = []
+    monkeypatch.setattr(V, "early_hardware", lambda *a, _f=V.early_hardware, **k: early.append(_f(*a, **k)) or early[-1])
     upd = run({"r1c1"})
     assert upd["best"]["id"] == "r1c2" and upd["best"]["hardware"]["confirmed"] is True
-    assert events.count("hwcheck r1c1") == 1 and events.count("hwcheck r1c2") == 1   # the early one, unused
     assert events.index("full r1c2") < events.index("hwcheck r1c2")
+    assert len(early) == 1 and early[0].result()["ok"]   # the early one (r1c1's), unused
+    assert events.count("hwcheck r1c1") == 1 and events.count("hwcheck r1c2") == 1

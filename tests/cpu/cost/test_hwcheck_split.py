@@ -157,3 +157,39 @@ def test_a_second_loss_of_the_counters_stands(monkeypatch, tmp_path):
     from tritondx.tools.verify.impl import Rejected
     with pytest.raises(Rejected, match="ncu gave no kernel durations"):
         _lock_trace(monkeypatch, tmp_path, busy_attempts=2)
+
+
+def test_triage_starts_the_initial_half_once_the_probe_accepted_the_task(tmp_path, monkeypatch):
+    """On a backend Nsight Compute reads (CUDA), triage starts the initial kernel's half of the hardware check
+    in the background (beside the rewrite and the screen), on the run folder's copy the verifier checks later;
+    not with ncu off, not with TRITONDX_HW_INITIAL_AT=contender, not in diagnose mode, not on the interpreter."""
+    from pathlib import Path
+
+    from tritondx.agents import triage as T
+    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.cuda import CudaBackend
+    example = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
+    started: list[str] = []
+    monkeypatch.setattr(T, "probe_task", lambda path, backend: {"ok": True})
+    monkeypatch.setattr(T.servers, "prestart", lambda *a, **k: None)
+    monkeypatch.setattr(T, "initial_hardware", lambda path, backend: started.append(path))
+
+    def triaged(backend, env=None, **config):
+        started.clear()
+        monkeypatch.setattr(T, "get_backend", lambda name: backend)
+        if env:
+            monkeypatch.setenv(timing.HW_INITIAL_AT_ENV, env)
+        else:
+            monkeypatch.delenv(timing.HW_INITIAL_AT_ENV, raising=False)
+        run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        run.mkdir()
+        state = {"task_path": str(example), "run_dir": str(run), "config": {"backend": backend.name, **config}}
+        T.triage_node(state, {"configurable": {"thread_id": "t"}})
+        return list(started), run
+
+    got, run = triaged(CudaBackend())
+    assert got == [str(run / "task_initial.py")]
+    assert triaged(CudaBackend(), ncu=False)[0] == []
+    assert triaged(CudaBackend(), env="contender")[0] == []
+    assert triaged(CudaBackend(), mode="diagnose")[0] == []
+    assert triaged(get_backend("interpreter"))[0] == []
