@@ -6,8 +6,13 @@ own sandboxed process) is started under Nsight Compute, outside the runner's nam
 ncu reads the duration of every kernel those calls launch (``gpu__time_duration.sum``) from the
 hardware. The calls run on the first bench shape with inputs this job makes (a fresh seed per call), and
 their outputs are compared with the reference here: a launcher that behaves differently under the
-profiler still has to be right. ncu's answer goes to a log file in this job's folder, which the
-runner's mount namespace hides.
+profiler still has to be right. ncu's answer goes to a log file in this job's folder. A runner under ncu
+gets no namespaces of its own (ncu's injected threads make ``unshare`` of a user namespace fail), so it could
+write that file by path and forge durations: known and open (tests/cpu/reliability/README.md); the check can
+then only fail to reject a claim the bench job already measured with its own clock.
+
+Each runner first imports torch and Triton outside the profiler lock (``_profile``); the lock covers its hello
+(the candidate's import), its calls and its exit.
 """
 
 from __future__ import annotations
