@@ -5,10 +5,7 @@
 #     bench/scripts/ncu_overlap.py): failures, retries, and the lock-held seconds a batch's checks queue on;
 # (2) a batch of the given suite or corpus tasks with WORKERS workers sharing the GPU (one lock folder), preloaded.
 # Usage: bash bench/scripts/device_cost10.sh N_CHECKS SUITE WORKERS DEADLINE_S [TASKS]   (carry .whl .debs [.corpus])
-for f in .debs/*.deb; do [ -f "$f" ] && dpkg -x "$f" / 2>/dev/null; done
-ldconfig -p | grep -q libcap.so.2 || { mkdir -p /tmp/lc && dpkg -x .debs/opt/*.deb /tmp/lc \
-  && cp -a /tmp/lc/lib/x86_64-linux-gnu/libcap.so.2* /usr/lib/x86_64-linux-gnu/ && ldconfig; }
-source bench/scripts/device_env.sh
+source bench/scripts/device_env.sh   # carried debs, wheels, PYTHONPATH
 export TRITONDX_LOCK_DIR=/tmp/tdx-locks
 mkdir -p $TRITONDX_LOCK_DIR
 for mode in whole preload; do
