@@ -113,8 +113,15 @@ def devices() -> list[str]:
     return sorted({p for g in DEVICE_GLOBS for p in glob.glob(g)})
 
 
+#: the user a bubblewrap job runs as inside its user namespace (mapped to the user that started it, as uid 0 was):
+#: not uid 0, because uid 0 with no capabilities may not write a child user namespace's uid_map, so a judge job's
+#: candidate runners could get no namespaces of their own (``spawn.runner_prefix``); 65534 (nobody) is in almost
+#: every image's /etc/passwd (``getpass.getuser()`` in torch's compile cache looks it up)
+JOB_UID = 65534
+
+
 def bwrap_command(view: View) -> list[str]:
-    cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+    cmd = ["bwrap", "--uid", str(JOB_UID), "--gid", str(JOB_UID), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
            # sysctls are plain files: uid 0 could write e.g. kernel.core_pattern without any capability
            "--ro-bind", "/proc/sys", "/proc/sys"]
     for d in hidden_dirs():

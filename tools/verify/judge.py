@@ -600,8 +600,8 @@ def verify_round(job: dict[str, Any], key: str, pool=None, orig=None) -> dict[st
         else:
             results = [one(c) for c in cands]
     finally:
-        runners = (f"warm ({pool.forked} forked)" if pool is not None and pool.warm
-                   else f"cold: {pool.why_cold if pool else 'one candidate'}")
+        runners = (f"warm ({pool.forked} forked, {'one at a time in the judge job' if pool.shared else 'own namespaces'})"
+                   if pool is not None and pool.warm else f"cold: {pool.why_cold if pool else 'one candidate'}")
         if pool is not None and owned:
             pool.close()
         contract.close()

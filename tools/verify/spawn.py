@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE, OOM_RE, Isolation, classify, isolation, scrubbed_env
+from tritondx.tools.exec.sandbox import (ILLEGAL_ACCESS_RE, OOM_RE, SANDBOXED_JOB_ENV, Isolation, classify, isolation,
+                                        scrubbed_env)
 
 # ``wire`` (torch) is imported at the first message: a round's warm runners start before the judge has
 # imported torch, beside that import (``prestart.py``)
@@ -90,14 +91,40 @@ class RunnerDied(Exception):
 #: the runner's own namespaces (user, mount, PID, network): its mount script needs a mount namespace
 #: it may mount in, which the job sandbox's bwrap/unshare views do not give (their prefix is only a marker)
 RUNNER_NAMESPACES = ["unshare", "-rn", "--pid", "--fork", "--kill-child", "--mount-proc"]
+#: the same inside a read-only sandboxed job (a judge job under bubblewrap), without a /proc of its own: the kernel
+#: refuses a new proc mount in a mount namespace where a proc mount is partly hidden (bubblewrap's /proc/sys
+#: read-only bind, the host's /proc under its /proc), so the runner keeps the job's /proc (its /proc/sys read-only
+#: and locked: a child user namespace cannot remount or unmount it) while its own PID namespace keeps the judge
+#: out of reach of its signals; the judge is non-dumpable and in the parent user namespace, so its /proc entries
+#: (environ, memory, fds) stay closed
+NESTED_RUNNER_NAMESPACES = ["unshare", "-rmn", "--ipc", "--pid", "--fork", "--kill-child"]
+_NESTED: dict[str, bool] = {}
 
 
-def _namespaces(iso: Isolation) -> list[str]:
-    """The prefix that gives a runner its namespaces: a full set where the sandbox found user namespaces
-    working, the network namespace alone where only that works, else none."""
+def _nested_works() -> bool:
+    """Whether this process (a job inside a read-only sandbox) can give a runner its own user, mount, network and
+    PID namespaces and mount a tmpfs there (probed once)."""
+    if "ok" not in _NESTED:
+        try:
+            _NESTED["ok"] = shutil.which("unshare") is not None and subprocess.run(
+                NESTED_RUNNER_NAMESPACES + ["sh", "-c", "mount -t tmpfs -o size=1m tmpfs /tmp"],
+                capture_output=True, timeout=20).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _NESTED["ok"] = False
+    return _NESTED["ok"]
+
+
+def runner_prefix(iso: Isolation) -> tuple[list[str], bool]:
+    """(the prefix that gives a runner its namespaces, whether it gets a mount namespace of its own with the
+    mount script: a fresh /tmp, the judge's folder hidden). A full set where the sandbox found user namespaces
+    working; inside a read-only sandboxed job (``SANDBOXED_JOB_ENV``) the nested set where the kernel allows it
+    (bubblewrap jobs run as a non-root user for this: ``sandbox_fs.JOB_UID``); else the network namespace alone
+    where only that works, else none."""
     if iso.mechanism in ("bwrap", "unshare"):
-        return list(RUNNER_NAMESPACES)
-    return list(iso.prefix)
+        return list(RUNNER_NAMESPACES), iso.readonly
+    if os.environ.get(SANDBOXED_JOB_ENV) == "1" and _nested_works():
+        return list(NESTED_RUNNER_NAMESPACES), True
+    return list(iso.prefix), False
 
 
 def answer_device(device: str) -> str:
@@ -140,8 +167,8 @@ class RunnerProcess:
                             FDS_ENV: ",".join(map(str, fds)), "OMP_NUM_THREADS": "1",
                             **({PROFILED_ENV: "1"} if wrap else {})})
         cmd = [sys.executable, "-P", str(script)]
-        iso = isolation() if not wrap else Isolation()
-        if iso.readonly:  # a mount namespace: a fresh /tmp (or other jobs' folders hidden), the judge's hidden
+        prefix, own_mounts = runner_prefix(isolation()) if not wrap else ([], False)
+        if own_mounts:  # a mount namespace: a fresh /tmp (or other jobs' folders hidden), the judge's hidden
             if _needs_host_tmp(env):
                 hide = hide + [str(d) for d in Path(tempfile.gettempdir()).glob("tritondx-[jr]*-*")]
             # never a folder this runner's own folder is in (in an unsandboxed judge job the runners' folders
@@ -154,7 +181,7 @@ class RunnerProcess:
                            f"cd {PRIVATE_DIR} || exit 97; export HOME={PRIVATE_DIR} TMPDIR={PRIVATE_DIR} "
                            f"TRITON_CACHE_DIR={PRIVATE_DIR}/.triton; ")
             cmd = ["sh", "-c", mounts + 'exec "$@"', "sh"] + cmd
-        cmd = (wrap or []) + _namespaces(iso) + cmd
+        cmd = (wrap or []) + prefix + cmd
         self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-")[1])
         self._stderr = open(self.stderr_path, "w+b")  # read back through this descriptor (stderr_tail)
         parent = os.getpid()

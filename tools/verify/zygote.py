@@ -202,7 +202,12 @@ def _children() -> list[int]:
 
 
 def _kill_leftovers(keep: frozenset[int] = frozenset()) -> None:
-    """Kill and reap every child of this process (a subreaper: every process its children left) but ``keep``."""
+    """Kill and reap every child of this process (a subreaper: every process its children left) but ``keep``.
+    As the init of its own PID namespace with nothing to keep (a warm runner inside a judge job: its /proc is the
+    job's, whose numbers are not this namespace's), every other process of the namespace at once (``kill(-1)``)."""
+    if os.getpid() == 1 and not keep:
+        _kill_namespace()
+        return
     for _ in range(50):
         kids = [k for k in _children() if k not in keep]
         if not kids:
@@ -218,6 +223,26 @@ def _kill_leftovers(keep: frozenset[int] = frozenset()) -> None:
             except ChildProcessError:
                 pass
         time.sleep(0.01)
+
+
+def _kill_namespace() -> None:
+    """As PID 1: SIGKILL every other process of this PID namespace and reap them all."""
+    for _ in range(50):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:   # nobody else left
+            pass
+        reaped = False
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                break
+            reaped = True
+        if not reaped:
+            time.sleep(0.01)
 
 
 def _child(ctl: socket.socket, fds: list[int], seq: int, parent: int) -> None:

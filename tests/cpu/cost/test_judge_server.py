@@ -208,3 +208,32 @@ def test_a_forked_orchestrator_starts_its_own_server_and_leaves_the_parents_alon
     assert ready and os.read(r, 1) == b"1"
     assert parent.alive and servers.server_for(str(task), backend, 1) is parent
 
+
+
+NAMESPACES = '''
+import os
+own_pid_ns = os.getpid() != int(open("/proc/self/stat").read().split()[0])   # /proc is the judge job's
+uid_map = " ".join(open("/proc/self/uid_map").read().split())
+raise RuntimeError(f"NS pid={{own_pid_ns}} uid_map={{uid_map}}")
+'''
+
+
+@pytest.mark.parametrize("warm", ["1", "0"])
+def test_candidates_in_a_bubblewrap_judge_job_get_namespaces_of_their_own(task, tmp_path, warm):
+    """Inside a judge job under bubblewrap (run as ``sandbox_fs.JOB_UID``, not uid 0, which may not write a child
+    namespace's uid_map) each runner, warm or cold, gets its own user, mount, IPC, network and PID namespaces
+    (``spawn.NESTED_RUNNER_NAMESPACES``): its uid 0 maps to the job's user, its pids are not the job's. The warm
+    runner is no longer shared with the judge job (one candidate at a time, its files snapshotted)."""
+    from tritondx.tools.exec.sandbox import isolation
+    from tritondx.tools.exec.sandbox_fs import JOB_UID
+    if isolation().mechanism != "bwrap":
+        pytest.skip("the jobs here are not sandboxed by bubblewrap")
+    srv = _serve(task, TRITONDX_WARM_RUNNERS=warm)
+    try:
+        r = _ask(srv, task, [_cand(tmp_path, "ns", NAMESPACES.format())], seal.new_key())
+        err = r.result["verdicts"]["ns"]["error"]
+        assert f"NS pid=True uid_map=0 {JOB_UID} 1" in err, r.result
+        if warm == "1":
+            assert r.result["runners"] == "warm (1 forked, own namespaces)", r.result
+    finally:
+        srv.close()
