@@ -123,7 +123,8 @@ _LIFELINE: tuple[int, int] | None = None
 _LIFELINE_LOCK = threading.Lock()
 LIFELINE_ENV = "TRITONDX_JOB_LIFELINE_FD"
 #: "1" / "0" in every job's environment: whether the job runs inside a read-only sandbox (what the job cannot
-#: probe itself: bwrap does not nest). Not passed on to candidate runners (no allowed prefix)
+#: probe itself: bwrap does not nest; its runners then get ``spawn.NESTED_RUNNER_NAMESPACES``). Not passed on to
+#: candidate runners (no allowed prefix)
 SANDBOXED_JOB_ENV = "TDX_SANDBOXED_JOB"
 
 

@@ -12,8 +12,9 @@ What it removes after each request (what a one-shot judge job's end removed):
 - every process left under it except the warm runners (it is the subreaper of the runners' trees);
 - System V IPC objects (the job has its own IPC namespace wherever a server runs: a read-only sandbox);
 - whatever was added during the request to the job's writable mounts (/tmp, /dev/shm, /run, its own
-  folder: where a runner inside the same bubblewrap sandbox can write, since namespaces do not nest there)
-  (``zygote.Snapshots``, taken as the request starts); when something recorded there was changed or
+  folder: where a runner could write where it gets no namespaces of its own inside the job; under bubblewrap
+  it gets them since 2026-12-02, ``spawn.NESTED_RUNNER_NAMESPACES``) (``zygote.Snapshots``, taken as the
+  request starts); when something recorded there was changed or
   removed instead, it answers and ends (``ending``): the next request gets a fresh server;
 - the request's tensors (device memory back to the driver's cache, then released).
 

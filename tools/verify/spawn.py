@@ -161,8 +161,8 @@ class RunnerProcess:
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
         fds = (req_r, ans_w, ev_w, *extra_fds)
-        # its own Triton cache: inside a bubblewrap job a runner gets no namespace of its own, and the judge's
-        # TRITON_CACHE_DIR (passed on like every TRITON_ name) was one folder for every cold runner of the job
+        # its own Triton cache: where a runner inside a job gets no namespace of its own (no nested user namespace),
+        # the judge's TRITON_CACHE_DIR (passed on like every TRITON_ name) was one folder for every cold runner
         env = scrubbed_env({"HOME": str(self.dir), "TRITON_CACHE_DIR": str(self.dir / ".triton"),
                             FDS_ENV: ",".join(map(str, fds)), "OMP_NUM_THREADS": "1",
                             **({PROFILED_ENV: "1"} if wrap else {})})
