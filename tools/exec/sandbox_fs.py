@@ -116,7 +116,7 @@ def devices() -> list[str]:
 #: the user a bubblewrap job runs as inside its user namespace (mapped to the user that started it, as uid 0 was):
 #: not uid 0, because uid 0 with no capabilities may not write a child user namespace's uid_map, so a judge job's
 #: candidate runners could get no namespaces of their own (``spawn.runner_prefix``); 65534 (nobody) is in almost
-#: every image's /etc/passwd (``getpass.getuser()`` in torch's compile cache looks it up)
+#: every image's /etc/passwd, for tools that look the user up (``getpass.getuser()``)
 JOB_UID = 65534
 
 
