@@ -98,6 +98,9 @@ RUNNER_NAMESPACES = ["unshare", "-rn", "--pid", "--fork", "--kill-child", "--mou
 #: out of reach of its signals; the judge is non-dumpable and in the parent user namespace, so its /proc entries
 #: (environ, memory, fds) stay closed
 NESTED_RUNNER_NAMESPACES = ["unshare", "-rmn", "--ipc", "--pid", "--fork", "--kill-child"]
+#: "0": runners inside a sandboxed job get no namespaces of their own (as before 2026-12-02: the warm runner then
+#: shares the job's, snapshots its writable mounts and runs one candidate at a time); passed to jobs (TRITONDX_JOB_)
+NESTED_ENV = "TRITONDX_JOB_NESTED_RUNNERS"
 _NESTED: dict[str, bool] = {}
 
 
@@ -122,7 +125,7 @@ def runner_prefix(iso: Isolation) -> tuple[list[str], bool]:
     where only that works, else none."""
     if iso.mechanism in ("bwrap", "unshare"):
         return list(RUNNER_NAMESPACES), iso.readonly
-    if os.environ.get(SANDBOXED_JOB_ENV) == "1" and _nested_works():
+    if os.environ.get(SANDBOXED_JOB_ENV) == "1" and os.environ.get(NESTED_ENV, "1") != "0" and _nested_works():
         return list(NESTED_RUNNER_NAMESPACES), True
     return list(iso.prefix), False
 

@@ -213,8 +213,7 @@ def test_a_forked_orchestrator_starts_its_own_server_and_leaves_the_parents_alon
 NAMESPACES = '''
 import os
 own_pid_ns = os.getpid() != int(open("/proc/self/stat").read().split()[0])   # /proc is the judge job's
-uid_map = " ".join(open("/proc/self/uid_map").read().split())
-raise RuntimeError(f"NS pid={{own_pid_ns}} uid_map={{uid_map}}")
+raise RuntimeError(f"NS pid={{own_pid_ns}} euid={{os.geteuid()}}")   # 0: root of a user namespace of its own
 '''
 
 
@@ -223,7 +222,8 @@ def test_candidates_in_a_bubblewrap_judge_job_get_namespaces_of_their_own(task, 
     """Inside a judge job under bubblewrap (run as ``sandbox_fs.JOB_UID``, not uid 0, which may not write a child
     namespace's uid_map) each runner, warm or cold, gets its own user, mount, IPC, network and PID namespaces
     (``spawn.NESTED_RUNNER_NAMESPACES``): its uid 0 maps to the job's user, its pids are not the job's. The warm
-    runner is no longer shared with the judge job (one candidate at a time, its files snapshotted)."""
+    runner is no longer shared with the judge job (one candidate at a time, its files snapshotted). In the job
+    itself the user is JOB_UID; in a runner's own user namespace it is 0 (``unshare -r``)."""
     from tritondx.tools.exec.sandbox import isolation
     from tritondx.tools.exec.sandbox_fs import JOB_UID
     if isolation().mechanism != "bwrap":
@@ -232,8 +232,25 @@ def test_candidates_in_a_bubblewrap_judge_job_get_namespaces_of_their_own(task, 
     try:
         r = _ask(srv, task, [_cand(tmp_path, "ns", NAMESPACES.format())], seal.new_key())
         err = r.result["verdicts"]["ns"]["error"]
-        assert f"NS pid=True uid_map=0 {JOB_UID} 1" in err, r.result
+        assert "NS pid=True euid=0" in err and JOB_UID != 0, r.result
         if warm == "1":
             assert r.result["runners"] == "warm (1 forked, own namespaces)", r.result
+    finally:
+        srv.close()
+
+
+def test_with_nested_runners_off_candidates_share_the_judge_jobs_namespaces(task, tmp_path):
+    """``TRITONDX_JOB_NESTED_RUNNERS=0`` (the way before 2026-12-02): the runner is in the judge job's namespaces,
+    the warm runner shares them and runs one candidate at a time (a user and network namespace alone, where the
+    job's probe finds them, do not change that)."""
+    from tritondx.tools.exec.sandbox import isolation
+    from tritondx.tools.verify.spawn import NESTED_ENV
+    if isolation().mechanism != "bwrap":
+        pytest.skip("the jobs here are not sandboxed by bubblewrap")
+    srv = _serve(task, **{NESTED_ENV: "0"})
+    try:
+        r = _ask(srv, task, [_cand(tmp_path, "ns", NAMESPACES.format())], seal.new_key())
+        assert "NS pid=False" in r.result["verdicts"]["ns"]["error"], r.result
+        assert r.result["runners"] == "warm (1 forked, one at a time in the judge job)", r.result
     finally:
         srv.close()
