@@ -61,9 +61,19 @@ def _try_connect(port):
 
 def _processes():
     """[processes this /proc lists, how many of their environs hold a secret, how many command lines
-    name the run folder] (counts: the exception's message, the report, is short)."""
-    seen = [(_read_proc(d, "environ"), _read_proc(d, "cmdline")) for d in os.listdir("/proc") if d.isdigit()]
-    return [len(seen), sum(e == "leaked" for e, _ in seen), sum(c == "has_run_dir" for _, c in seen)]
+    name the run folder, how many command lines name the orchestrator's script] (counts: the exception's
+    message, the report, is short)."""
+    seen = [(_read_proc(d, "environ"), _read_proc(d, "cmdline"), _cmdline_has(d, b"verify_one.py"))
+            for d in os.listdir("/proc") if d.isdigit()]
+    return [len(seen), sum(e == "leaked" for e, _, _ in seen), sum(c == "has_run_dir" for _, c, _ in seen),
+            sum(o for _, _, o in seen)]
+
+
+def _cmdline_has(pid, what):
+    try:
+        return what in open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return False
 
 
 def _ns(kind):
