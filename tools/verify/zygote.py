@@ -68,9 +68,24 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r + "/") for r in roots)
 
 
+#: paths under a private mount that the runners still need there (a venv or checkout under /tmp), bound back
+#: read-only over the fresh tmpfs (``make_private``) and left alone by ``_wipe``
+_KEPT: list[str] = []
+_MS_REC = 16384
+
+
+def _needed() -> list[str]:
+    """What a runner imports from: the interpreter's prefixes, this checkout, sys.path and PYTHONPATH entries."""
+    paths = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), os.path.dirname(os.path.dirname(HERE)),
+             *sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    return sorted({os.path.realpath(p) for p in paths if p and os.path.exists(p)})
+
+
 def make_private() -> list[str]:
     """Every mount read-only, fresh tmpfs over ``PRIVATE_MOUNTS`` (where the namespace allows it);
-    returns the writable mounts this zygote owns (those it empties between children)."""
+    returns the writable mounts this zygote owns (those it empties between children). What the runners
+    import from under one of them (``_needed``: a venv in /tmp) is bound back read-only over the tmpfs; a private
+    mount that is itself such a path stays as it is (then not this zygote's own)."""
     own = []
     for mp, opts, _ in _mounts():
         if "rw" in opts and not _under(mp, KERNEL_MOUNTS):
@@ -78,10 +93,26 @@ def make_private() -> list[str]:
             for o in opts:
                 flags |= _LOCKED_FLAGS.get(o, 0)
             _libc.mount(None, mp.encode(), None, flags, None)  # checked below, through mountinfo
+    needed = _needed()
     for d in PRIVATE_MOUNTS:
-        if os.path.isdir(d) and _libc.mount(b"tritondx", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                                            b"mode=1777,size=2g") == 0:
+        if not os.path.isdir(d) or any(_under(d, (n,)) for n in needed):
+            continue
+        keep = [n for n in needed if _under(n, (d,)) and os.path.isdir(n)]
+        keep = [n for n in keep if not any(k != n and _under(n, (k,)) for k in keep)]   # the topmost ones
+        fds = {n: os.open(n, os.O_PATH | os.O_DIRECTORY) for n in keep}
+        try:
+            if _libc.mount(b"tritondx", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777,size=2g") != 0:
+                continue
+            for n, fd in fds.items():
+                os.makedirs(n, exist_ok=True)
+                src = f"/proc/self/fd/{fd}".encode()
+                if _libc.mount(src, n.encode(), None, MS_BIND | _MS_REC, None) == 0:
+                    _libc.mount(None, n.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+                    _KEPT.append(n)
             own.append(d)
+        finally:
+            for fd in fds.values():
+                os.close(fd)
     return own
 
 
@@ -106,6 +137,9 @@ def _wipe(own: list[str]) -> None:
     for d in own:
         for name in os.listdir(d):
             p = os.path.join(d, name)
+            if any(_under(k, (p,)) for k in _KEPT):   # on the way to a path bound back (make_private)
+                _wipe_around(p)
+                continue
             if os.path.isdir(p) and not os.path.islink(p):
                 shutil.rmtree(p, ignore_errors=True)
             else:
@@ -113,6 +147,23 @@ def _wipe(own: list[str]) -> None:
                     os.unlink(p)
                 except OSError:
                     pass
+
+
+def _wipe_around(p: str) -> None:
+    """Empty folder ``p`` of everything but the way to the paths bound back under it (``_KEPT``)."""
+    if p in _KEPT:
+        return
+    for name in os.listdir(p):
+        q = os.path.join(p, name)
+        if any(_under(k, (q,)) for k in _KEPT):
+            _wipe_around(q)
+        elif os.path.isdir(q) and not os.path.islink(q):
+            shutil.rmtree(q, ignore_errors=True)
+        else:
+            try:
+                os.unlink(q)
+            except OSError:
+                pass
 
 
 def _tree(root: str, skip: set[str]) -> dict[str, tuple]:

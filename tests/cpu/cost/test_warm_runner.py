@@ -97,3 +97,41 @@ def test_a_verdict_through_a_forked_runner(zygote, tmp_path):
         assert r.hello.get("ok") is True, r.hello
     finally:
         r.close()
+
+
+def test_what_runners_import_from_under_tmp_stays_visible_and_is_never_wiped(tmp_path, monkeypatch):
+    """A venv or checkout under /tmp (a CI clone there): the zygote's fresh tmpfs over /tmp hid it, so it could not
+    import Triton and every judge fell back to cold runners. What runners import from (``zygote._needed``: here a
+    PYTHONPATH folder under /tmp) is bound back read-only over the tmpfs and survives the wipe between children;
+    a child cannot write into it; what a child leaves beside it in /tmp is gone for the next."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "tdx_helper_mod.py").write_text("VALUE = 42\n")
+    assert str(lib).startswith("/tmp/")
+    monkeypatch.setenv("PYTHONPATH", str(lib))
+    z = Zygote("cpu", hide=[])
+    if not z.ok:
+        z.close()
+        pytest.skip(f"no warm runner on this machine: {z.why}")
+    try:
+        cand = tmp_path / "uses_helper.py"
+        cand.write_text(f'''
+import os, tdx_helper_mod
+try:
+    open(os.path.join({str(lib)!r}, "planted.py"), "w").write("x")
+    wrote = "wrote"
+except OSError as exc:
+    wrote = type(exc).__name__
+open("/tmp/tdx_left_beside", "w").write("x")
+raise RuntimeError(f"HELPER {{tdx_helper_mod.VALUE}} {{wrote}} {{os.path.exists('/tmp/tdx_left_beside')}}")
+''')
+        first, _ = _hello_error(z, cand)
+        assert "HELPER 42 OSError True" in first, first
+        finder = tmp_path / "finder.py"
+        finder.write_text("import os, tdx_helper_mod\n"
+                          "raise RuntimeError(f\"NEXT {tdx_helper_mod.VALUE} {os.path.exists('/tmp/tdx_left_beside')}\")\n")
+        second, _ = _hello_error(z, finder)
+        assert "NEXT 42 False" in second, second
+        assert not (lib / "planted.py").exists() and (lib / "tdx_helper_mod.py").read_text() == "VALUE = 42\n"
+    finally:
+        z.close()
