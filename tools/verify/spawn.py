@@ -37,6 +37,8 @@ FDS_ENV = "TRITONDX_RUNNER_FDS"
 #: injected library opened in it (runner.py ``_closable``)
 PROFILED_ENV = "TRITONDX_RUNNER_PROFILED"
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+#: folders besides /tmp a runner gets empty in its mount namespace (bubblewrap gives a job writable ones)
+SCRATCH_MOUNTS = ("/var/tmp", "/dev/shm", "/run")
 #: the runner's own /tmp (a tmpfs in its mount namespace) and its folder there
 PRIVATE_TMP_SIZE = "512m"
 PRIVATE_DIR = "/tmp/tritondx-runner"
@@ -178,6 +180,9 @@ class RunnerProcess:
             # are inside the judge's hidden cwd: hiding it took the runner's cwd away)
             hide = [h for h in hide if Path(h) != self.dir and Path(h) not in self.dir.parents]
             mounts = "".join(f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(h)} 2>/dev/null; " for h in hide)
+            # the other folders any process may write (a second runner of the same judge job writes them too)
+            mounts += "".join(f"[ -d {d} ] && mount -t tmpfs -o size={PRIVATE_TMP_SIZE} tmpfs {d} 2>/dev/null; "
+                              for d in SCRATCH_MOUNTS)
             if not _needs_host_tmp(env):
                 # set inside the namespace: a wrapper outside it (ncu) keeps the host's TMPDIR
                 mounts += (f"mount -t tmpfs -o size={PRIVATE_TMP_SIZE} tmpfs /tmp && mkdir -p {PRIVATE_DIR} && "

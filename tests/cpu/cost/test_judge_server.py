@@ -254,3 +254,23 @@ def test_with_nested_runners_off_candidates_share_the_judge_jobs_namespaces(task
         assert r.result["runners"] == "warm (1 forked, one at a time in the judge job)", r.result
     finally:
         srv.close()
+
+
+def test_cold_runners_of_one_request_leave_each_other_nothing(task, tmp_path):
+    """Two cold runners of one request (no warm runner) inside the bubblewrap judge job: each has its own
+    namespaces and its own empty /tmp, /var/tmp, /dev/shm and /run (``spawn.SCRATCH_MOUNTS``), its own IPC
+    namespace, and its processes die with it: the second finds nothing of the first (before: the job's /dev/shm,
+    /var/tmp and /run were shared by every cold runner of the job)."""
+    from tritondx.tools.exec.sandbox import isolation
+    if isolation().mechanism != "bwrap":
+        pytest.skip("the jobs here are not sandboxed by bubblewrap")
+    tag = f"k{tmp_path.name[-6:]}"
+    srv = _serve(task, TRITONDX_WARM_RUNNERS="0")
+    try:
+        scratch = str(srv.scratch)
+        r = _ask(srv, task, [_cand(tmp_path, "leaver", LEAVER.format(tag=tag, scratch=scratch)),
+                             _cand(tmp_path, "finder", FINDER.format(tag=tag, scratch=scratch))], seal.new_key())
+        assert "LEFT" in r.result["verdicts"]["leaver"]["error"], r.result
+        assert "FOUND []" in r.result["verdicts"]["finder"]["error"], r.result
+    finally:
+        srv.close()
