@@ -82,12 +82,15 @@ class Listener:
 
 
 def _outside_tmp() -> Path:
-    """Where the test puts the run folder: outside the temp folder, as a user's runs/ is (a runner's
-    private /tmp would hide a run folder under /tmp, and the writes would then say nothing)."""
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)) or str(shm).startswith(tempfile.gettempdir()):
-        pytest.skip("no writable /dev/shm outside the temp folder to hold the run folder")
-    return shm
+    """Where the test puts the run folder: outside the folders a runner gets empty ones of (/tmp, /var/tmp,
+    /dev/shm, /run: ``spawn.SCRATCH_MOUNTS``), as a user's runs/ is, so the writes say something: the checkout's
+    own folder (a user's runs/ is there too)."""
+    from tritondx.tools.verify.spawn import SCRATCH_MOUNTS
+    emptied = (tempfile.gettempdir(), "/tmp", *SCRATCH_MOUNTS)
+    for place in (HERE, Path.home()):   # the checkout; its own clone under /tmp: the home folder
+        if os.access(place, os.W_OK) and not any(str(place).startswith(d + "/") for d in emptied):
+            return place
+    pytest.skip("neither the checkout nor the home folder is a writable folder outside the ones runners get empty")
 
 
 def _failing_tools(tmp: Path, names: tuple[str, ...]) -> dict[str, str]:
