@@ -118,10 +118,18 @@ def devices() -> list[str]:
 #: candidate runners could get no namespaces of their own (``spawn.runner_prefix``); 65534 (nobody) is in almost
 #: every image's /etc/passwd, for tools that look the user up (``getpass.getuser()``)
 JOB_UID = 65534
+#: another user for bubblewrap jobs; "0": as before 2026-12-02 (its runners then get no namespaces of their own)
+JOB_UID_ENV = "TRITONDX_JOB_UID"
+
+
+def job_uid() -> int:
+    v = os.environ.get(JOB_UID_ENV, "").strip()
+    return int(v) if v.isdigit() else JOB_UID
 
 
 def bwrap_command(view: View) -> list[str]:
-    cmd = ["bwrap", "--uid", str(JOB_UID), "--gid", str(JOB_UID), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+    uid = str(job_uid())
+    cmd = ["bwrap", "--uid", uid, "--gid", uid, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
            # sysctls are plain files: uid 0 could write e.g. kernel.core_pattern without any capability
            "--ro-bind", "/proc/sys", "/proc/sys"]
     for d in hidden_dirs():

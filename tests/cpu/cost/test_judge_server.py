@@ -274,3 +274,14 @@ def test_cold_runners_of_one_request_leave_each_other_nothing(task, tmp_path):
         assert "FOUND []" in r.result["verdicts"]["finder"]["error"], r.result
     finally:
         srv.close()
+
+
+def test_a_bubblewrap_jobs_user_is_job_uid_unless_set(monkeypatch):
+    """Jobs run as ``JOB_UID`` inside bubblewrap (so their runners can have user namespaces of their own);
+    ``TRITONDX_JOB_UID=0`` is the way before."""
+    from tritondx.tools.exec.sandbox_fs import JOB_UID, JOB_UID_ENV, View, bwrap_command
+    view = View(scratch="/nonexistent-scratch", binds=[], network=False)
+    monkeypatch.delenv(JOB_UID_ENV, raising=False)
+    assert bwrap_command(view)[1:5] == ["--uid", str(JOB_UID), "--gid", str(JOB_UID)] and JOB_UID != 0
+    monkeypatch.setenv(JOB_UID_ENV, "0")
+    assert bwrap_command(view)[1:5] == ["--uid", "0", "--gid", "0"]
