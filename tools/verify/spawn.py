@@ -46,11 +46,27 @@ PRIVATE_DIR = "/tmp/tritondx-runner"
 EVIDENCE_KEEP = 100_000
 
 
+def _needed_in_tmp(env: dict[str, str]) -> list[str] | None:
+    """The topmost folders under /tmp a runner imports or reads from (this checkout, the interpreter and its
+    prefix, PYTHONPATH, the trusted Triton cache): bound back read-only over its fresh /tmp. None when /tmp
+    itself is one (then /tmp stays, with the other jobs' folders hidden)."""
+    paths = [str(RUNNER_PY.parents[2]), sys.executable, sys.prefix, *env.get("PYTHONPATH", "").split(os.pathsep),
+             env.get("TRITONDX_JOB_TRUSTED_CACHE", "")]
+    found = set()
+    for p in paths:
+        if not p:
+            continue
+        for q in {os.path.abspath(p), os.path.realpath(p)}:
+            if q == "/tmp":
+                return None
+            if q.startswith("/tmp/") and os.path.exists(q):
+                found.add(q if os.path.isdir(q) else os.path.dirname(q))
+    return sorted(f for f in found if not any(g != f and f.startswith(g + "/") for g in found))
+
+
 def _needs_host_tmp(env: dict[str, str]) -> bool:
-    """True when the runner needs something that lives in /tmp (its own script, an import path, the
-    interpreter): then /tmp stays, with the other jobs' folders hidden, instead of a fresh tmpfs."""
-    paths = [str(RUNNER_PY), sys.executable, sys.prefix] + env.get("PYTHONPATH", "").split(os.pathsep)
-    return any(p and os.path.abspath(p).startswith("/tmp/") for p in paths)
+    """True when /tmp itself is something the runner needs (``_needed_in_tmp``)."""
+    return _needed_in_tmp(env) is None
 
 
 def _prctl(option: int, arg: int) -> None:
@@ -183,11 +199,18 @@ class RunnerProcess:
             # the other folders any process may write (a second runner of the same judge job writes them too)
             mounts += "".join(f"[ -d {d} ] && mount -t tmpfs -o size={PRIVATE_TMP_SIZE} tmpfs {d} 2>/dev/null; "
                               for d in SCRATCH_MOUNTS)
-            if not _needs_host_tmp(env):
+            keep = _needed_in_tmp(env)
+            if keep is not None:
+                # what it imports from under /tmp waits on its fresh /dev/shm while /tmp is replaced, then moves back
+                held = [f"/dev/shm/.tdx-keep{i}" for i in range(len(keep))]
+                mounts += "".join(f"mkdir -p {h} && mount --rbind {shlex.quote(k)} {h} || exit 97; "
+                                  for k, h in zip(keep, held))
+                mounts += f"mount -t tmpfs -o size={PRIVATE_TMP_SIZE} tmpfs /tmp || exit 97; "
+                mounts += "".join(f"mkdir -p {shlex.quote(k)} && mount --move {h} {shlex.quote(k)} && rmdir {h} "
+                                  f"|| exit 97; " for k, h in zip(keep, held))
                 # set inside the namespace: a wrapper outside it (ncu) keeps the host's TMPDIR
-                mounts += (f"mount -t tmpfs -o size={PRIVATE_TMP_SIZE} tmpfs /tmp && mkdir -p {PRIVATE_DIR} && "
-                           f"cd {PRIVATE_DIR} || exit 97; export HOME={PRIVATE_DIR} TMPDIR={PRIVATE_DIR} "
-                           f"TRITON_CACHE_DIR={PRIVATE_DIR}/.triton; ")
+                mounts += (f"mkdir -p {PRIVATE_DIR} && cd {PRIVATE_DIR} || exit 97; export HOME={PRIVATE_DIR} "
+                           f"TMPDIR={PRIVATE_DIR} TRITON_CACHE_DIR={PRIVATE_DIR}/.triton; ")
             cmd = ["sh", "-c", mounts + 'exec "$@"', "sh"] + cmd
         cmd = (wrap or []) + prefix + cmd
         self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-")[1])
