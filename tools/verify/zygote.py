@@ -135,22 +135,11 @@ def unsafe_mounts(own: list[str]) -> list[str]:
 
 def _wipe(own: list[str]) -> None:
     for d in own:
-        for name in os.listdir(d):
-            p = os.path.join(d, name)
-            if any(_under(k, (p,)) for k in _KEPT):   # on the way to a path bound back (make_private)
-                _wipe_around(p)
-                continue
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                try:
-                    os.unlink(p)
-                except OSError:
-                    pass
+        _wipe_around(d)
 
 
 def _wipe_around(p: str) -> None:
-    """Empty folder ``p`` of everything but the way to the paths bound back under it (``_KEPT``)."""
+    """Empty folder ``p`` of everything but the way to the paths bound back under it (``_KEPT``, make_private)."""
     if p in _KEPT:
         return
     for name in os.listdir(p):
