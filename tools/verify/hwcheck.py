@@ -61,7 +61,7 @@ PRELOAD_ENV = "TRITONDX_NCU_PRELOAD"
 def _start(exe: str, path: str, label: str, preload: bool = False) -> tuple[RunnerProcess, Path]:
     """A runner of ``path`` under ncu and its log file; Rejected when it does not start. ``preload``: it has
     only imported torch and Triton (``RunnerProcess(preload=True)``); ``_hello`` sends the candidate."""
-    log_file = Path(os.getcwd()) / f"ncu-{label}.csv"
+    log_file = _log_file(label)
     log_file.unlink(missing_ok=True)   # a retry's log is its own
     try:
         runner = RunnerProcess(path, "cuda", [], hide=[os.getcwd()], wrap=_ncu_cmd(exe, log_file), preload=preload)
@@ -82,6 +82,11 @@ def _hello(runner: RunnerProcess, log_file: Path, label: str) -> None:
         raise _ncu_failure(exc, log_file, label) from None
     if not isinstance(hello, dict) or not hello.get("ok"):
         raise Rejected("import_error", f"{label}: importing failed: {(hello or {}).get('error')}")
+
+
+def _log_file(label: str) -> Path:
+    """Where ncu writes its answer for the runner of ``label`` (this job's folder)."""
+    return Path(os.getcwd()) / f"ncu-{label}.csv"
 
 
 def _driver_busy(log_file: Path) -> bool:
@@ -137,7 +142,7 @@ def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
         if not rows and _driver_busy(log_file):
             raise Rejected("hardware_check", f"{label}: ncu gave no kernel durations (driver resource unavailable)")
     except Rejected as exc:
-        if not _driver_busy(Path(os.getcwd()) / f"ncu-{label}.csv"):
+        if not _driver_busy(_log_file(label)):
             raise
         retried = exc.reason[:300]
         log_file, secs = _profile(exe, path, cases, atol, rtol, label, preload=False)

@@ -137,9 +137,13 @@ class CaseData:
         self._floors: dict[tuple, list] = {}
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _key(case) -> tuple:
+        return (case.dtype, repr(case.shape), case.seed, case.values)
+
     def get(self, case, where: str) -> tuple[list, tuple, list]:
         """(inputs, reference outputs on the host, which reference outputs alias an input)."""
-        key = (case.dtype, repr(case.shape), case.seed, case.values)
+        key = self._key(case)
         with self._lock:
             if key not in self._made:
                 inputs = make_case_inputs(self.orig, case, self.device)
@@ -157,7 +161,7 @@ class CaseData:
     def floors(self, case) -> list:
         """Per output, the reference's own sensitivity on this case (``compare.sensitivity``), made the first
         time a candidate's output is off by more than the tolerance (``get`` first)."""
-        key = (case.dtype, repr(case.shape), case.seed, case.values)
+        key = self._key(case)
         with self._lock:
             if key not in self._floors:
                 snapshot, refs, _ = self._made[key]
@@ -170,7 +174,7 @@ class CaseData:
 
     def atol_scales(self, case) -> list[float]:
         """Per output, the factor the task's ``atol`` is multiplied by on this case (``get`` first)."""
-        return self._atol[(case.dtype, repr(case.shape), case.seed, case.values)]
+        return self._atol[self._key(case)]
 
     def _atol_scales(self, case, refs: tuple) -> list[float]:
         """On inputs scaled up by a value stress, an honest kernel's rounding error grows with the terms it
@@ -473,7 +477,8 @@ class Judge:
             atol *= atol_scales[i] if i < len(atol_scales) else 1.0   # value stress (CaseData._atol_scales)
             bad = compare(o, r, atol, rtol)
             if bad and floors is not None and isinstance(r, torch.Tensor) and r.is_floating_point():
-                floor = floors()[i] if i < len(floors()) else None   # the reference's own rounding sensitivity
+                per_output = floors()   # the reference's own rounding sensitivity (made once per case)
+                floor = per_output[i] if i < len(per_output) else None
                 if floor is not None:
                     bad = compare(o, r, atol, rtol, floor=floor)
                     if bad is None:

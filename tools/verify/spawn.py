@@ -27,6 +27,7 @@ from typing import Any
 
 from tritondx.tools.exec.sandbox import (ILLEGAL_ACCESS_RE, OOM_RE, SANDBOXED_JOB_ENV, Isolation, classify, isolation,
                                         scrubbed_env)
+from tritondx.tools.verify.zygote import topmost
 
 # ``wire`` (torch) is imported at the first message: a round's warm runners start before the judge has
 # imported torch, beside that import (``prestart.py``)
@@ -61,7 +62,7 @@ def _needed_in_tmp(env: dict[str, str]) -> list[str] | None:
                 return None
             if q.startswith("/tmp/") and os.path.exists(q):
                 found.add(q if os.path.isdir(q) else os.path.dirname(q))
-    return sorted(f for f in found if not any(g != f and f.startswith(g + "/") for g in found))
+    return topmost(list(found))
 
 
 def _needs_host_tmp(env: dict[str, str]) -> bool:

@@ -74,6 +74,11 @@ _KEPT: list[str] = []
 _MS_REC = 16384
 
 
+def topmost(paths: list[str]) -> list[str]:
+    """``paths`` without those inside another one of them, sorted."""
+    return sorted(p for p in set(paths) if not any(q != p and _under(p, (q,)) for q in paths))
+
+
 def _needed() -> list[str]:
     """What a runner imports from: the interpreter's prefixes, this checkout, sys.path and PYTHONPATH entries."""
     paths = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), os.path.dirname(os.path.dirname(HERE)),
@@ -97,8 +102,7 @@ def make_private() -> list[str]:
     for d in PRIVATE_MOUNTS:
         if not os.path.isdir(d) or any(_under(d, (n,)) for n in needed):
             continue
-        keep = [n for n in needed if _under(n, (d,)) and os.path.isdir(n)]
-        keep = [n for n in keep if not any(k != n and _under(n, (k,)) for k in keep)]   # the topmost ones
+        keep = topmost([n for n in needed if _under(n, (d,)) and os.path.isdir(n)])
         fds = {n: os.open(n, os.O_PATH | os.O_DIRECTORY) for n in keep}
         try:
             if _libc.mount(b"tritondx", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777,size=2g") != 0:
