@@ -5,10 +5,11 @@
 #     bench/scripts/ncu_overlap.py): failures, retries, and the lock-held seconds a batch's checks queue on;
 # (2) a batch of the given suite or corpus tasks with WORKERS workers sharing the GPU (one lock folder), preloaded.
 # Usage: bash bench/scripts/device_cost10.sh N_CHECKS SUITE WORKERS DEADLINE_S [TASKS]   (carry .whl .debs [.corpus])
+# N_CHECKS 0: the batch alone.
 source bench/scripts/device_env.sh   # carried debs, wheels, PYTHONPATH
 export TRITONDX_LOCK_DIR=/tmp/tdx-locks
 mkdir -p $TRITONDX_LOCK_DIR
-for mode in whole preload; do
+for mode in $( [ "$1" -gt 0 ] && echo whole preload ); do
   python3 bench/scripts/ncu_overlap.py $mode "$1" tests/cpu/reliability/tasks/tiny_axpy.py \
     tests/gpu/reliability/candidates/g0_honest.py $OUT/ncu_$mode.json > $OUT/ncu_$mode.log 2>&1
   python3 -c "import json; d=json.load(open('$OUT/ncu_$mode.json')); print('$mode', {k: d[k] for k in \

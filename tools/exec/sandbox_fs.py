@@ -158,7 +158,8 @@ done < /proc/self/mountinfo
 {{ mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys; }} || fail "make /proc/sys read-only"
 mount -t tmpfs -o nosuid,nodev,mode=1777 tritondx /dev/shm || fail "empty /dev/shm"
 {{ mkdir /dev/shm/.host && mount --rbind / /dev/shm/.host; }} || fail "keep the host tree"
-for d in {hidden}; do mount -t tmpfs -o nosuid,nodev,mode=1777 tritondx "$d" || fail "empty $d"; done
+# a hidden folder below another (a job's TMPDIR under /tmp) is gone once its parent is emptied: made again
+for d in {hidden}; do mkdir -p "$d" 2>/dev/null; mount -t tmpfs -o nosuid,nodev,mode=1777 tritondx "$d" || fail "empty $d"; done
 {binds}umount -l /dev/shm/.host && rmdir /dev/shm/.host || fail "drop the host tree"
 cd {scratch} || fail "enter the scratch folder"
 exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"

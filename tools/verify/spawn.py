@@ -110,13 +110,18 @@ class RunnerDied(Exception):
 #: the runner's own namespaces (user, mount, PID, network): its mount script needs a mount namespace
 #: it may mount in, which the job sandbox's bwrap/unshare views do not give (their prefix is only a marker)
 RUNNER_NAMESPACES = ["unshare", "-rn", "--pid", "--fork", "--kill-child", "--mount-proc"]
-#: the same inside a read-only sandboxed job (a judge job under bubblewrap), without a /proc of its own: the kernel
-#: refuses a new proc mount in a mount namespace where a proc mount is partly hidden (bubblewrap's /proc/sys
-#: read-only bind, the host's /proc under its /proc), so the runner keeps the job's /proc (its /proc/sys read-only
-#: and locked: a child user namespace cannot remount or unmount it) while its own PID namespace keeps the judge
-#: out of reach of its signals; the judge is non-dumpable and in the parent user namespace, so its /proc entries
-#: (environ, memory, fds) stay closed
-NESTED_RUNNER_NAMESPACES = ["unshare", "-rmn", "--ipc", "--pid", "--fork", "--kill-child"]
+#: the same inside a read-only sandboxed job (a judge job under bubblewrap), less the PID namespace: the kernel
+#: refuses a new proc mount in a mount namespace where a proc mount is partly hidden (bubblewrap's read-only
+#: /proc/sys and /proc/bus binds), and CUDA does not start in a PID namespace whose /proc is not its own
+#: (cudaGetDeviceCount: error 304, measured on the H200 on 2026-12-02, bench/scripts/nested_cuda_probe.sh and
+#: bench/results/cost_h200_20261202b). So the runner keeps the job's PID namespace and /proc (its /proc/sys
+#: read-only and locked: a child user namespace cannot remount or unmount it): it lists the judge job's processes;
+#: the judge is non-dumpable and in the parent user namespace, so its /proc entries (environ, memory, fds) stay
+#: closed, but the runner may signal the job's processes (the same user): a stopped or killed judge or runner gives
+#: an error verdict; a stopped competitor while it is timed is what the hardware check's ncu times (kernel
+#: durations, a process of its own) are compared against. Orphans it leaves are reparented to the judge (a
+#: subreaper) or to its zygote and killed when it ends (``RunnerProcess.close``, ``zygote._kill_leftovers``).
+NESTED_RUNNER_NAMESPACES = ["unshare", "-rmn", "--ipc"]
 #: "0": runners inside a sandboxed job get no namespaces of their own (as before 2026-12-02: the warm runner then
 #: shares the job's, snapshots its writable mounts and runs one candidate at a time); passed to jobs (TRITONDX_JOB_)
 NESTED_ENV = "TRITONDX_JOB_NESTED_RUNNERS"

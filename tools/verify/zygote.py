@@ -247,8 +247,8 @@ def _children() -> list[int]:
 
 def _kill_leftovers(keep: frozenset[int] = frozenset()) -> None:
     """Kill and reap every child of this process (a subreaper: every process its children left) but ``keep``.
-    As the init of its own PID namespace with nothing to keep (a warm runner inside a judge job: its /proc is the
-    job's, whose numbers are not this namespace's), every other process of the namespace at once (``kill(-1)``)."""
+    As the init of its own PID namespace with nothing to keep (``spawn.RUNNER_NAMESPACES``), every other process
+    of the namespace at once (``kill(-1)``)."""
     if os.getpid() == 1 and not keep:
         _kill_namespace()
         return

@@ -220,8 +220,9 @@ raise RuntimeError(f"NS pid={{own_pid_ns}} euid={{os.geteuid()}}")   # 0: root o
 @pytest.mark.parametrize("warm", ["1", "0"])
 def test_candidates_in_a_bubblewrap_judge_job_get_namespaces_of_their_own(task, tmp_path, warm):
     """Inside a judge job under bubblewrap (run as ``sandbox_fs.JOB_UID``, not uid 0, which may not write a child
-    namespace's uid_map) each runner, warm or cold, gets its own user, mount, IPC, network and PID namespaces
-    (``spawn.NESTED_RUNNER_NAMESPACES``): its uid 0 maps to the job's user, its pids are not the job's. The warm
+    namespace's uid_map) each runner, warm or cold, gets its own user, mount, IPC and network namespaces
+    (``spawn.NESTED_RUNNER_NAMESPACES``): its uid 0 maps to the job's user; its pids are the job's (CUDA does not
+    start in a PID namespace whose /proc is not its own). The warm
     runner is no longer shared with the judge job (one candidate at a time, its files snapshotted). In the job
     itself the user is JOB_UID; in a runner's own user namespace it is 0 (``unshare -r``)."""
     from tritondx.tools.exec.sandbox import isolation
@@ -232,7 +233,7 @@ def test_candidates_in_a_bubblewrap_judge_job_get_namespaces_of_their_own(task, 
     try:
         r = _ask(srv, task, [_cand(tmp_path, "ns", NAMESPACES.format())], seal.new_key())
         err = r.result["verdicts"]["ns"]["error"]
-        assert "NS pid=True euid=0" in err and JOB_UID != 0, r.result
+        assert "NS pid=False euid=0" in err and JOB_UID != 0, r.result
         if warm == "1":
             assert r.result["runners"] == "warm (1 forked, own namespaces)", r.result
     finally:

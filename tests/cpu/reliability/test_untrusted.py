@@ -178,10 +178,10 @@ def test_candidate_sandbox_with_namespaces(rcase, rel_outcomes):
                                 "mechanism": iso.mechanism, "note": ""}
     _common(obs, run_dir)
     _own_namespaces(obs, accepted)
-    # its parent is its namespace's init (a warm runner's zygote, ppid 1) or none (a cold runner is the init); the
-    # processes it lists are its own namespace's, or in a bubblewrap job the judge job's (judge, runners and their
-    # unshare parents: a handful)
-    assert obs["ppid"] in (0, 1) and obs["procs"][0] <= 8, obs
+    # the processes it lists are its own namespace's (its zygote as init, or itself), or in a bubblewrap job the
+    # judge job's (judge, warm runners, runners: a handful; CUDA does not start in a PID namespace of their own
+    # there, spawn.NESTED_RUNNER_NAMESPACES)
+    assert obs["procs"][0] <= 12, obs
     assert obs["w_cand"] == "EROFS" and obs["w_run"] == "EROFS"               # the run folder is read-only
     assert written == []
     assert not any(e.get("log_level") == "warning" for e in out["logs"]), out["logs"]
