@@ -34,8 +34,10 @@ from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
 from tritondx.tools.verify.impl import Rejected, device_phase
 
-#: measured calls per variant (after one warm-up call that compiles and autotunes)
-CALLS = 5
+#: measured calls per variant (after one warm-up call that compiles and autotunes). ncu reads each kernel's
+#: duration from the hardware, so a few calls suffice; each call's inputs and outputs cross the runner's pipes
+#: under the profiler lock (a benchmark shape of the suite: 512 MiB each way), which every other task's check waits on
+CALLS = 3
 METRIC = "gpu__time_duration.sum"
 
 
@@ -101,6 +103,7 @@ def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
     call may be there) until it has ended; without, for its whole life."""
     t0 = time.monotonic()
     runner = log_file = None
+    inside: dict[str, float] = {}   # the lock's seconds by part: what a batch's other checks queue on
     if preload:
         runner, log_file = _start(exe, path, label, preload=True)
     t1 = time.monotonic()
@@ -111,19 +114,23 @@ def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
                 if runner is None:
                     runner, log_file = _start(exe, path, label)
                 _hello(runner, log_file, label)
+                inside["hello_s"] = time.monotonic() - t2
                 with device_phase("cuda"):   # the calls touch the device (shared: kernel durations, not wall time)
-                    _calls(runner, cases, atol, rtol, label)
+                    _calls(runner, cases, atol, rtol, label, inside)
             except RunnerDied as exc:
                 raise _ncu_failure(exc, log_file, label) from None
             finally:
                 if runner is not None:
+                    t_exit = time.monotonic()
                     runner.close()
+                    inside["exit_s"] = time.monotonic() - t_exit
                     runner = None
             t3 = time.monotonic()
     finally:
         if runner is not None:   # the lock was never taken (an exception while waiting for it)
             runner.close()
-    return log_file, {"start_s": round(t1 - t0, 3), "lock_wait_s": round(t2 - t1, 3), "lock_s": round(t3 - t2, 3)}
+    return log_file, {"start_s": round(t1 - t0, 3), "lock_wait_s": round(t2 - t1, 3), "lock_s": round(t3 - t2, 3),
+                      **{k: round(v, 3) for k, v in inside.items()}}
 
 
 def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float, rtol: float,
@@ -161,9 +168,14 @@ def _rows(log_file: Path) -> list[dict]:
     return parse_raw_csv(log_file.read_text(errors="replace")) if log_file.exists() else []
 
 
-def _calls(runner: RunnerProcess, cases: list[tuple[tuple, tuple]], atol: float, rtol: float, label: str) -> None:
-    """A warm-up call (compiles, autotunes: not profiled), then one profiled call per further case, judged."""
+def _calls(runner: RunnerProcess, cases: list[tuple[tuple, tuple]], atol: float, rtol: float, label: str,
+           seconds: dict[str, float]) -> None:
+    """A warm-up call (compiles, autotunes: not profiled), then one profiled call per further case, judged;
+    ``seconds`` gets ``warmup_s`` and ``calls_s``."""
+    t0 = time.monotonic()
     runner.call(list(cases[0][0]), inputs_back=False)
+    seconds["warmup_s"] = time.monotonic() - t0
+    t1 = time.monotonic()
     for k, (inputs, refs) in enumerate(cases[1:]):
         ans = runner.call(list(inputs), profile=True, inputs_back=False)
         diag = ans.get("diag") or {}
@@ -175,6 +187,7 @@ def _calls(runner: RunnerProcess, cases: list[tuple[tuple, tuple]], atol: float,
             if bad:
                 raise Rejected("hardware_check", f"{label}: output {i} under the profiler is wrong: "
                                                  f"{bad['reason']}")
+    seconds["calls_s"] = time.monotonic() - t1
 
 
 

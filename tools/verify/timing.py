@@ -103,7 +103,10 @@ def _hwcheck_job(task_path: str, backend: Backend, timeout: float, measure: list
     """One hwcheck job's answer (``{"ok": False, "note": ...}`` when it did not measure)."""
     job = {"kind": "hwcheck", "task": str(Path(task_path).resolve()), "measure": measure,
            **({"candidate": str(Path(best_path).resolve())} if best_path else {})}
-    r, _, _ = run_device_job(job, backend, timeout)
+    # the trusted layer of the task's compiles (as every bench and judge job): the initial kernel's warm-up call
+    # under the profiler lock loads its binary instead of compiling it while every other task's check waits
+    extra = triton_cache.reader_env(Path(task_path).read_text()) if triton_cache.enabled() else {}
+    r, _, _ = run_device_job(job, backend, timeout, extra_env=extra)
     res = r.result or {}
     if not (r.ok and res.get("ok")):
         return {"ok": False, "note": (res.get("note") or "{}: {}".format(*job_error(r)))[:400]}

@@ -135,7 +135,7 @@ def test_the_profiler_lock_covers_an_ncu_runner_from_its_hello_to_its_end(monkey
     ncu_overlap.json)."""
     seen, out = _lock_trace(monkeypatch, tmp_path)
     assert seen == [("start, preloaded", False), ("hello", True), *_MEASURED]
-    assert out["preloaded"] is True and set(out["seconds"]) == {"start_s", "lock_wait_s", "lock_s"}
+    assert out["preloaded"] is True and set(out["seconds"]) == {"start_s", "lock_wait_s", "lock_s", "hello_s", "warmup_s", "calls_s", "exit_s"}
 
 
 def test_without_preload_the_lock_covers_the_whole_life(monkeypatch, tmp_path):
@@ -193,3 +193,26 @@ def test_triage_starts_the_initial_half_once_the_probe_accepted_the_task(tmp_pat
     assert triaged(CudaBackend(), env="contender")[0] == []
     assert triaged(CudaBackend(), mode="diagnose")[0] == []
     assert triaged(get_backend("interpreter"))[0] == []
+
+
+def test_hwcheck_jobs_read_the_tasks_trusted_compiles(tmp_path, monkeypatch):
+    """The initial kernel's warm-up call under the profiler lock loads the probe's binary (the trusted layer,
+    as in every bench and judge job) instead of compiling while every other task's check waits for the lock."""
+    from tritondx.tools.exec import triton_cache
+    monkeypatch.setenv("TRITONDX_CACHE", str(tmp_path / "cache"))
+    task = tmp_path / "task.py"
+    task.write_text("# a task\n")
+    seen = []
+    monkeypatch.setattr(timing, "run_device_job",
+                        lambda job, backend, timeout, extra_env=None, **kw: (seen.append(extra_env),
+                                                                            FakeJobs()(job, backend, timeout))[1])
+    monkeypatch.setattr(triton_cache, "enabled", lambda: True)
+    timing._hwcheck_job(str(task), Cuda(), 60, ["initial"])
+    assert seen[-1] == {}   # no layer yet (no trusted job compiled the task)
+    triton_cache.writer_env(task.read_text())   # the probe's layer
+    timing._hwcheck_job(str(task), Cuda(), 60, ["initial"])
+    assert seen[-1]["TRITON_CACHE_MANAGER"] == triton_cache.MANAGER
+    assert seen[-1][triton_cache.TRUSTED_ENV] == str(triton_cache.trusted_dir(task.read_text()))
+    monkeypatch.setattr(triton_cache, "enabled", lambda: False)   # no read-only sandbox: no layer
+    timing._hwcheck_job(str(task), Cuda(), 60, ["initial"])
+    assert seen[-1] == {}
