@@ -39,7 +39,8 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
     if cfg.mode != "diagnose":   # a usable task: the judge's start (Python, torch, warm runners) overlaps the rewrite
         servers.prestart(str(initial), backend, cfg.verify_parallel)
         if backend.nsight_compute and cfg.ncu and os.environ.get(HW_INITIAL_AT_ENV, "triage") == "triage":
-            initial_hardware(str(initial), backend)   # the initial kernel's half of a hardware check, in the background
+            # the initial kernel's half of a hardware check, in the background, behind every urgent ncu session
+            initial_hardware(str(initial), backend, speculative=True)
     kclass, found = triage(spec)
     target = cfg.target or backend.default_ir_target()
     log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)

@@ -218,18 +218,62 @@ def _profiler_fd() -> int | None:
 
 _PROFILER_HELD = threading.Lock()   # threads of one process take turns too (flock is per open file)
 
+# Who waits for the profiler: an open-file-description (OFD) read lock on the profiler file's first byte, held
+# by every *urgent* waiter (a run's next step waits on its answer: a profile tier, a winner's hardware check)
+# until it holds the profiler. A *speculative* session (the initial kernel's hardware check started in triage,
+# before any round had a winner) takes the profiler only when no urgent one waits: on the H200 (2026-12-03,
+# 8 corpus tasks) eight speculative checks queued at the start held the profiler ~20 s each while every task's
+# profile tier waited behind them (150-300 s from escalation to profiled). OFD locks and flock do not interact
+# (Linux), so the byte lock marks the queue and the flock is the profiler itself.
+_WAITING = 0
+
+
+def _byte_lock(fd: int, kind: int, wait: bool) -> bool:
+    """OFD lock (``kind``: F_RDLCK, F_WRLCK, F_UNLCK) on byte 0 of ``fd``; False when ``wait`` is off and another
+    open file description holds a conflicting one. ``struct flock`` on Linux x86-64/aarch64: 32 bytes."""
+    import errno
+    import struct
+    arg = struct.pack("hhxxxxqqixxxx", kind, os.SEEK_SET, _WAITING, 1, 0)
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLKW if wait else fcntl.F_OFD_SETLK, arg)
+        return True
+    except OSError as exc:
+        if not wait and exc.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
+def take_profiler(fd: int, urgent: bool = True) -> None:
+    """Hold the profiler lock on ``fd`` (an open file description of its own), urgent waiters first."""
+    if urgent:
+        _byte_lock(fd, fcntl.F_RDLCK, wait=True)    # "an urgent session waits"
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        finally:
+            _byte_lock(fd, fcntl.F_UNLCK, wait=True)
+        return
+    while True:
+        _byte_lock(fd, fcntl.F_WRLCK, wait=True)    # until no urgent session waits
+        _byte_lock(fd, fcntl.F_UNLCK, wait=True)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if _byte_lock(fd, fcntl.F_WRLCK, wait=False):   # still none: it is ours
+            _byte_lock(fd, fcntl.F_UNLCK, wait=True)
+            return
+        fcntl.flock(fd, fcntl.LOCK_UN)              # one came while we waited: it goes first
+
 
 @contextlib.contextmanager
-def profiler():
+def profiler(urgent: bool = True):
     """Hold the GPU's profiler for a block that runs a process under ncu until it has ended, from before its
     first CUDA call (``hwcheck._profile``: a preloaded runner's Python, torch and Triton start come before):
     one ncu session at a time on the device. Not a device phase: the profiled process takes
-    those itself. Without a lock directory only the threads of this process take turns."""
+    those itself. Without a lock directory only the threads of this process take turns. ``urgent`` False: a
+    speculative session, which lets every urgent one waiting meanwhile go first (``take_profiler``)."""
     t0 = time.monotonic()
     with _PROFILER_HELD:
         fd = _profiler_fd()
         if fd is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            take_profiler(fd, urgent)
         _USAGE["wait_s"] += time.monotonic() - t0
         try:
             yield

@@ -96,7 +96,7 @@ def _driver_busy(log_file: Path) -> bool:
 
 
 def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float, rtol: float, label: str,
-             preload: bool) -> tuple[Path, dict[str, float]]:
+             preload: bool, urgent: bool = True) -> tuple[Path, dict[str, float]]:
     """One runner of ``path`` under ncu over ``cases``; its log file and seconds (``start_s`` outside the
     lock, ``lock_s`` holding it). With ``preload`` the runner's Python, torch and Triton start before the
     profiler lock is taken and the lock is held from its hello (the candidate's import: its first CUDA
@@ -108,7 +108,7 @@ def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
         runner, log_file = _start(exe, path, label, preload=True)
     t1 = time.monotonic()
     try:
-        with profiler():
+        with profiler(urgent):
             t2 = time.monotonic()
             try:
                 if runner is None:
@@ -134,7 +134,7 @@ def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
 
 
 def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float, rtol: float,
-             label: str) -> dict[str, Any]:
+             label: str, urgent: bool = True) -> dict[str, Any]:
     """ncu's kernel time per call of ``path`` over ``cases`` (inputs, reference), each call judged (``_profile``).
     A runner that lost the device's counters to another ncu session (``DRIVER_BUSY_RE``: a preloaded runner of
     another check whose process touched CUDA before its hello, or the hypothesis that ncu takes the counters
@@ -144,7 +144,7 @@ def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
     calls = len(cases) - 1
     retried = None
     try:
-        log_file, secs = _profile(exe, path, cases, atol, rtol, label, preload)
+        log_file, secs = _profile(exe, path, cases, atol, rtol, label, preload, urgent)
         rows = _rows(log_file)
         if not rows and _driver_busy(log_file):
             raise Rejected("hardware_check", f"{label}: ncu gave no kernel durations (driver resource unavailable)")
@@ -152,7 +152,7 @@ def _measure(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
         if not _driver_busy(_log_file(label)):
             raise
         retried = exc.reason[:300]
-        log_file, secs = _profile(exe, path, cases, atol, rtol, label, preload=False)
+        log_file, secs = _profile(exe, path, cases, atol, rtol, label, preload=False, urgent=urgent)
         rows = _rows(log_file)
     if not rows:
         text = log_file.read_text(errors="replace") if log_file.exists() else ""
@@ -219,7 +219,9 @@ def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
     # before the candidate's process exists.
     if "initial" in parts:
         try:
-            out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial")
+            # speculative (triage's, before any round had a winner): behind every urgent ncu session
+            out["initial"] = _measure(exe, job["task"], cases, atol, rtol, "initial",
+                                      urgent=not job.get("speculative"))
         except Rejected as exc:
             # the initial kernel is the task's own: ncu failing on it is this tool's failure, not the
             # candidate's, and says nothing about the claim (seen on the H200: the runner under ncu died)

@@ -99,10 +99,12 @@ HW_TOLERANCE = 0.10
 
 
 def _hwcheck_job(task_path: str, backend: Backend, timeout: float, measure: list[str],
-                 best_path: str | None = None) -> dict[str, Any]:
-    """One hwcheck job's answer (``{"ok": False, "note": ...}`` when it did not measure)."""
+                 best_path: str | None = None, speculative: bool = False) -> dict[str, Any]:
+    """One hwcheck job's answer (``{"ok": False, "note": ...}`` when it did not measure). ``speculative``: no
+    round waits on it yet; its ncu sessions let every urgent one go first (``gpulock.take_profiler``)."""
     job = {"kind": "hwcheck", "task": str(Path(task_path).resolve()), "measure": measure,
-           **({"candidate": str(Path(best_path).resolve())} if best_path else {})}
+           **({"candidate": str(Path(best_path).resolve())} if best_path else {}),
+           **({"speculative": True} if speculative else {})}
     # the trusted layer of the task's compiles (as every bench and judge job): the initial kernel's warm-up call
     # under the profiler lock loads its binary instead of compiling it while every other task's check waits
     extra = triton_cache.reader_env(Path(task_path).read_text()) if triton_cache.enabled() else {}
@@ -121,14 +123,16 @@ _initial_jobs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tdx-hw-ini
 _initial: dict[tuple, Future] = {}
 
 
-def initial_hardware(task_path: str, backend: Backend, timeout: float = 900) -> Future:
+def initial_hardware(task_path: str, backend: Backend, timeout: float = 900, speculative: bool = False) -> Future:
     """The initial kernel's half of the hardware check, started now in the background (by triage once the probe
     accepted the task, or by the verifier when a round first has a would-be winner: ``HW_INITIAL_AT_ENV``) and
-    kept for the task's later rounds: the task's own kernel at the same shape. Its answer: a hwcheck job's answer."""
+    kept for the task's later rounds: the task's own kernel at the same shape. Its answer: a hwcheck job's answer.
+    ``speculative`` (triage's: no round has a winner yet): its ncu session yields to urgent ones."""
     key = (str(Path(task_path).resolve()), hashlib.sha256(Path(task_path).read_bytes()).hexdigest(), backend.name)
     fut = _initial.get(key)
     if fut is None or (fut.done() and not fut.result().get("ok")):
-        fut = _initial[key] = _initial_jobs.submit(_hwcheck_job, task_path, backend, timeout, ["initial"])
+        fut = _initial[key] = _initial_jobs.submit(_hwcheck_job, task_path, backend, timeout, ["initial"],
+                                                         None, speculative)
     return fut
 
 

@@ -300,3 +300,44 @@ def test_one_ncu_session_at_a_time_jobs_and_the_orchestrator_alike(tmp_path, env
     assert len(iv) == 3
     for (_, _, end), (_, start, _) in zip(iv, iv[1:]):
         assert end <= start + 1e-3, iv
+
+
+PRIORITY_CHILD = """
+import sys, time
+from tritondx.tools.exec.gpulock import profiler
+hold, log, who = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+with profiler(urgent=not who.startswith("speculative")):
+    t0 = time.time()
+    time.sleep(hold)
+    t1 = time.time()
+open(log, "a").write(f"{who} {t0} {t1}\\n")
+"""
+
+
+def test_an_urgent_ncu_session_goes_before_speculative_ones_that_waited_longer(tmp_path, env):
+    """While one session profiles, three speculative sessions (the initial kernel's hardware check started in
+    triage) queue, then an urgent one (a profile tier the run waits on): the urgent one is next, the speculative
+    ones follow one at a time, and no two ever hold the profiler at once. Repeated: with a plain flock the urgent
+    one is next about one time in four."""
+    for attempt in range(3):
+        log = tmp_path / f"log{attempt}"
+        procs = []
+
+        def start(who: str, hold: float) -> None:
+            with gpulock.job_lock_fds() as (fds, lock_env):
+                procs.append(subprocess.Popen([sys.executable, "-c", PRIORITY_CHILD, str(hold), str(log), who],
+                                              env={**env, **lock_env}, pass_fds=fds))
+
+        start("holder", 1.5)
+        time.sleep(0.7)   # the holder holds it
+        for k in range(3):
+            start(f"speculative{k}", 0.2)
+        time.sleep(0.5)   # they wait
+        start("urgent", 0.2)
+        for p in procs:
+            assert p.wait(timeout=60) == 0
+        iv = sorted(_intervals(log), key=lambda x: x[1])
+        assert [who for who, _, _ in iv][:2] == ["holder", "urgent"], iv
+        assert sorted(who for who, _, _ in iv[2:]) == ["speculative0", "speculative1", "speculative2"]
+        for (_, _, end), (_, begin, _) in zip(iv, iv[1:]):
+            assert end <= begin + 1e-3, iv

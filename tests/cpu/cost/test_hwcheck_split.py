@@ -81,7 +81,7 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0) -> tuple[list[tup
     monkeypatch.chdir(tmp_path)
 
     @contextlib.contextmanager
-    def profiler():
+    def profiler(urgent=True):
         held["n"] += 1
         try:
             yield
@@ -161,8 +161,8 @@ def test_a_second_loss_of_the_counters_stands(monkeypatch, tmp_path):
 
 def test_triage_starts_the_initial_half_once_the_probe_accepted_the_task(tmp_path, monkeypatch):
     """On a backend Nsight Compute reads (CUDA), triage starts the initial kernel's half of the hardware check
-    in the background (beside the rewrite and the screen), on the run folder's copy the verifier checks later;
-    not with ncu off, not with TRITONDX_HW_INITIAL_AT=contender, not in diagnose mode, not on the interpreter."""
+    in the background (beside the rewrite and the screen), on the run folder's copy the verifier checks later, as
+    a speculative session (behind every urgent ncu session); not with ncu off, not with TRITONDX_HW_INITIAL_AT=contender, not in diagnose mode, not on the interpreter."""
     from pathlib import Path
 
     from tritondx.agents import triage as T
@@ -172,7 +172,8 @@ def test_triage_starts_the_initial_half_once_the_probe_accepted_the_task(tmp_pat
     started: list[str] = []
     monkeypatch.setattr(T, "probe_task", lambda path, backend: {"ok": True})
     monkeypatch.setattr(T.servers, "prestart", lambda *a, **k: None)
-    monkeypatch.setattr(T, "initial_hardware", lambda path, backend: started.append(path))
+    monkeypatch.setattr(T, "initial_hardware",
+                        lambda path, backend, speculative=False: started.append(path) if speculative else None)
 
     def triaged(backend, env=None, **config):
         started.clear()
