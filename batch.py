@@ -726,12 +726,18 @@ def _optimize(task: str, run_path: Path, backend_name: str, extra_args: list[str
 
 
 def _best_path(run_path: Path, task: str) -> str | None:
-    """The run's best kernel file, or None when the best is the initial kernel (or there is no report)."""
+    """The run's best kernel file, or None when the best is the initial kernel (or there is no report). The
+    report names the run folder's copy of the task (``task_initial.py``) when no candidate won: that is the
+    initial kernel too (a final bench of it beside itself cost 40-46 s per such task in the H200 corpus batch of
+    2026-12-03 and reported a 0.95x "speedup" for an unchanged kernel)."""
     rep = run_path / "report.json"
     if not rep.exists():
         return None
-    best = (json.loads(rep.read_text()).get("best") or {}).get("path")
-    if not best or not Path(best).exists() or Path(best).resolve() == Path(task).resolve():
+    rec = json.loads(rep.read_text()).get("best") or {}
+    best = rec.get("path")
+    if not best or rec.get("id") == "initial" or not Path(best).exists() or Path(best).resolve() == Path(task).resolve():
+        return None
+    if Path(task).exists() and Path(best).read_bytes() == Path(task).read_bytes():
         return None
     return best
 

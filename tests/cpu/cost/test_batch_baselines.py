@@ -278,3 +278,28 @@ def test_the_baselines_jobs_seconds_are_its_own_not_until_someone_asked(fake):
     tm = res["results"][0]["timing"]
     assert 0.5 <= tm["baselines_s"] < 1.5, tm
     assert tm["baselines_wait_s"] < 0.2 and tm["wall_s"] >= 3.0, tm
+
+
+def test_no_final_bench_when_the_runs_best_is_its_copy_of_the_initial_kernel(tmp_path):
+    """A run whose best is the initial kernel names its own copy (task_initial.py) in report.json: no final bench
+    of the initial kernel beside itself (it reported 0.95x for an unchanged kernel on the H200, 2026-12-03)."""
+    import json
+
+    from tritondx import batch
+    task = tmp_path / "k.py"
+    task.write_text("# the user's kernel\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    copy = run / "task_initial.py"
+    copy.write_text(task.read_text())
+    cand = run / "r1c1.py"
+    cand.write_text("# a faster kernel\n")
+
+    def best(rec):
+        (run / "report.json").write_text(json.dumps({"best": rec}))
+        return batch._best_path(run, str(task))
+
+    assert best({"id": "initial", "path": str(copy)}) is None
+    assert best({"id": "r1c1", "path": str(copy)}) is None       # the same bytes as the task
+    assert best({"id": "r1c1", "path": str(cand)}) == str(cand)
+    assert best({"id": "r1c1", "path": str(task)}) is None
