@@ -28,12 +28,12 @@ class Rejected(Exception):
 
 
 @contextlib.contextmanager
-def device_phase(device: str):
+def device_phase(device: str, urgent: bool = False):
     """Hold the device (shared) for a block of checks, then give the caching allocator's memory back
     to the device: jobs of a batch share one GPU, and memory a job keeps reserved between its checks
     made honest candidates of other jobs run out of memory (16 of 153 verifications on the H200,
-    2026-11-30)."""
-    with phase("shared"):
+    2026-11-30). ``urgent``: past a queued timer (``gpulock.phase``)."""
+    with phase("shared", urgent):
         try:
             yield
         finally:

@@ -341,3 +341,41 @@ def test_an_urgent_ncu_session_goes_before_speculative_ones_that_waited_longer(t
         assert sorted(who for who, _, _ in iv[2:]) == ["speculative0", "speculative1", "speculative2"]
         for (_, _, end), (_, begin, _) in zip(iv, iv[1:]):
             assert end <= begin + 1e-3, iv
+
+
+URGENT_CHILD = """
+import sys, time
+from tritondx.tools.exec.gpulock import phase
+mode, hold, log, who = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+with (phase("shared", urgent=True) if mode == "urgent" else phase(mode)):
+    t0 = time.time()
+    time.sleep(hold)
+    t1 = time.time()
+open(log, "a").write(f"{who} {t0} {t1}\\n")
+"""
+
+
+def test_an_urgent_shared_hold_goes_past_a_queued_timer_which_still_never_overlaps_it(tmp_path, env):
+    """A shared holder holds the device; a timer queues for it; then an urgent shared hold (the hardware check's
+    calls under ncu, holding the profiler lock) and a plain one ask. The urgent one starts at once, beside the first
+    holder; the plain one waits behind the timer; the timer starts only after both shared holds before it ended."""
+    log = tmp_path / "log"
+    procs = []
+
+    def start(mode: str, hold: float, who: str) -> None:
+        with gpulock.job_lock_fds() as (fds, lock_env):
+            procs.append(subprocess.Popen([sys.executable, "-c", URGENT_CHILD, mode, str(hold), str(log), who],
+                                          env={**env, **lock_env}, pass_fds=fds))
+
+    start("shared", 1.5, "first")
+    time.sleep(0.8)
+    start("exclusive", 0.3, "timer")
+    time.sleep(0.4)
+    start("urgent", 0.5, "urgent")
+    start("shared", 0.3, "plain")
+    for p in procs:
+        assert p.wait(timeout=60) == 0
+    iv = {who: (a, b) for who, a, b in _intervals(log)}
+    assert iv["urgent"][0] < iv["first"][1]               # beside the first holder, not behind the timer
+    assert iv["timer"][0] >= max(iv["first"][1], iv["urgent"][1]) - 1e-3
+    assert iv["plain"][0] >= iv["timer"][1] - 1e-3          # a plain shared hold waits behind the timer

@@ -113,7 +113,7 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0) -> tuple[list[tup
         return Runner(log_file, attempts["n"] <= busy_attempts), log_file
 
     monkeypatch.setattr(hwcheck, "profiler", profiler)
-    monkeypatch.setattr(hwcheck, "device_phase", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(hwcheck, "device_phase", lambda device, urgent=False: contextlib.nullcontext())
     monkeypatch.setattr(hwcheck, "_start", start)
     monkeypatch.setattr(hwcheck, "parse_raw_csv",
                         lambda text: [{"kernel": "k", "duration_ns": 10.0}] * 3 if text == "rows\n" else [])
