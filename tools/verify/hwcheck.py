@@ -11,8 +11,8 @@ gets no namespaces of its own (ncu's injected threads make ``unshare`` of a user
 write that file by path and forge durations: known and open (tests/cpu/reliability/README.md); the check can
 then only fail to reject a claim the bench job already measured with its own clock.
 
-Each runner first imports torch and Triton outside the profiler lock (``_profile``); the lock covers its hello
-(the candidate's import), its calls and its exit.
+Each runner first imports torch and Triton and receives every call's inputs (kept in its host memory) outside the
+profiler lock (``_profile``); the lock covers its hello (the candidate's import), its calls and its exit.
 """
 
 from __future__ import annotations
@@ -104,8 +104,16 @@ def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
     t0 = time.monotonic()
     runner = log_file = None
     inside: dict[str, float] = {}   # the lock's seconds by part: what a batch's other checks queue on
+    staged = False
     if preload:
         runner, log_file = _start(exe, path, label, preload=True)
+        try:   # the calls' inputs cross the pipes now, not while every other ncu session waits for the lock
+            for inputs, _ in cases:
+                runner.stage(list(inputs))
+            staged = True
+        except RunnerDied as exc:
+            runner.close()
+            raise _ncu_failure(exc, log_file, label) from None
     t1 = time.monotonic()
     try:
         with profiler(urgent):
@@ -118,7 +126,7 @@ def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
                 # the calls touch the device (shared: kernel durations, not wall time), past a queued timer: this
                 # process holds the profiler lock every other ncu session of the batch waits on
                 with device_phase("cuda", urgent=True):
-                    _calls(runner, cases, atol, rtol, label, inside)
+                    _calls(runner, cases, atol, rtol, label, inside, staged)
             except RunnerDied as exc:
                 raise _ncu_failure(exc, log_file, label) from None
             finally:
@@ -171,15 +179,21 @@ def _rows(log_file: Path) -> list[dict]:
 
 
 def _calls(runner: RunnerProcess, cases: list[tuple[tuple, tuple]], atol: float, rtol: float, label: str,
-           seconds: dict[str, float]) -> None:
+           seconds: dict[str, float], staged: bool = False) -> None:
     """A warm-up call (compiles, autotunes: not profiled), then one profiled call per further case, judged;
-    ``seconds`` gets ``warmup_s`` and ``calls_s``."""
+    ``seconds`` gets ``warmup_s`` and ``calls_s``. ``staged``: the runner holds every case's inputs already
+    (``RunnerProcess.stage``, in the order of ``cases``)."""
+    def call(k: int, inputs: tuple, profile: bool) -> dict:
+        if staged:
+            return runner.call([], profile=profile, inputs_back=False, staged=k)
+        return runner.call(list(inputs), profile=profile, inputs_back=False)
+
     t0 = time.monotonic()
-    runner.call(list(cases[0][0]), inputs_back=False)
+    call(0, cases[0][0], False)
     seconds["warmup_s"] = time.monotonic() - t0
     t1 = time.monotonic()
     for k, (inputs, refs) in enumerate(cases[1:]):
-        ans = runner.call(list(inputs), profile=True, inputs_back=False)
+        ans = call(k + 1, inputs, True)
         diag = ans.get("diag") or {}
         if diag.get("error") or not isinstance(ans.get("outs"), list) or len(ans["outs"]) != len(refs):
             raise Rejected("hardware_check", f"{label}: call {k} under the profiler failed: "

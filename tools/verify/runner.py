@@ -248,6 +248,7 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
                 pass
     req, ans = os.fdopen(req_fd, "rb"), os.fdopen(ans_fd, "wb")
     wire = _load_sibling("wire")
+    staged: list[list] = []
     hello = wire.recv(req)
     if isinstance(hello, dict) and hello.get("op") == "preload":
         # a runner under a profiler (hwcheck): torch and Triton are imported before the profiler lock is taken;
@@ -262,6 +263,12 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
             return 0
         wire.send(ans, {"ok": True, "preloaded": ["torch", "triton"]})
         hello = wire.recv(req)
+        # the calls' inputs, sent before the profiler lock is taken and kept in host memory here (no CUDA before
+        # the hello); a call names one by its index and it goes to the device then
+        while isinstance(hello, dict) and hello.get("op") == "stage":
+            staged.append(hello.get("args") or [])
+            wire.send(ans, {"ok": True, "staged": len(staged)})
+            hello = wire.recv(req)
     candidate = os.path.abspath("candidate.py")
     try:
         with open(candidate, "w") as f:
@@ -279,7 +286,13 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
             return 0
         op = msg.get("op")
         if op == "call":
-            answer = runner.call(msg["args"], msg.get("skip_mask", []), bool(msg.get("skip_rest")),
+            k = msg.get("staged")
+            if k is not None and not (isinstance(k, int) and 0 <= k < len(staged)):
+                wire.send(ans, {"outs": None, "diag": {"error": f"no staged inputs {k!r}"}})
+                continue
+            args = msg["args"] if k is None else [
+                a.to(hello["device"]) if isinstance(a, runner.torch.Tensor) else a for a in staged[k]]
+            answer = runner.call(args, msg.get("skip_mask", []), bool(msg.get("skip_rest")),
                                  bool(msg.get("profile")), msg.get("trace") is True)
             if msg.get("inputs_back") is False:
                 answer["inputs_after"] = None

@@ -304,17 +304,32 @@ class RunnerProcess:
                                     f"(os._exit() or sys.exit() in candidate code?)")
         return RunnerDied(kind, f"the candidate's process ended (code {rc}): {last[:300]}")
 
+    def stage(self, args: list) -> int:
+        """Hand a call's inputs to a preloaded runner before its hello (it keeps them in host memory, no CUDA):
+        the hardware check sends them before the profiler lock is taken and its calls name them (``call(staged=)``).
+        Returns their index."""
+        if self.preloaded is None or self._begun:
+            raise RuntimeError("inputs are staged only in a preloaded runner, before its hello")
+        ans = self._ask({"op": "stage", "args": args})
+        if not (isinstance(ans, dict) and ans.get("ok") and isinstance(ans.get("staged"), int)):
+            raise self._died(ValueError(f"staging answered {str(ans)[:120]}"))
+        return ans["staged"] - 1
+
     def call(self, args: list, skip_mask: list[bool] = (), skip_rest: bool = False, profile: bool = False,
-             inputs_back: bool = True, trace: bool = False) -> dict:
+             inputs_back: bool = True, trace: bool = False, staged: int | None = None) -> dict:
         """One watched call. ``profile``: no poisoning, and the CUDA profiler API brackets the call
         (what ncu measures with ``--profile-from-start off``). ``inputs_back=False``: the answer leaves the
         inputs out (a call whose input mutation nobody checks: the kernels-off call, the hardware check).
         ``trace``: the runner also answers the line trace of the candidate file (``lines``, ``positions``);
-        without it, it answers none."""
+        without it, it answers none. ``staged``: the inputs are those staged under this index (``stage``),
+        ``args`` is not sent."""
         if not isinstance(trace, bool):
             raise TypeError(f"trace must be a bool, not {type(trace).__name__}")
-        return self._ask({"op": "call", "args": args, "skip_mask": list(skip_mask), "skip_rest": skip_rest,
-                          "profile": profile, "inputs_back": inputs_back, "trace": trace})
+        msg = {"op": "call", "args": args if staged is None else [], "skip_mask": list(skip_mask),
+               "skip_rest": skip_rest, "profile": profile, "inputs_back": inputs_back, "trace": trace}
+        if staged is not None:
+            msg["staged"] = staged
+        return self._ask(msg)
 
     def reset(self) -> None:
         self._ask({"op": "reset"})

@@ -78,6 +78,8 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0) -> tuple[list[tup
     held = {"n": 0}
     seen: list[tuple[str, bool]] = []
     attempts = {"n": 0}
+    staged: list = []   # inputs handed over before the hello, and what each call named (an index, or its inputs)
+    calls: list = []
     monkeypatch.chdir(tmp_path)
 
     @contextlib.contextmanager
@@ -96,8 +98,14 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0) -> tuple[list[tup
             seen.append(("hello", held["n"] > 0))
             return {"ok": True}
 
-        def call(self, args, profile=False, inputs_back=True):
+        def stage(self, args):
+            seen.append(("stage", held["n"] > 0))
+            staged.append(args)
+            return len(staged) - 1
+
+        def call(self, args, profile=False, inputs_back=True, staged=None):
             seen.append(("profiled call" if profile else "warm-up call", held["n"] > 0))
+            calls.append(staged if staged is not None else args)
             return {"outs": [torch.ones(2)], "diag": {}}
 
         def close(self):
@@ -120,6 +128,7 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0) -> tuple[list[tup
     cases = [((torch.ones(2),), (torch.ones(2),))] * 4
     out = hwcheck._measure("ncu", "task.py", cases, 1e-5, 1e-5, "initial")
     assert out["ns_per_call"] == 10.0
+    out["_staged"], out["_calls"] = staged, calls
     return seen, out
 
 
@@ -134,19 +143,22 @@ def test_the_profiler_lock_covers_an_ncu_runner_from_its_hello_to_its_end(monkey
     run at once on the H200 failed ("a driver resource was unavailable"; bench/results/cost_h200_20261202,
     ncu_overlap.json)."""
     seen, out = _lock_trace(monkeypatch, tmp_path)
-    assert seen == [("start, preloaded", False), ("hello", True), *_MEASURED]
-    assert out["preloaded"] is True and set(out["seconds"]) == {"start_s", "lock_wait_s", "lock_s", "hello_s", "warmup_s", "calls_s", "exit_s"}
+    assert seen == [("start, preloaded", False), *[("stage", False)] * 4, ("hello", True), *_MEASURED]
+    # every call's inputs crossed the pipes before the lock; the calls under it name them by index
+    assert len(out["_staged"]) == 4 and out["_calls"] == [0, 1, 2, 3]
+    assert out["preloaded"] is True and set(k for k in out["seconds"] if not k.startswith("_")) == {"start_s", "lock_wait_s", "lock_s", "hello_s", "warmup_s", "calls_s", "exit_s"}
 
 
 def test_without_preload_the_lock_covers_the_whole_life(monkeypatch, tmp_path):
     monkeypatch.setenv("TRITONDX_NCU_PRELOAD", "0")
     seen, out = _lock_trace(monkeypatch, tmp_path)
     assert seen == [("start", True), ("hello", True), *_MEASURED] and out["preloaded"] is False
+    assert out["_staged"] == [] and all(isinstance(c, list) for c in out["_calls"])   # inputs sent with each call
 
 
 def test_a_runner_that_lost_the_counters_is_measured_again_holding_the_lock_for_its_whole_life(monkeypatch, tmp_path):
     seen, out = _lock_trace(monkeypatch, tmp_path, busy_attempts=1)
-    assert seen == [("start, preloaded", False), ("hello", True), *_MEASURED,
+    assert seen == [("start, preloaded", False), *[("stage", False)] * 4, ("hello", True), *_MEASURED,
                     ("start", True), ("hello", True), *_MEASURED]
     assert out["preloaded"] is False and "driver resource unavailable" in out["retried_whole_life_lock"]
 

@@ -41,3 +41,29 @@ def test_a_preloaded_runner_imports_torch_and_triton_and_no_candidate_code_befor
         assert torch.equal(ans["outs"][0], torch.ones(3))
     finally:
         r.close()
+
+
+def test_a_preloaded_runner_keeps_staged_inputs_and_calls_name_them(tmp_path):
+    """The hardware check hands every call's inputs to its preloaded runner before the profiler lock
+    (``RunnerProcess.stage``); a call then names them by index. Staging after the hello is refused; an unknown
+    index is a failed call, not a crash."""
+    import pytest
+    import torch
+
+    cand = tmp_path / "double_cand.py"
+    cand.write_text("import os\nos.write(2, b'CANDIDATE IMPORTED\\n')\n\ndef launch(x, s):\n    return x * s\n")
+    r = spawn.RunnerProcess(str(cand), "cpu", [], hide=[], preload=True)
+    try:
+        assert r.stage([torch.arange(4.0), 2.0]) == 0
+        assert r.stage([torch.ones(3), 3.0]) == 1
+        assert "CANDIDATE IMPORTED" not in r.stderr_tail()   # staged before the candidate's import
+        assert r.begin().get("ok")
+        with pytest.raises(RuntimeError):
+            r.stage([torch.ones(1), 1.0])
+        assert torch.equal(r.call([], inputs_back=False, staged=1)["outs"][0], torch.full((3,), 3.0))
+        assert torch.equal(r.call([], inputs_back=False, staged=0)["outs"][0], torch.arange(4.0) * 2)
+        bad = r.call([], inputs_back=False, staged=7)
+        assert bad["outs"] is None and "no staged inputs" in bad["diag"]["error"]
+        assert torch.equal(r.call([torch.ones(2), 5.0], inputs_back=False)["outs"][0], torch.full((2,), 5.0))
+    finally:
+        r.close()
