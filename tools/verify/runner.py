@@ -233,6 +233,15 @@ def _closable(fd: int, profiled: bool) -> bool:
         return False
 
 
+def _on_device(a, device: str, torch):
+    """A staged input on the call's device with the layout it came with (storage, offset, sizes, strides), as a
+    tensor the wire receives straight onto the device has it."""
+    if not isinstance(a, torch.Tensor):
+        return a
+    storage = a.untyped_storage().to(device=device)
+    return torch.empty(0, dtype=a.dtype, device=device).set_(storage, a.storage_offset(), a.size(), a.stride())
+
+
 def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
     """The runner's protocol on these descriptors (a cold runner's, or a warm runner's forked child)."""
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -290,8 +299,7 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
             if k is not None and not (isinstance(k, int) and 0 <= k < len(staged)):
                 wire.send(ans, {"outs": None, "diag": {"error": f"no staged inputs {k!r}"}})
                 continue
-            args = msg["args"] if k is None else [
-                a.to(hello["device"]) if isinstance(a, runner.torch.Tensor) else a for a in staged[k]]
+            args = msg["args"] if k is None else [_on_device(a, hello["device"], runner.torch) for a in staged[k]]
             answer = runner.call(args, msg.get("skip_mask", []), bool(msg.get("skip_rest")),
                                  bool(msg.get("profile")), msg.get("trace") is True)
             if msg.get("inputs_back") is False:

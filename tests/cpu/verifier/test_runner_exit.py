@@ -67,3 +67,16 @@ def test_a_preloaded_runner_keeps_staged_inputs_and_calls_name_them(tmp_path):
         assert torch.equal(r.call([torch.ones(2), 5.0], inputs_back=False)["outs"][0], torch.full((2,), 5.0))
     finally:
         r.close()
+    view = torch.arange(24.0).reshape(4, 6)[:, 1:5].t()   # a strided view keeps its layout when staged
+    strides = tmp_path / "stride_cand.py"
+    strides.write_text("def launch(x):\n    return (x * 1, __import__('torch').tensor(list(x.stride()) + [x.storage_offset()]))\n")
+    r = spawn.RunnerProcess(str(strides), "cpu", [], hide=[], preload=True)
+    try:
+        k = r.stage([view])
+        r.begin()
+        outs = r.call([], inputs_back=False, staged=k)["outs"]
+        # the same layout as the inputs a call sends itself (the wire sends a view's storage span)
+        assert torch.equal(outs[0], view) and outs[1].tolist()[:2] == list(view.stride())
+        assert torch.equal(outs[1], r.call([view], inputs_back=False)["outs"][1])
+    finally:
+        r.close()
