@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import structlog
 import torch
 
 from tritondx.tools.evidence.ncu import ncu_path, parse_raw_csv
@@ -33,6 +34,8 @@ from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
 from tritondx.tools.verify.impl import Rejected, device_phase
+
+log = structlog.get_logger(__name__)
 
 #: measured calls per variant (after one warm-up call that compiles and autotunes). ncu reads each kernel's
 #: duration from the hardware, so a few calls suffice; each call's inputs and outputs cross the runner's pipes
@@ -103,8 +106,8 @@ def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
     call may be there) until it has ended; without, for its whole life."""
     t0 = time.monotonic()
     runner = log_file = None
-    inside: dict[str, float] = {}   # the lock's seconds by part: what a batch's other checks queue on
     staged = False
+    inside: dict[str, float] = {}   # the lock's seconds by part: what a batch's other checks queue on
     if preload:
         runner, log_file = _start(exe, path, label, preload=True)
         try:   # the calls' inputs cross the pipes now, not while every other ncu session waits for the lock
@@ -112,8 +115,12 @@ def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
                 runner.stage(list(inputs))
             staged = True
         except RunnerDied as exc:
+            # no candidate code has run yet (it is imported at the hello): this tool's failure, never the
+            # candidate's; measured the way it was before staging, its runner started under the lock
             runner.close()
-            raise _ncu_failure(exc, log_file, label) from None
+            runner = None
+            inside["stage_failed"] = 1.0
+            log.warning("hwcheck_stage_failed", label=label, reason=exc.message[:200])
     t1 = time.monotonic()
     try:
         with profiler(urgent):

@@ -299,7 +299,13 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
             if k is not None and not (isinstance(k, int) and 0 <= k < len(staged)):
                 wire.send(ans, {"outs": None, "diag": {"error": f"no staged inputs {k!r}"}})
                 continue
-            args = msg["args"] if k is None else [_on_device(a, hello["device"], runner.torch) for a in staged[k]]
+            try:
+                args = msg["args"] if k is None else [_on_device(a, hello["device"], runner.torch)
+                                                      for a in staged[k]]
+            except Exception as exc:  # noqa: BLE001
+                wire.send(ans, {"outs": None, "diag": {"error": f"staged inputs to {hello['device']}: "
+                                                                f"{type(exc).__name__}: {_first_line(exc)}"}})
+                continue
             answer = runner.call(args, msg.get("skip_mask", []), bool(msg.get("skip_rest")),
                                  bool(msg.get("profile")), msg.get("trace") is True)
             if msg.get("inputs_back") is False:

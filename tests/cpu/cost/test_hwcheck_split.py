@@ -67,7 +67,8 @@ def test_an_initial_half_that_could_not_measure_leaves_the_claim_unconfirmed_and
     assert [j["measure"] for j in fake.jobs] == [["initial"], ["initial"]]
 
 
-def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0) -> tuple[list[tuple[str, bool]], dict]:
+def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0, stage_dies: bool = False
+                ) -> tuple[list[tuple[str, bool]], dict]:
     """What a hwcheck's ``_measure`` did, each step with whether it held the profiler lock (ncu faked), and its
     answer. ``busy_attempts``: that many first runners' ncu logs say another session held the counters."""
     import contextlib
@@ -100,6 +101,9 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0) -> tuple[list[tup
 
         def stage(self, args):
             seen.append(("stage", held["n"] > 0))
+            if stage_dies:
+                from tritondx.tools.verify.spawn import RunnerDied
+                raise RunnerDied("error", "the runner broke the protocol")
             staged.append(args)
             return len(staged) - 1
 
@@ -147,6 +151,15 @@ def test_the_profiler_lock_covers_an_ncu_runner_from_its_hello_to_its_end(monkey
     # every call's inputs crossed the pipes before the lock; the calls under it name them by index
     assert len(out["_staged"]) == 4 and out["_calls"] == [0, 1, 2, 3]
     assert out["preloaded"] is True and set(k for k in out["seconds"] if not k.startswith("_")) == {"start_s", "lock_wait_s", "lock_s", "hello_s", "warmup_s", "calls_s", "exit_s"}
+
+
+def test_a_runner_that_fails_while_inputs_are_staged_is_measured_unstaged_never_rejected(monkeypatch, tmp_path):
+    """Staging comes before the candidate's import: a failure there is this tool's, not the candidate's; the
+    runner is started again under the lock and its calls send their inputs themselves."""
+    seen, out = _lock_trace(monkeypatch, tmp_path, stage_dies=True)
+    assert seen == [("start, preloaded", False), ("stage", False), ("close", False), ("start", True),
+                    ("hello", True), *_MEASURED]
+    assert all(isinstance(c, list) for c in out["_calls"]) and out["seconds"]["stage_failed"] == 1.0
 
 
 def test_without_preload_the_lock_covers_the_whole_life(monkeypatch, tmp_path):
