@@ -32,10 +32,10 @@ JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>,<profiler fd>
 JOB_ALONE_ENV = "TRITONDX_JOB_ALONE"    # "1": every phase of the job is exclusive (a retry after a CUDA OOM)
 JOB_LOCK_DIR_ENV = "TRITONDX_JOB_LOCK_DIR"  # a job started through another program (ncu): the folder itself
 _OPENED: tuple[int, int] | None = None
-# This process's device time: seconds inside shared / exclusive phases, and seconds spent waiting to
-# enter them. A job's wall time is mostly Python start-up, imports and compiles, and under a busy batch
+# This process's device time: seconds inside shared / exclusive phases, seconds spent waiting to
+# enter them, and seconds a phase gave the device back while Triton compiled (``step_aside``). A job's wall time is mostly Python start-up, imports and compiles, and under a busy batch
 # also these waits; what it held the device for is the cost that compares across loads.
-_USAGE = {"shared_s": 0.0, "exclusive_s": 0.0, "wait_s": 0.0}
+_USAGE = {"shared_s": 0.0, "exclusive_s": 0.0, "wait_s": 0.0, "aside_s": 0.0}
 
 
 def usage() -> dict[str, float]:
@@ -135,12 +135,27 @@ def _turnstile_open(turnstile: int) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def _shared(fds: tuple[int, int] | None, urgent: bool = False):
-    """A shared hold for one thread. A thread that comes while another of this process holds the device
-    joins that hold, unless a timer is queued: then it waits until the last holder has left, and passes the
-    turnstile behind the timer like any other job (a stream of overlapping holds cannot starve a timer).
-    ``urgent``: past the turnstile (``phase``)."""
+class _Hold:
+    """This thread's device hold inside ``phase``: its mode, the lock descriptors, and whether it stepped aside
+    (``step_aside``: given back for a block that uses no device, a Triton compile)."""
+
+    def __init__(self, mode: str, fds: tuple[int, int] | None) -> None:
+        self.mode = mode            # "shared", "shared_urgent" or "exclusive"
+        self.fds = fds
+        self.aside = False
+        self.since = time.monotonic()
+        self.lock = threading.Lock()   # step_aside may come from another thread (``compile_aside``)
+
+
+_THREAD = threading.local()
+
+
+def current_hold() -> _Hold | None:
+    """The hold of the calling thread's ``phase`` (None outside one)."""
+    return getattr(_THREAD, "hold", None)
+
+
+def _shared_enter(fds: tuple[int, int] | None, urgent: bool) -> None:
     t0 = time.monotonic()
     with _SHARED_CV:
         while not urgent and _SHARED["n"] > 0 and fds is not None and not _turnstile_open(fds[0]):
@@ -152,16 +167,145 @@ def _shared(fds: tuple[int, int] | None, urgent: bool = False):
         _SHARED["n"] += 1
     if fds is not None:
         _USAGE["wait_s"] += time.monotonic() - t0
+
+
+def _shared_leave(fds: tuple[int, int] | None) -> None:
+    with _SHARED_CV:
+        _SHARED["n"] -= 1
+        if _SHARED["n"] == 0:
+            if fds is not None:
+                fcntl.flock(fds[1], fcntl.LOCK_UN)
+            _USAGE["shared_s"] += time.monotonic() - _SHARED["since"]
+            _SHARED_CV.notify_all()
+
+
+@contextlib.contextmanager
+def _shared(fds: tuple[int, int] | None, urgent: bool = False):
+    """A shared hold for one thread. A thread that comes while another of this process holds the device
+    joins that hold, unless a timer is queued: then it waits until the last holder has left, and passes the
+    turnstile behind the timer like any other job (a stream of overlapping holds cannot starve a timer).
+    ``urgent``: past the turnstile (``phase``)."""
+    _shared_enter(fds, urgent)
+    hold = _THREAD.hold = _Hold("shared_urgent" if urgent else "shared", fds)
     try:
         yield
     finally:
-        with _SHARED_CV:
-            _SHARED["n"] -= 1
-            if _SHARED["n"] == 0:
-                if fds is not None:
-                    fcntl.flock(fds[1], fcntl.LOCK_UN)
-                _USAGE["shared_s"] += time.monotonic() - _SHARED["since"]
-                _SHARED_CV.notify_all()
+        _THREAD.hold = None
+        with hold.lock:
+            if not hold.aside:
+                _shared_leave(fds)
+            hold.aside = True   # a late step_aside (another thread's) finds it gone
+
+
+def step_aside(hold: _Hold | None = None) -> bool:
+    """Give the device back for a block that uses none of it (a Triton compile: CPU only; the binary goes to
+    the device at the first launch, after it): a timer waiting meanwhile gets the device instead of waiting
+    for the compile. ``hold``: the thread's (default) or one another thread captured (``compile_aside``).
+    True when it was given back; ``step_back`` takes it again."""
+    hold = hold or current_hold()
+    if hold is None or hold.fds is None:
+        return False
+    with hold.lock:
+        if hold.aside:
+            return False
+        if hold.mode == "exclusive":
+            fcntl.flock(hold.fds[1], fcntl.LOCK_UN)
+            _USAGE["exclusive_s"] += time.monotonic() - hold.since
+        else:
+            _shared_leave(hold.fds)
+        hold.aside = True
+        hold.since = time.monotonic()
+    return True
+
+
+def step_back(hold: _Hold | None = None) -> None:
+    """Take the device again as ``step_aside`` found it held (a shared hold queues behind a timer that is waiting,
+    an urgent one does not); a no-op unless it stepped aside."""
+    hold = hold or current_hold()
+    if hold is None or not hold.aside or hold.fds is None:
+        return
+    with hold.lock:
+        if not hold.aside:
+            return
+        _USAGE["aside_s"] += time.monotonic() - hold.since
+        t0 = time.monotonic()
+        if hold.mode == "exclusive":
+            _acquire(hold.fds[0], hold.fds[1], "exclusive")
+            _USAGE["wait_s"] += time.monotonic() - t0
+        else:
+            _shared_enter(hold.fds, hold.mode == "shared_urgent")
+        hold.aside = False
+        hold.since = time.monotonic()
+
+
+#: "0": compiles keep the device hold (the measurement of what stepping aside changes: bench/METHOD.md)
+ASIDE_ENV = "TRITONDX_JOB_COMPILE_ASIDE"
+
+
+def aside_enabled() -> bool:
+    return os.environ.get(ASIDE_ENV, "1") != "0"
+
+
+#: a compile shorter than this keeps the hold (a cache hit reads files in milliseconds; giving the device back
+#: would queue it behind every waiting timer for nothing)
+ASIDE_AFTER_S = 0.25
+
+
+def compile_aside(fn, after_s: float = ASIDE_AFTER_S):
+    """``fn`` (Triton's ``compile``) that gives the calling thread's device hold back while it runs longer than
+    ``after_s``, and takes it again before returning (``step_aside``)."""
+    import functools
+
+    @functools.wraps(fn)
+    def compiled(*args, **kwargs):
+        hold = current_hold()
+        if hold is None or hold.fds is None:
+            return fn(*args, **kwargs)
+        gate = threading.Lock()
+        state = {"done": False, "aside": False}
+
+        def give_back() -> None:
+            with gate:
+                if not state["done"]:
+                    state["aside"] = step_aside(hold)
+
+        timer = threading.Timer(after_s, give_back)
+        timer.daemon = True
+        timer.start()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with gate:
+                state["done"] = True
+            timer.cancel()
+            if state["aside"]:
+                step_back(hold)
+
+    compiled.__tritondx_aside__ = True
+    return compiled
+
+
+def install_compile_aside() -> bool:
+    """Make this process's Triton compiles give the device hold back (``compile_aside``): ``triton.compile`` and
+    ``triton.compiler.compile``, which a kernel's launcher binds at its first launch; call it before any kernel
+    runs. False where Triton has no such function (the interpreter needs none) or ``ASIDE_ENV`` is "0"."""
+    if not aside_enabled():
+        return False
+    try:
+        import triton
+        import triton.compiler as tc
+    except ImportError:
+        return False
+    fn = getattr(tc, "compile", None)
+    if fn is None:
+        return False
+    if getattr(fn, "__tritondx_aside__", False):
+        return True
+    wrapped = compile_aside(fn)
+    tc.compile = wrapped
+    if getattr(triton, "compile", None) is fn:
+        triton.compile = wrapped
+    return True
 
 
 @contextlib.contextmanager
@@ -190,13 +334,17 @@ def phase(mode: str, urgent: bool = False):
     if alone:
         mode = "exclusive"
     _acquire(t, g, mode)
-    t1 = time.monotonic()
-    _USAGE["wait_s"] += t1 - t0
+    hold = _THREAD.hold = _Hold("exclusive", fds)
+    _USAGE["wait_s"] += hold.since - t0
     try:
         yield
     finally:
-        fcntl.flock(g, fcntl.LOCK_UN)
-        _USAGE[f"{mode}_s"] += time.monotonic() - t1
+        _THREAD.hold = None
+        with hold.lock:
+            if not hold.aside:
+                fcntl.flock(g, fcntl.LOCK_UN)
+                _USAGE["exclusive_s"] += time.monotonic() - hold.since
+            hold.aside = True
 
 
 _PROFILER_FD: int | None = None

@@ -27,6 +27,9 @@ def main(job_path: str, result_path: str) -> int:
     if kind == "verify" and job.get("candidates"):   # the seal key out, then the round's warm runners,
         from tritondx.tools.verify import prestart     # which start beside this process's torch import
         prestart.start(job)
+    if os.environ.get("TRITON_INTERPRET") != "1":   # a compile in a device phase gives the device back meanwhile
+        from tritondx.tools.exec.gpulock import install_compile_aside
+        install_compile_aside()
     result = run(job)
     if isinstance(result, dict):
         from tritondx.tools.exec.gpulock import usage
@@ -112,6 +115,9 @@ def serve(job_path: str) -> int:
         job = json.load(f)
     if job["kind"] != "judge":
         raise ValueError(f"no service for job kind {job['kind']!r}")
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        from tritondx.tools.exec.gpulock import install_compile_aside
+        install_compile_aside()
     from tritondx.tools.verify.judge_server import JudgeService
     service = JudgeService(job)
     requests = os.fdopen(r_fd, "rb")

@@ -20,9 +20,14 @@ import os
 import stat
 import sys
 import threading
+import time
 import traceback
+import _thread
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# the thread start as it is before the guard records every thread the candidate starts (record_threads): the
+# compile notes' timer is the runner's own, not the candidate's
+_START_THREAD = _thread.start_new_thread
 
 
 def _load_sibling(name: str):
@@ -216,6 +221,67 @@ class Runner:
         return {"outs": sendable, "inputs_after": args, "diag": diag}
 
 
+class CompileNotes:
+    """Tells the judge while a call's Triton compile runs (longer than ``after_s``, the hello's ``compile_notes``: a
+    cache hit stays quiet): ``{"note": "compiling"}``, then ``{"note": "compiled"}``, after which the runner waits for the judge's
+    ``{"op": "go"}``. The judge holds the device for the runner's calls; a compile uses only the CPU (the binary
+    goes to the device at the first launch, after it), so meanwhile the judge gives the device back
+    (``gpulock.step_aside``) and a timer of another job need not wait for the compile. Only during a call."""
+
+    def __init__(self, wire, req, ans, after_s: float) -> None:
+        self.wire, self.req, self.ans, self.after_s = wire, req, ans, after_s
+        self.active = False
+        self.told = 0
+
+    def install(self) -> None:
+        """Wrap ``triton.compiler.compile`` (what a kernel's launcher binds at its first launch) and ``triton.compile``;
+        before the candidate is imported."""
+        try:
+            import triton
+            import triton.compiler as tc
+        except ImportError:
+            return
+        fn = getattr(tc, "compile", None)
+        if fn is None or getattr(fn, "__tritondx_notes__", False):
+            return
+        wrapped = self.wrap(fn)
+        tc.compile = wrapped
+        if getattr(triton, "compile", None) is fn:
+            triton.compile = wrapped
+
+    def wrap(self, fn):
+        notes = self
+
+        def compiled(*args, **kwargs):
+            if not notes.active:
+                return fn(*args, **kwargs)
+            gate = threading.Lock()
+            state = {"done": False, "told": False}
+
+            def tell() -> None:
+                time.sleep(notes.after_s)
+                with gate:
+                    if not state["done"]:
+                        notes.wire.send(notes.ans, {"note": "compiling"})
+                        state["told"] = True
+
+            _START_THREAD(tell, ())
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with gate:
+                    state["done"] = True
+                if state["told"]:
+                    notes.told += 1
+                    notes.wire.send(notes.ans, {"note": "compiled"})
+                    go = notes.wire.recv(notes.req)
+                    if go != {"op": "go"}:
+                        raise RuntimeError(f"the judge answered {str(go)[:80]} to a compile note")
+
+        compiled.__tritondx_notes__ = True
+        return compiled
+
+
 def main() -> int:
     req_fd, ans_fd, ev_fd = (int(x) for x in os.environ.pop("TRITONDX_RUNNER_FDS").split(","))
     return serve(req_fd, ans_fd, ev_fd, profiled=os.environ.pop("TRITONDX_RUNNER_PROFILED", "") == "1")
@@ -279,9 +345,13 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
             wire.send(ans, {"ok": True, "staged": len(staged)})
             hello = wire.recv(req)
     candidate = os.path.abspath("candidate.py")
+    after = hello.get("compile_notes")
+    notes = CompileNotes(wire, req, ans, float(after) if isinstance(after, (int, float)) else 0.0)
     try:
         with open(candidate, "w") as f:
             f.write(hello["source"])
+        if isinstance(after, (int, float)) and not isinstance(after, bool):
+            notes.install()
         runner = Runner(candidate, hello, ev_fd)
     except BaseException as exc:  # noqa: BLE001
         wire.send(ans, {"ok": False, "error": f"{type(exc).__name__}: {_first_line(exc)}",
@@ -306,8 +376,12 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
                 wire.send(ans, {"outs": None, "diag": {"error": f"staged inputs to {hello['device']}: "
                                                                 f"{type(exc).__name__}: {_first_line(exc)}"}})
                 continue
-            answer = runner.call(args, msg.get("skip_mask", []), bool(msg.get("skip_rest")),
-                                 bool(msg.get("profile")), msg.get("trace") is True)
+            notes.active = True
+            try:
+                answer = runner.call(args, msg.get("skip_mask", []), bool(msg.get("skip_rest")),
+                                     bool(msg.get("profile")), msg.get("trace") is True)
+            finally:
+                notes.active = False
             if msg.get("inputs_back") is False:
                 answer["inputs_after"] = None
             wire.send(ans, answer)

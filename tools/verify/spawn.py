@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tritondx.tools.exec.gpulock import ASIDE_AFTER_S, aside_enabled
 from tritondx.tools.exec.sandbox import (ILLEGAL_ACCESS_RE, OOM_RE, SANDBOXED_JOB_ENV, Isolation, classify, isolation,
                                         scrubbed_env)
 from tritondx.tools.verify.zygote import topmost
@@ -101,6 +102,11 @@ def _children(pid: int) -> list[int]:
 _LIVE_RUNNERS: set[int] = set()
 
 
+#: a runner's compile notes (``runner.CompileNotes``: it tells a compile that runs longer than
+#: ``gpulock.ASIDE_AFTER_S``)
+COMPILING, COMPILED = {"note": "compiling"}, {"note": "compiled"}
+
+
 class RunnerDied(Exception):
     def __init__(self, kind: str, message: str):
         self.kind, self.message = kind, message
@@ -161,8 +167,10 @@ def answer_device(device: str) -> str:
 
 
 def runner_hello(device: str, allowed_ops: list[str], source: str, flip: bool) -> dict[str, Any]:
-    """A runner's first message: its device, the ops it may call, the candidate's source, whether flipped."""
-    return {"device": device, "allowed_ops": allowed_ops, "source": source, **({"flip": True} if flip else {})}
+    """A runner's first message: its device, the ops it may call, the candidate's source, whether flipped, and on a
+    GPU that its calls tell their Triton compiles (``runner.CompileNotes``: the judge steps aside from the device)."""
+    return {"device": device, "allowed_ops": allowed_ops, "source": source, **({"flip": True} if flip else {}),
+            **({"compile_notes": ASIDE_AFTER_S} if device.startswith("cuda") and aside_enabled() else {})}
 
 
 class RunnerProcess:
@@ -274,12 +282,26 @@ class RunnerProcess:
                     self.evidence += [ln.decode(errors="replace")[:80] for ln in lines[:room]]
 
     def _ask(self, msg: dict[str, Any]) -> Any:
+        """Send ``msg`` and return the answer. Meanwhile a call's compile notes (``runner.CompileNotes``): the device
+        this thread holds for the call is given back while the runner compiles and taken again before it goes on
+        (``gpulock.step_aside``); it is held again when the answer comes, whatever the runner sent."""
+        from tritondx.tools.exec import gpulock
         from tritondx.tools.verify import wire
         try:
             wire.send(self.req, msg)
-            return wire.recv(self.ans, cap=self.answer_cap, device=self.answer_device)
+            while True:
+                ans = wire.recv(self.ans, cap=self.answer_cap, device=self.answer_device)
+                if ans == COMPILING:
+                    gpulock.step_aside()
+                elif ans == COMPILED:
+                    gpulock.step_back()
+                    wire.send(self.req, {"op": "go"})
+                else:
+                    return ans
         except (EOFError, BrokenPipeError, wire.WireError, ValueError, OSError) as exc:
             raise self._died(exc) from None
+        finally:
+            gpulock.step_back()
 
     def _exit_code(self, timeout: float) -> int | None:
         """The runner's exit status, waiting up to ``timeout`` s (None: still running)."""

@@ -379,3 +379,78 @@ def test_an_urgent_shared_hold_goes_past_a_queued_timer_which_still_never_overla
     assert iv["urgent"][0] < iv["first"][1]               # beside the first holder, not behind the timer
     assert iv["timer"][0] >= max(iv["first"][1], iv["urgent"][1]) - 1e-3
     assert iv["plain"][0] >= iv["timer"][1] - 1e-3          # a plain shared hold waits behind the timer
+
+
+ASIDE_CHILD = """
+import sys, time
+from tritondx.tools.exec import gpulock
+work_s, log = float(sys.argv[1]), sys.argv[2]
+
+def compile(*args):      # stands in for Triton's compile: CPU only, ``work_s`` long
+    time.sleep(work_s)
+    return "binary"
+
+compile = gpulock.compile_aside(compile)
+with gpulock.phase("shared"):
+    t0 = time.time()
+    time.sleep(0.2)                  # device work before the compile
+    a = time.time()
+    compile()
+    b = time.time()
+    time.sleep(0.2)                  # the first launch and the checks after it
+    t1 = time.time()
+u = gpulock.usage()
+open(log, "a").write(f"shared {t0} {t1} {a} {b} {u['aside_s']}\\n")
+"""
+
+
+def _start_aside(work_s: float, log, env):
+    with gpulock.job_lock_fds() as (fds, lock_env):
+        return subprocess.Popen([sys.executable, "-c", ASIDE_CHILD, str(work_s), str(log)],
+                                env={**env, **lock_env}, pass_fds=fds)
+
+
+def test_a_long_compile_in_a_shared_phase_lets_a_queued_timer_in_and_the_hold_never_overlaps_it(tmp_path, env):
+    """A shared holder whose compile runs 1.5 s gives the device back after ``ASIDE_AFTER_S``: a timer that queued
+    meanwhile runs during the compile, and the holder's device work before and after it never overlaps the timer.
+    Without the step aside the timer would start only after the whole 1.9 s hold."""
+    log = tmp_path / "log"
+    holder = _start_aside(1.5, log, env)
+    time.sleep(1.0)  # the child is in its phase (python start ~0.3 s, 0.2 s of device work, then the compile)
+    timer = _start("exclusive", 0.3, log, env)
+    assert holder.wait(timeout=30) == 0 and timer.wait(timeout=30) == 0
+    rows = [ln.split() for ln in log.read_text().splitlines()]
+    ex = next((float(r[1]), float(r[2])) for r in rows if r[0] == "exclusive")
+    sh = next([float(x) for x in r[1:]] for r in rows if r[0] == "shared")
+    t0, t1, a, b, aside_s = sh
+    assert a + gpulock.ASIDE_AFTER_S - 0.05 <= ex[0] < b, f"the timer ran at {ex}, not during the compile {a, b}"
+    assert ex[1] <= b + 0.05 or ex[0] >= t1, "the holder's device work after the compile overlapped the timer"
+    assert ex[0] >= t0 + 0.2 - 0.01, "the holder's device work before the compile overlapped the timer"
+    assert 0.9 < aside_s < 1.6
+
+
+def test_a_short_compile_keeps_the_hold(tmp_path, env):
+    """A compile shorter than ``ASIDE_AFTER_S`` (a cache hit) does not give the device back."""
+    log = tmp_path / "log"
+    holder = _start_aside(0.02, log, env)
+    assert holder.wait(timeout=30) == 0
+    row = log.read_text().split()
+    assert float(row[-1]) == 0.0
+
+
+def test_step_aside_outside_a_phase_is_a_noop_and_step_back_without_aside_too(tmp_path, env, monkeypatch):
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, env["TRITONDX_LOCK_DIR"])
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    assert gpulock.step_aside() is False
+    gpulock.step_back()
+    with gpulock.phase("exclusive"):
+        hold = gpulock.current_hold()
+        assert hold is not None and hold.mode == "exclusive"
+        assert gpulock.step_aside() is True and gpulock.step_aside() is False
+        gpulock.step_back()
+        assert not hold.aside
+        assert gpulock.step_aside() is True   # left aside: the phase's end releases nothing twice
+    assert gpulock.current_hold() is None
+    with gpulock.phase("exclusive"):     # and the lock is free again
+        pass

@@ -80,3 +80,63 @@ def test_a_preloaded_runner_keeps_staged_inputs_and_calls_name_them(tmp_path):
         assert torch.equal(outs[1], r.call([view], inputs_back=False)["outs"][1])
     finally:
         r.close()
+
+
+COMPILING_CAND = '''
+import triton
+import triton.compiler as tc
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+
+
+@triton.jit
+def bump(x_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) + 1, mask=i < n)
+
+
+def launch(x):
+    # a compile for an H100 target (a CPU-only compile here, as a kernel's first launch on a GPU does it)
+    src = tc.ASTSource(bump, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 128},
+                       attrs={})
+    tc.compile(src, target=GPUTarget("cuda", 90, 32))
+    return x
+'''
+
+
+def test_a_runner_tells_its_compiles_and_the_judge_gives_the_device_back_meanwhile(tmp_path, monkeypatch):
+    """A call's Triton compile (``runner.CompileNotes``): the runner tells the judge when it starts and ends, the
+    judge gives its device hold back meanwhile (``gpulock.step_aside``: a waiting timer need not wait for a
+    compile) and holds it again before the runner goes on; the call answers as usual."""
+    import torch
+
+    from tritondx.tools.exec import gpulock
+
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, str(tmp_path / "locks"))
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    cand = tmp_path / "compiling_cand.py"
+    cand.write_text(COMPILING_CAND)
+    hello = {**spawn.runner_hello("cpu", [], COMPILING_CAND, False), "compile_notes": 0.0}
+    r = spawn.RunnerProcess(str(cand), "cpu", [], hide=[], hello=hello)
+    try:
+        assert r.hello.get("ok"), r.hello
+        before = gpulock.usage()["aside_s"]
+        with gpulock.phase("shared"):
+            hold = gpulock.current_hold()
+            ans = r.call([torch.ones(3)], inputs_back=False)
+            assert not hold.aside, "the judge holds the device again when the answer comes"
+        assert ans["diag"].get("error") is None, ans["diag"]
+        assert torch.equal(ans["outs"][0], torch.ones(3))
+        assert gpulock.usage()["aside_s"] > before, "the device was not given back during the compile"
+    finally:
+        r.close()
+    # without notes (a CPU runner's hello), the same call keeps the hold throughout
+    r = spawn.RunnerProcess(str(cand), "cpu", [], hide=[])
+    try:
+        before = gpulock.usage()["aside_s"]
+        with gpulock.phase("shared"):
+            ans = r.call([torch.ones(3)], inputs_back=False)
+        assert ans["diag"].get("error") is None and gpulock.usage()["aside_s"] == before
+    finally:
+        r.close()
