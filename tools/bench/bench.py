@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from tritondx.tools.exec.gpulock import phase
+from tritondx.tools.exec.gpulock import aside, phase
 from tritondx.tools.verify.guard import TimingSnapshot
 from tritondx.tools.verify.impl import Rejected
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype
@@ -125,6 +125,19 @@ def _quiet_compile() -> None:
         pass
 
 
+def _inductor_aside():
+    """torch.compile's default backend (inductor) with its compile run outside the device hold (``gpulock.aside``):
+    tracing's graph goes through lowering, code generation and Triton compiles, all on the CPU, for seconds to
+    minutes on a loaded host, and a shared hold through them made every timer of the batch wait. The compiled
+    graph runs (and inductor's autotuning launches) under the hold as before."""
+    from torch._inductor.compile_fx import compile_fx
+
+    def inductor(gm, example_inputs):
+        with aside():
+            return compile_fx(gm, example_inputs)
+    return inductor
+
+
 def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job):
     """Inputs (rotated sets when one set fits in L2), roofline counts, the callables to time, warmed up."""
     device = job.get("device", "cuda")
@@ -153,7 +166,7 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
         extra["torch_eager"] = lambda: ref(*sets[0])
         _quiet_compile()
         try:
-            compiled = torch.compile(ref)
+            compiled = torch.compile(ref, backend=_inductor_aside())
             extra["torch_compile"] = lambda: compiled(*sets[0])
         except Exception:  # torch.compile may not support the reference
             pass

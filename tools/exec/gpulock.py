@@ -238,6 +238,18 @@ def step_back(hold: _Hold | None = None) -> None:
         hold.since = time.monotonic()
 
 
+@contextlib.contextmanager
+def aside():
+    """The block runs with the calling thread's device hold given back (``step_aside``), taken again after it; for
+    work that uses only the CPU (torch.compile's inductor compile: ``bench._inductor_aside``)."""
+    stepped = aside_enabled() and step_aside()
+    try:
+        yield
+    finally:
+        if stepped:
+            step_back()
+
+
 #: "0": compiles keep the device hold (the measurement of what stepping aside changes: bench/METHOD.md)
 ASIDE_ENV = "TRITONDX_JOB_COMPILE_ASIDE"
 
