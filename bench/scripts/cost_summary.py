@@ -36,3 +36,18 @@ overlapped = ph.pop("baselines", None) if tm else None  # jobs of their own: not
 tot = sum(ph.values()) or 1
 print("  ".join(f"{k} {v:.0f}s ({v / tot:.0%})" for k, v in sorted(ph.items(), key=lambda kv: -kv[1]))
       + (f"  [baselines {overlapped:.0f}s, jobs of their own: not in the shares]" if overlapped else ""))
+# the round benches' own device figures (artifacts/bench_round*.json), over every run folder (finished or not)
+runs = Path(sys.argv[1]).parent / "runs"
+agg = {"jobs": 0, "wait_s": 0.0, "shared_s": 0.0, "exclusive_s": 0.0, "aside_s": 0.0}
+for f in runs.glob("*/artifacts/bench_round*.json"):
+    try:
+        u = json.loads(f.read_text()).get("device_usage") or {}
+    except (OSError, ValueError, AttributeError):
+        continue
+    agg["jobs"] += 1
+    for k in ("wait_s", "shared_s", "exclusive_s", "aside_s"):
+        agg[k] += float(u.get(k, 0.0))
+if agg["jobs"]:
+    print(f"round benches: {agg['jobs']} jobs; waited for the device {agg['wait_s']:.0f} s, held it shared "
+          f"{agg['shared_s']:.0f} s and exclusive {agg['exclusive_s']:.0f} s; gave it back while compiling "
+          f"{agg['aside_s']:.0f} s")
