@@ -220,10 +220,11 @@ def test_the_baselines_compile_keeps_to_one_core(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "fake-device")
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(inductor_config, "compile_threads", 8)  # restored after the test
-    seen = []
+    seen, backends = [], []
 
-    def fake_compile(fn):
+    def fake_compile(fn, backend=None):
         seen.append(inductor_config.compile_threads)
+        backends.append(getattr(backend, "__name__", backend))
         return fn
 
     monkeypatch.setattr(torch, "compile", fake_compile)
@@ -237,6 +238,7 @@ def test_the_baselines_compile_keeps_to_one_core(monkeypatch, tmp_path):
                            "baselines": True, "variants": [{"id": "initial", "path": str(task)}]})
     assert set(out["shapes"][0]["variants"]) == {"initial", "torch_eager", "torch_compile"}
     assert seen == [1]
+    assert backends == ["inductor"], "torch.compile's backend is inductor with its compile outside the device hold"
 
 
 def test_a_failed_final_bench_gives_no_speedup_even_with_the_baselines_timed(tmp_path):
