@@ -275,6 +275,14 @@ def _compile_ahead(survivors: list[ConfigRecord], source: str, compile_fn: Compi
         cand = apply_config(source, {rec.kernel: rec.values})
         if cand != source and cand not in exclude:
             todo.append((rec.config_id, cand))
+    many = getattr(compile_fn, "many", None)
+    if many is not None and len(todo) > 1:
+        # several candidates per job (``ptxas_compile_fn``'s ``many``): one Python start and torch import per job
+        k = min(COMPILE_JOBS, len(todo))
+        chunks = [todo[i::k] for i in range(k)]
+        with ThreadPoolExecutor(max_workers=k) as pool:
+            done = list(pool.map(lambda chunk: many([src for _, src in chunk]), chunks))
+        return {cid: res for chunk, results in zip(chunks, done) for (cid, _), res in zip(chunk, results)}
     with ThreadPoolExecutor(max_workers=min(COMPILE_JOBS, len(todo)) or 1) as pool:
         results = list(pool.map(lambda item: compile_fn(item[1]), todo))
     return {cid: res for (cid, _), res in zip(todo, results)}
@@ -328,10 +336,11 @@ def launch_search(ctx: RewriteContext) -> list[Proposal]:
 
 def ptxas_compile_fn(task_path: str, workdir, target: str = "cuda:90") -> CompileFn:
     """A CompileFn that compiles a candidate for ``target`` without a GPU (a sandboxed capture job, the task's
-    BENCH shape) and returns ptxas' figures per launch: evidence for pruning before any device time is spent."""
+    BENCH shape) and returns ptxas' figures per launch: evidence for pruning before any device time is spent.
+    Its ``many(sources)`` compiles several candidates in one capture job (``capture_many``, no SASS)."""
     from pathlib import Path
 
-    from tritondx.tools.verify.api import capture_ir
+    from tritondx.tools.verify.api import capture_ir, capture_many
 
     import threading
 
@@ -339,15 +348,14 @@ def ptxas_compile_fn(task_path: str, workdir, target: str = "cuda:90") -> Compil
     counter = [0]
     lock = threading.Lock()  # plan() runs several compiles at once
 
-    def fn(source: str) -> list[dict] | None:
+    def _folder() -> Path:
         with lock:
             counter[0] += 1
-            k = counter[0]
-        d = folder / f"c{k}"
+            d = folder / f"c{counter[0]}"
         d.mkdir(parents=True, exist_ok=True)
-        cand = d / Path(task_path).name
-        cand.write_text(source)
-        manifest, _err = capture_ir(str(cand), d / "ir", target, per_pass=False)
+        return d
+
+    def _figures(manifest: dict | None) -> list[dict] | None:
         if manifest is None:
             return None
         out = []
@@ -361,4 +369,25 @@ def ptxas_compile_fn(task_path: str, workdir, target: str = "cuda:90") -> Compil
                         "num_warps": rec.get("options", {}).get("num_warps", 4)})
         return out
 
+    def fn(source: str) -> list[dict] | None:
+        d = _folder()
+        cand = d / Path(task_path).name
+        cand.write_text(source)
+        manifest, _err = capture_ir(str(cand), d / "ir", target, per_pass=False)
+        return _figures(manifest)
+
+    def many(sources: list[str]) -> list[list[dict] | None]:
+        d = _folder()
+        paths = []
+        for i, source in enumerate(sources):
+            (d / f"s{i}").mkdir(exist_ok=True)
+            cand = d / f"s{i}" / Path(task_path).name
+            cand.write_text(source)
+            paths.append(str(cand))
+        answers, _problem = capture_many(paths, d / "ir", target)
+        if answers is None:   # the job failed as a whole (one candidate crashed it?): each in a job of its own
+            return [fn(source) for source in sources]
+        return [_figures(m) for m, _err in answers]
+
+    fn.many = many
     return fn

@@ -86,3 +86,19 @@ def capture_ir(task_path: str, out_dir: Path, target: str, per_pass: bool, timeo
         return r.result, ""
     klass, reason = job_error(r)
     return None, f"{klass}: {reason}"
+
+
+def capture_many(task_paths: list[str], out_dir: Path, target: str, timeout: float = 600,
+                 sass: bool = False) -> tuple[list[tuple[dict[str, Any] | None, str]] | None, str]:
+    """``capture_ir`` (no per-pass dumps) of several candidates of one task in one job: one Python start and torch
+    import for all; candidate i's IR in ``out_dir/c<i>``. ((manifest or None, problem) per candidate, "") or, when
+    the job itself failed (a crash, a timeout: no candidate's answer is known), (None, problem)."""
+    job = {"kind": "capture", "tasks": [str(Path(t).resolve()) for t in task_paths], "target": target,
+           "out_dir": str(out_dir.resolve()), "out_names": [f"c{i}" for i in range(len(task_paths))],
+           "per_pass": False, "sass": sass}
+    r = run_job(job, timeout=timeout)
+    if r.ok and r.result and isinstance(r.result.get("manifests"), list):
+        return [(m, "" if m is not None else (e or "no manifest"))
+                for m, e in zip(r.result["manifests"], r.result.get("errors") or [""] * len(task_paths))], ""
+    klass, reason = job_error(r)
+    return None, f"{klass}: {reason}"

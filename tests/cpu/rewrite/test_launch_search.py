@@ -101,7 +101,6 @@ def test_compile_checks_run_several_at_once(rw, monkeypatch):
     import threading
     import time
 
-    from tritondx.tools.rewrite import launch_search as ls
     live, peak, calls, lock = [0], [0], [0], threading.Lock()
 
     def fake(source):
@@ -122,3 +121,27 @@ def test_compile_checks_run_several_at_once(rw, monkeypatch):
     parallel = plan(ctx, compile_fn=fake, budget_s=30, per_config_s=10)
     assert peak[0] >= 2 and calls[0] <= 6
     assert [r.model_dump() for r in serial.records] == [r.model_dump() for r in parallel.records]
+
+
+def test_several_configurations_compile_in_one_job_with_the_same_figures(rw, tmp_path, monkeypatch):
+    """``ptxas_compile_fn(...).many``: the configurations of a search compile in one capture job (one Python start
+    and torch import, no SASS) and give the figures single jobs give; a job that fails as a whole (no candidate's
+    answer known) falls back to one job per configuration; a candidate that does not compile is None alone."""
+    from tritondx.tools.rewrite.launch_config import apply_config
+    from tritondx.tools.verify import api
+
+    task = rw.task_path("launch_two_levels")
+    src = task.read_text()
+    ctx = _ctx(rw, "launch_two_levels", True)
+    p = plan(ctx, compile_checks=0)
+    a, b = (apply_config(src, {r.kernel: r.values}) for r in p.emitted()[:2])
+    fn = ptxas_compile_fn(str(task), tmp_path)
+    single = [fn(a), fn(b)]
+    assert all(x and x[0]["registers"] > 0 for x in single)
+    broken = src.replace("def launch(", "def launch(*_a, **_k):\n    raise RuntimeError('no')\n\ndef _old(", 1)
+    many = fn.many([a, broken, b])
+    assert many[0] == single[0] and many[2] == single[1] and many[1] is None
+    calls = []
+    monkeypatch.setattr(api, "capture_many", lambda *x, **k: (calls.append(1), (None, "crashed: signal 11"))[1])
+    fn = ptxas_compile_fn(str(task), tmp_path / "again")
+    assert fn.many([a, b]) == single and calls == [1]
