@@ -38,10 +38,12 @@ def _kind(pid: int, cache: dict[int, str]) -> str:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         argv = [a.decode(errors="replace") for a in argv if a]
         if "tritondx.tools.exec.worker" in argv:
-            job = argv[argv.index("tritondx.tools.exec.worker") + 1]
+            rest = argv[argv.index("tritondx.tools.exec.worker") + 1:]
+            job = rest[1] if rest[:1] == ["--serve"] and len(rest) > 1 else (rest[0] if rest else "")
             for root in ("", f"/proc/{pid}/root"):
                 try:
                     kind = json.loads(Path(root + job).read_text()).get("kind", "worker")
+                    kind = "judge server (verify)" if kind == "judge" else kind
                     break
                 except (OSError, ValueError):
                     kind = "worker"
