@@ -186,14 +186,21 @@ def _shared(fds: tuple[int, int] | None, urgent: bool = False):
     turnstile behind the timer like any other job (a stream of overlapping holds cannot starve a timer).
     ``urgent``: past the turnstile (``phase``)."""
     _shared_enter(fds, urgent)
-    hold = _THREAD.hold = _Hold("shared_urgent" if urgent else "shared", fds)
+    with _holding(_Hold("shared_urgent" if urgent else "shared", fds), lambda: _shared_leave(fds)):
+        yield
+
+
+@contextlib.contextmanager
+def _holding(hold: _Hold, release):
+    """``hold`` is the calling thread's for the block; ``release()`` at its end, unless it stepped aside then."""
+    _THREAD.hold = hold
     try:
         yield
     finally:
         _THREAD.hold = None
         with hold.lock:
             if not hold.aside:
-                _shared_leave(fds)
+                release()
             hold.aside = True   # a late step_aside (another thread's) finds it gone
 
 
@@ -346,17 +353,14 @@ def phase(mode: str, urgent: bool = False):
     if alone:
         mode = "exclusive"
     _acquire(t, g, mode)
-    hold = _THREAD.hold = _Hold("exclusive", fds)
+    hold = _Hold("exclusive", fds)
     _USAGE["wait_s"] += hold.since - t0
-    try:
+
+    def release() -> None:
+        fcntl.flock(g, fcntl.LOCK_UN)
+        _USAGE["exclusive_s"] += time.monotonic() - hold.since
+    with _holding(hold, release):
         yield
-    finally:
-        _THREAD.hold = None
-        with hold.lock:
-            if not hold.aside:
-                fcntl.flock(g, fcntl.LOCK_UN)
-                _USAGE["exclusive_s"] += time.monotonic() - hold.since
-            hold.aside = True
 
 
 _PROFILER_FD: int | None = None
