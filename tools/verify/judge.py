@@ -32,6 +32,7 @@ import torch
 
 from tritondx.tools.backends.interpreter_memcheck import OOB_TAG
 from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE
+from tritondx.tools.exec.gpulock import aside
 from tritondx.tools.task.module import as_tuple, load_module, tolerance, to_dtype
 from tritondx.tools.verify import prestart, seal
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
@@ -124,6 +125,16 @@ log = structlog.get_logger()
 #: (``tl.arange`` of a size that is no power of 2), or its runner ended (a crash, an illegal access)
 CONTRACT_CLASSES = frozenset({"mismatch", "exception", "compile_error", "out_of_bounds", "segfault", "illegal_memory_access",
                               "crashed", "killed", "error", "out_of_memory"})
+
+
+def _stage_case(runner: RunnerProcess, inputs) -> None:
+    """A case's inputs to the runner once (``RunnerProcess.stage_case``), its calls then name them: copied to host
+    memory under the device hold, sent through the pipe with the hold given back (``gpulock.aside``: the bytes cross
+    on the CPU, and a 512 MiB input took seconds of a hold that every timer of the batch waits for; each call sent
+    them again before)."""
+    host = [t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in inputs]
+    with aside():
+        runner.stage_case(host)
 
 class CaseData:
     """Inputs and reference outputs of the check cases, made once per (shape, dtype, seed, values) and
@@ -404,17 +415,19 @@ class Judge:
             dtype = to_dtype(case.dtype)
             where = f"{case.label()} seed {case.seed}"
             snapshot, refs, ref_aliases = self.data.get(case, where)
-            inputs = snapshot  # sent as bytes: the runner's copy is its own
+            _stage_case(runner, snapshot)   # sent as bytes once: each call's copy is the runner's own
             # the group's first call is a plain one (compiles, autotuning); later cases put the
             # kernels-off call before or after the plain one at random
             off_first = k > 0 and self.rng.random() < 0.5
             mode = "all" if self.rng.random() < 0.5 else "partial"
             mask = [self.rng.random() < 0.5 for _ in range(MASK_LEN)] if mode == "partial" else []
             traced = self._wants_trace(case)
-            off = runner.call(list(inputs), mask, skip_rest=mode == "all", inputs_back=False) if off_first else None
-            ans = runner.call(list(inputs), trace=traced)
+            def kernels_off() -> dict:
+                return runner.call([], mask, skip_rest=mode == "all", inputs_back=False, staged="case")
+            off = kernels_off() if off_first else None
+            ans = runner.call([], trace=traced, staged="case")
             if off is None:
-                off = runner.call(list(inputs), mask, skip_rest=mode == "all", inputs_back=False)
+                off = kernels_off()
             diag = ans.get("diag") or {}
             if traced:   # lines a runner sends unasked are never read
                 ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}

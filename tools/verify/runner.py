@@ -358,22 +358,35 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
                         "traceback": traceback.format_exc(limit=4)[-1500:]})
         return 0
     wire.send(ans, {"ok": True, "tampered": runner.guard.tampered(), "threads": list(runner.threads)})
+    device = hello["device"]
+    pool = runner.pool if not hello.get("fresh") else None
+    case = None   # the judge's staged case: its inputs as they came (bytes in host memory), decoded anew per call
     while True:
         try:
-            msg = wire.recv(req, device=hello["device"], pool=runner.pool if not hello.get("fresh") else None)
+            body, blobs = wire.recv_raw(req)
         except EOFError:
             return 0
+        if isinstance(body, dict) and body.get("op") == "stage_case":
+            case = (body.get("args"), blobs)   # replaces the previous case's
+            wire.send(ans, {"ok": True, "staged": "case"})
+            continue
+        staged_case = isinstance(body, dict) and body.get("staged") == "case"
+        msg = wire.decode(body, blobs, device, None if staged_case else pool)   # (a staged call's inputs: below)
         op = msg.get("op")
         if op == "call":
             k = msg.get("staged")
-            if k is not None and not (isinstance(k, int) and 0 <= k < len(staged)):
+            if k is not None and not (k == "case" and case is not None) \
+                    and not (isinstance(k, int) and 0 <= k < len(staged)):
                 wire.send(ans, {"outs": None, "diag": {"error": f"no staged inputs {k!r}"}})
                 continue
             try:
-                args = msg["args"] if k is None else [_on_device(a, hello["device"], runner.torch)
-                                                      for a in staged[k]]
+                if k == "case":   # fresh tensors from the staged bytes (into the pool, as a sent call's are)
+                    args = wire.decode(case[0], [bytearray(b) for b in case[1]] if device == "cpu" else case[1],
+                                       device, pool)
+                else:
+                    args = msg["args"] if k is None else [_on_device(a, device, runner.torch) for a in staged[k]]
             except Exception as exc:  # noqa: BLE001
-                wire.send(ans, {"outs": None, "diag": {"error": f"staged inputs to {hello['device']}: "
+                wire.send(ans, {"outs": None, "diag": {"error": f"staged inputs to {device}: "
                                                                 f"{type(exc).__name__}: {_first_line(exc)}"}})
                 continue
             notes.active = True

@@ -337,14 +337,23 @@ class RunnerProcess:
             raise self._died(ValueError(f"staging answered {str(ans)[:120]}"))
         return ans["staged"] - 1
 
+    def stage_case(self, args: list) -> None:
+        """Hand a check case's inputs to the runner (after its hello): it keeps their bytes in host memory, in place of
+        the previous case's, and every ``call(staged="case")`` rebuilds fresh tensors from them on its device (into
+        the same memory as a sent call's, ``wire.recv``'s pool). The judge sends them once per case, with the device
+        given back (``judge._group``), instead of once per call under the hold."""
+        ans = self._ask({"op": "stage_case", "args": args})
+        if not (isinstance(ans, dict) and ans.get("ok") and ans.get("staged") == "case"):
+            raise self._died(ValueError(f"staging a case answered {str(ans)[:120]}"))
+
     def call(self, args: list, skip_mask: list[bool] = (), skip_rest: bool = False, profile: bool = False,
-             inputs_back: bool = True, trace: bool = False, staged: int | None = None) -> dict:
+             inputs_back: bool = True, trace: bool = False, staged: int | str | None = None) -> dict:
         """One watched call. ``profile``: no poisoning, and the CUDA profiler API brackets the call
         (what ncu measures with ``--profile-from-start off``). ``inputs_back=False``: the answer leaves the
         inputs out (a call whose input mutation nobody checks: the kernels-off call, the hardware check).
         ``trace``: the runner also answers the line trace of the candidate file (``lines``, ``positions``);
-        without it, it answers none. ``staged``: the inputs are those staged under this index (``stage``),
-        ``args`` is not sent."""
+        without it, it answers none. ``staged``: the inputs are those staged under this index (``stage``), or
+        ``"case"``: the case staged last (``stage_case``); ``args`` is not sent."""
         if not isinstance(trace, bool):
             raise TypeError(f"trace must be a bool, not {type(trace).__name__}")
         msg = {"op": "call", "args": args if staged is None else [], "skip_mask": list(skip_mask),

@@ -144,10 +144,9 @@ def _decode(obj: Any, blobs: list[bytearray], device: str, pool: list | None, po
     return obj
 
 
-def recv(f: BinaryIO, cap: int = 1 << 34, device: str = "cpu", pool: list | None = None) -> Any:
-    """One message; tensors rebuilt on ``device`` with their strides. ``cap``: most bytes in all.
-    ``pool``: storage spans of an earlier message to write this one's tensors into (in order, when
-    dtype and size match); on return it holds this message's spans."""
+def recv_raw(f: BinaryIO, cap: int = 1 << 34) -> tuple[Any, list[bytearray]]:
+    """One message as it came: its body (tensors still descriptors) and its tensors' bytes (``decode`` rebuilds it,
+    at once or later: a runner keeps a staged case's inputs in host memory until a call names them)."""
     header = json.loads(_read_frame(f, min(cap, 64 << 20)))
     n = header.get("blobs", 0)
     if not isinstance(n, int) or n < 0 or n > 4096:
@@ -157,8 +156,22 @@ def recv(f: BinaryIO, cap: int = 1 << 34, device: str = "cpu", pool: list | None
         b = _read_frame(f, cap - total)
         total += len(b)
         blobs.append(b)
+    return header.get("body"), blobs
+
+
+def decode(body: Any, blobs: list[bytearray], device: str = "cpu", pool: list | None = None) -> Any:
+    """A message received with ``recv_raw``, tensors rebuilt on ``device`` (``recv``'s ``pool``); the bytes stay
+    the receiver's, so the same message decodes again into fresh tensors."""
     used: list = []
-    out = _decode(header.get("body"), blobs, device, pool, used)
+    out = _decode(body, blobs, device, pool, used)
     if pool is not None:
         pool[:] = used
     return out
+
+
+def recv(f: BinaryIO, cap: int = 1 << 34, device: str = "cpu", pool: list | None = None) -> Any:
+    """One message; tensors rebuilt on ``device`` with their strides. ``cap``: most bytes in all.
+    ``pool``: storage spans of an earlier message to write this one's tensors into (in order, when
+    dtype and size match); on return it holds this message's spans."""
+    body, blobs = recv_raw(f, cap)
+    return decode(body, blobs, device, pool)

@@ -140,3 +140,54 @@ def test_a_runner_tells_its_compiles_and_the_judge_gives_the_device_back_meanwhi
         assert ans["diag"].get("error") is None and gpulock.usage()["aside_s"] == before
     finally:
         r.close()
+
+
+def test_a_staged_case_gives_every_call_fresh_inputs_from_the_same_bytes(tmp_path):
+    """``RunnerProcess.stage_case`` (the judge sends a case's inputs once, with the device given back): every
+    ``call(staged="case")`` rebuilds them from the kept bytes, so what one call did to its inputs never reaches the
+    next; a later case replaces the earlier; a call naming a case before any was staged is a failed call."""
+    import torch
+
+    cand = tmp_path / "mutating_cand.py"
+    cand.write_text("def launch(x):\n    out = x + 1\n    x.zero_()\n    return out\n")
+    r = spawn.RunnerProcess(str(cand), "cpu", [], hide=[])
+    try:
+        missing = r.call([], staged="case")
+        assert missing["outs"] is None and "no staged inputs" in missing["diag"]["error"]
+        r.stage_case([torch.arange(4.0)])
+        first = r.call([], staged="case")
+        second = r.call([], staged="case", inputs_back=False)
+        assert torch.equal(first["outs"][0], torch.arange(4.0) + 1)
+        assert torch.equal(first["inputs_after"][0], torch.zeros(4)), "the runner answers its own copy's state"
+        assert torch.equal(second["outs"][0], torch.arange(4.0) + 1), "the second call got the mutated copy"
+        r.stage_case([torch.full((3,), 5.0)])
+        assert torch.equal(r.call([], staged="case")["outs"][0], torch.full((3,), 6.0))
+    finally:
+        r.close()
+
+
+def test_the_judge_stages_a_case_with_the_device_given_back(tmp_path, monkeypatch):
+    """``judge._stage_case``: the bytes of a case's inputs cross the pipe with the judge's device hold given back
+    (``gpulock.aside``), and the hold is the judge's again afterwards."""
+    import torch
+
+    from tritondx.tools.exec import gpulock
+    from tritondx.tools.verify import judge
+
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, str(tmp_path / "locks"))
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    cand = tmp_path / "ident_cand.py"
+    cand.write_text("def launch(x):\n    return x\n")
+    r = spawn.RunnerProcess(str(cand), "cpu", [], hide=[])
+    seen = []
+    stage = r.stage_case
+    monkeypatch.setattr(r, "stage_case", lambda args: (seen.append(gpulock.current_hold().aside), stage(args))[1])
+    try:
+        with gpulock.phase("shared"):
+            judge._stage_case(r, [torch.ones(1 << 20)])
+            assert not gpulock.current_hold().aside
+        assert seen == [True]
+        assert torch.equal(r.call([], staged="case", inputs_back=False)["outs"][0], torch.ones(1 << 20))
+    finally:
+        r.close()

@@ -72,9 +72,9 @@ def _record_calls(monkeypatch, forge_lines: bool = False) -> list[tuple[bool, bo
     seen: list[tuple[bool, bool]] = []
     real = spawn.RunnerProcess.call
 
-    def call(self, args, skip_mask=(), skip_rest=False, profile=False, inputs_back=True, trace=False):
+    def call(self, args, skip_mask=(), skip_rest=False, profile=False, inputs_back=True, trace=False, staged=None):
         seen.append((bool(skip_rest or skip_mask), trace))
-        ans = real(self, args, skip_mask, skip_rest, profile, inputs_back, trace)
+        ans = real(self, args, skip_mask, skip_rest, profile, inputs_back, trace, staged)
         if forge_lines:
             ans.setdefault("diag", {})["lines"] = list(range(1, 200))
         return ans
