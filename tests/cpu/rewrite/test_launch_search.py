@@ -101,6 +101,7 @@ def test_compile_checks_run_several_at_once(rw, monkeypatch):
     import threading
     import time
 
+    from tritondx.tools.rewrite import launch_search as ls
     live, peak, calls, lock = [0], [0], [0], threading.Lock()
 
     def fake(source):
