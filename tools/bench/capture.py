@@ -107,8 +107,9 @@ def capture(job: dict[str, Any]) -> dict[str, Any]:
     about 1 s of its own per kernel) is disassembled in a thread while the next kernel compiles.
 
     ``tasks`` and ``out_names`` (instead of ``task``): several candidates of one task compiled in this one job, each
-    into its folder ``out_dir/<name>``, one manifest each (``{"manifests": [...], "errors": [...]}``): the launch search's ptxas figures
-    for a round's configurations, one Python start and torch import for all of them (about 3 s each before).
+    into its folder ``out_dir/<name>``, one manifest each (``{"manifests": [...], "errors": [...]}``): the launch
+    search's ptxas figures for a round's configurations, one Python start and torch import for all of them (about
+    3 s each before).
     ``sass`` False: no disassembly (the search reads ptxas' figures only)."""
     import triton
 
@@ -145,6 +146,7 @@ def _capture_one(job: dict[str, Any]) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="tdx-capture-"))
     disasm = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="tdx-sass")
     sass_jobs: list[tuple[dict[str, Any], str, Any]] = []   # (record, tag, future of the SASS text)
+
     def capture_run(self, *args, grid, warmup, **kwargs):
         kwargs["debug"] = kwargs.get("debug", self.debug) or knobs.runtime.debug
         kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode

@@ -32,9 +32,10 @@ JOB_LOCK_ENV = "TRITONDX_JOB_GPU_LOCK"  # "<turnstile fd>,<gpu fd>,<profiler fd>
 JOB_ALONE_ENV = "TRITONDX_JOB_ALONE"    # "1": every phase of the job is exclusive (a retry after a CUDA OOM)
 JOB_LOCK_DIR_ENV = "TRITONDX_JOB_LOCK_DIR"  # a job started through another program (ncu): the folder itself
 _OPENED: tuple[int, int] | None = None
-# This process's device time: seconds inside shared / exclusive phases, seconds spent waiting to
-# enter them, and seconds a phase gave the device back while Triton compiled (``step_aside``). A job's wall time is mostly Python start-up, imports and compiles, and under a busy batch
-# also these waits; what it held the device for is the cost that compares across loads.
+# This process's device time: seconds inside shared / exclusive phases, seconds spent waiting to enter
+# them, and seconds a phase gave the device back (``step_aside``: Triton compiles, a case's bytes on the
+# pipe). A job's wall time is mostly Python start-up, imports and compiles, and under a busy batch also
+# these waits; what it held the device for is the cost that compares across loads.
 _USAGE = {"shared_s": 0.0, "exclusive_s": 0.0, "wait_s": 0.0, "aside_s": 0.0}
 
 

@@ -127,14 +127,13 @@ CONTRACT_CLASSES = frozenset({"mismatch", "exception", "compile_error", "out_of_
                               "crashed", "killed", "error", "out_of_memory"})
 
 
-def _stage_case(runner: RunnerProcess, inputs) -> None:
-    """A case's inputs to the runner once (``RunnerProcess.stage_case``), its calls then name them: copied to host
-    memory under the device hold, sent through the pipe with the hold given back (``gpulock.aside``: the bytes cross
-    on the CPU, and a 512 MiB input took seconds of a hold that every timer of the batch waits for; each call sent
-    them again before)."""
-    host = [t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in inputs]
+def _stage_case(runner: RunnerProcess, snapshot) -> None:
+    """A case's inputs (``CaseData``'s host snapshot) to the runner once, with the device hold given back
+    (``gpulock.aside``): the bytes cross the pipe on the CPU, and a 512 MiB input took seconds of a hold that every
+    timer of the batch waits for, once per call before. Its calls name them (``call(staged="case")``)."""
     with aside():
-        runner.stage_case(host)
+        runner.stage_case(list(snapshot))
+
 
 class CaseData:
     """Inputs and reference outputs of the check cases, made once per (shape, dtype, seed, values) and
@@ -422,6 +421,7 @@ class Judge:
             mode = "all" if self.rng.random() < 0.5 else "partial"
             mask = [self.rng.random() < 0.5 for _ in range(MASK_LEN)] if mode == "partial" else []
             traced = self._wants_trace(case)
+
             def kernels_off() -> dict:
                 return runner.call([], mask, skip_rest=mode == "all", inputs_back=False, staged="case")
             off = kernels_off() if off_first else None

@@ -223,15 +223,14 @@ class Runner:
 
 class CompileNotes:
     """Tells the judge while a call's Triton compile runs (longer than ``after_s``, the hello's ``compile_notes``: a
-    cache hit stays quiet): ``{"note": "compiling"}``, then ``{"note": "compiled"}``, after which the runner waits for the judge's
-    ``{"op": "go"}``. The judge holds the device for the runner's calls; a compile uses only the CPU (the binary
-    goes to the device at the first launch, after it), so meanwhile the judge gives the device back
+    cache hit stays quiet): ``{"note": "compiling"}``, then ``{"note": "compiled"}``, after which the runner waits for
+    the judge's ``{"op": "go"}``. The judge holds the device for the runner's calls; a compile uses only the CPU
+    (the binary goes to the device at the first launch, after it), so meanwhile the judge gives the device back
     (``gpulock.step_aside``) and a timer of another job need not wait for the compile. Only during a call."""
 
     def __init__(self, wire, req, ans, after_s: float) -> None:
         self.wire, self.req, self.ans, self.after_s = wire, req, ans, after_s
         self.active = False
-        self.told = 0
 
     def install(self) -> None:
         """Wrap ``triton.compiler.compile`` (what a kernel's launcher binds at its first launch) and ``triton.compile``;
@@ -272,7 +271,6 @@ class CompileNotes:
                 with gate:
                     state["done"] = True
                 if state["told"]:
-                    notes.told += 1
                     notes.wire.send(notes.ans, {"note": "compiled"})
                     go = notes.wire.recv(notes.req)
                     if go != {"op": "go"}:
@@ -345,12 +343,13 @@ def serve(req_fd: int, ans_fd: int, ev_fd: int, profiled: bool = False) -> int:
             wire.send(ans, {"ok": True, "staged": len(staged)})
             hello = wire.recv(req)
     candidate = os.path.abspath("candidate.py")
-    after = hello.get("compile_notes")
-    notes = CompileNotes(wire, req, ans, float(after) if isinstance(after, (int, float)) else 0.0)
+    after = hello.get("compile_notes")   # seconds (a GPU judge), or absent
+    notes_on = isinstance(after, (int, float)) and not isinstance(after, bool)
+    notes = CompileNotes(wire, req, ans, float(after) if notes_on else 0.0)
     try:
         with open(candidate, "w") as f:
             f.write(hello["source"])
-        if isinstance(after, (int, float)) and not isinstance(after, bool):
+        if notes_on:
             notes.install()
         runner = Runner(candidate, hello, ev_fd)
     except BaseException as exc:  # noqa: BLE001
