@@ -51,3 +51,23 @@ if agg["jobs"]:
     print(f"round benches: {agg['jobs']} jobs; waited for the device {agg['wait_s']:.0f} s, held it shared "
           f"{agg['shared_s']:.0f} s and exclusive {agg['exclusive_s']:.0f} s; gave it back while compiling "
           f"{agg['aside_s']:.0f} s")
+# the judge's steps per candidate (report.json candidates' verify_steps, judge.STEPS), summed over the finished runs,
+# and the longest single full verification
+steps: dict[str, float] = {}
+longest = (0.0, "", {})
+for f in runs.glob("*/report.json"):
+    try:
+        cands = json.loads(f.read_text()).get("candidates") or []
+    except (OSError, ValueError, AttributeError):
+        continue
+    for c in cands:
+        st = c.get("verify_steps") or {}
+        for k, v in st.items():
+            steps[k] = steps.get(k, 0.0) + float(v)
+        if st and float(c.get("verify_seconds") or 0.0) > longest[0]:
+            longest = (float(c["verify_seconds"]), f"{f.parent.name}:{c['id']}", st)
+if steps:
+    print("judge steps (all candidates): " + "  ".join(f"{k} {v:.0f}s" for k, v in
+                                                      sorted(steps.items(), key=lambda kv: -kv[1])))
+    print(f"longest verification {longest[0]:.0f} s ({longest[1]}): "
+          + "  ".join(f"{k} {v:.1f}s" for k, v in sorted(longest[2].items(), key=lambda kv: -kv[1])))

@@ -34,7 +34,10 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
                           # None where checked on the listed shapes only (timed, not faster): never "verified"
                           {"verified": None if screened(v) else v.get("passed"), "screened": screened(v),
                            "rejection": v.get("klass"), "reason": v.get("reason"),
-                           "coverage": (verifs.get(c["id"]) or {}).get("coverage") or [], "measurement": m})
+                           "coverage": (verifs.get(c["id"]) or {}).get("coverage") or [], "measurement": m,
+                           # the judge's time on it (``judge.STEPS``; the last, fullest verification)
+                           "verify_seconds": (verifs.get(c["id"]) or {}).get("seconds"),
+                           "verify_steps": (verifs.get(c["id"]) or {}).get("steps") or {}})
     best = state.get("best") or {}
     measured = bool(best.get("measured"))
     db = run_dir / "checkpoints.sqlite"

@@ -28,16 +28,17 @@ class Rejected(Exception):
 
 
 @contextlib.contextmanager
-def device_phase(device: str, urgent: bool = False):
+def device_phase(device: str, urgent: bool = False, release: bool = True):
     """Hold the device (shared) for a block of checks, then give the caching allocator's memory back
     to the device: jobs of a batch share one GPU, and memory a job keeps reserved between its checks
     made honest candidates of other jobs run out of memory (16 of 153 verifications on the H200,
-    2026-11-30). ``urgent``: past a queued timer (``gpulock.phase``)."""
+    2026-11-30). ``urgent``: past a queued timer (``gpulock.phase``). ``release=False``: the memory stays
+    (a later phase of the same checks gives it back)."""
     with phase("shared", urgent):
         try:
             yield
         finally:
-            if device.startswith("cuda"):
+            if release and device.startswith("cuda"):
                 import gc
                 gc.collect()
                 torch.cuda.empty_cache()

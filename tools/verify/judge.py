@@ -18,6 +18,7 @@ alive (an output sharing memory with an earlier one is a cache).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import secrets
@@ -45,6 +46,12 @@ from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subrea
 from tritondx.tools.verify.impl import _OOM_TEXT, Rejected, _check_inputs, device_phase
 from tritondx.tools.verify.stress import SCALES
 
+#: the judge's steps per candidate (``Judge.steps``, seconds): starting the runner (``runner``), waiting for the device
+#: (``lock_wait``), holding it (``held``: all of the following), each case's inputs and reference (``inputs``: made
+#: once per case for every candidate of a round), staging the inputs in the runner (``stage``, device given back), the
+#: runner's calls (``calls``: of which ``aside_compiling`` and ``aside_answers`` with the device given back), the
+#: comparisons (``compare``)
+STEPS = ("runner", "lock_wait", "held", "inputs", "stage", "calls", "aside_compiling", "aside_answers", "compare")
 #: longest random skip mask of a partial kernels-off call
 MASK_LEN = 64
 #: most tensor elements one call may read to the host one by one (``.item()``): sizes and flags, not data
@@ -230,6 +237,7 @@ class Judge:
         self.contract = contract
         self.evidence: list[str] = []
         self._case = None     # the case being checked (a failure on it may be outside the original's contract)
+        self.steps: dict[str, float] = {}   # seconds per step of the checks (``STEPS``), reported with the verdict
 
     def run(self) -> dict[str, Any]:
         cases = self.cases
@@ -278,11 +286,38 @@ class Judge:
                 "coverage": self.plan.summary() if self.plan is not None else [],
                 "scope": self.plan.scope if self.plan is not None else "full"}
 
+    @contextlib.contextmanager
+    def _step(self, name: str):
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.steps[name] = self.steps.get(name, 0.0) + time.monotonic() - t0
+
+    @contextlib.contextmanager
+    def _held(self):
+        """The device held (shared) for one step of a case: a timer of another job waits for one case's device work
+        at most, not a group's; the memory goes back at the group's end (``_check``)."""
+        t0 = time.monotonic()
+        with device_phase(self.device, release=False):
+            self.steps["lock_wait"] = self.steps.get("lock_wait", 0.0) + time.monotonic() - t0
+            with self._step("held"):
+                yield
+
+    def step_seconds(self) -> dict[str, float]:
+        """Where this candidate's checks spent their time (``STEPS``), in seconds."""
+        return {k: round(v, 3) for k, v in self.steps.items()}
+
+    def _runner_seconds(self, runner) -> None:
+        for k, v in runner.seconds.items():
+            self.steps[f"aside_{k}"] = self.steps.get(f"aside_{k}", 0.0) + v
+
     def _check(self, cases: list, candidate: str, flip: bool = False) -> None:
         """Every case on one runner of ``candidate`` (``flip``: the flipped source, see flip.py)."""
         runner = zygote = None
         try:
-            runner, zygote = self._new_runner(candidate, flip)
+            with self._step("runner"):
+                runner, zygote = self._new_runner(candidate, flip)
             self._hello(runner.hello)
             groups: dict[tuple, list] = {}
             for c in cases:
@@ -290,8 +325,11 @@ class Judge:
             for group in groups.values():
                 self._case = None
                 try:
-                    with device_phase(self.device):
+                    try:
                         self._group(runner, group)
+                    finally:
+                        with device_phase(self.device):   # the group's device memory given back (a short hold)
+                            pass
                     runner.reset()
                 except (Rejected, RunnerDied) as exc:
                     died = isinstance(exc, RunnerDied)
@@ -299,6 +337,7 @@ class Judge:
                     if not self._outside_contract(self._case, rej):
                         raise rej from None
                     if died:   # the candidate's runner ended on a case the original fails too: a fresh one
+                        self._runner_seconds(runner)
                         self.evidence += runner.close()
                         self._release(zygote)
                         runner, zygote = self._new_runner(candidate, flip)
@@ -309,6 +348,7 @@ class Judge:
             raise Rejected(exc.kind, exc.message) from None
         finally:
             if runner is not None:
+                self._runner_seconds(runner)
                 self.evidence += runner.close()
                 self._release(zygote)
 
@@ -413,8 +453,11 @@ class Judge:
             self._case = case
             dtype = to_dtype(case.dtype)
             where = f"{case.label()} seed {case.seed}"
-            snapshot, refs, ref_aliases = self.data.get(case, where)
-            _stage_case(runner, snapshot)   # sent as bytes once: each call's copy is the runner's own
+            with self._held():
+                with self._step("inputs"):   # made once per case for all candidates (CaseData)
+                    snapshot, refs, ref_aliases = self.data.get(case, where)
+            with self._step("stage"):   # outside the holds: CPU and pipe only
+                _stage_case(runner, snapshot)   # sent as bytes once: each call's copy is the runner's own
             # the group's first call is a plain one (compiles, autotuning); later cases put the
             # kernels-off call before or after the plain one at random
             off_first = k > 0 and self.rng.random() < 0.5
@@ -424,31 +467,34 @@ class Judge:
 
             def kernels_off() -> dict:
                 return runner.call([], mask, skip_rest=mode == "all", inputs_back=False, staged="case")
-            off = kernels_off() if off_first else None
-            ans = runner.call([], trace=traced, staged="case")
-            if off is None:
-                off = kernels_off()
-            diag = ans.get("diag") or {}
-            if traced:   # lines a runner sends unasked are never read
-                ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}
-                self.lines |= ran
-                self.spots |= {tuple(p) for p in diag.get("positions") or []
-                               if isinstance(p, list) and len(p) == 4 and all(isinstance(v, int) for v in p)}
-                if case.flipped:
-                    self.flip_lines.append((case.label(), ran))
-            _check_diag(diag, where, self.allowed)
-            for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
-                if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape
-                                                    or t.dtype != s.dtype or not unchanged(t, s)):
-                    raise Rejected("mutates_inputs", f"{where}: input {i} was modified by launch()")
-            off_diag = off.get("diag") or {}
-            if off_diag.get("tampered"):
-                raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(off_diag['tampered'])}")
-            _check_ops(off_diag, where, self.allowed)
-            self._outputs(ans, off, refs, ref_aliases, mask, mode, earlier_refs, where, dtype,
-                          self.data.atol_scales(case), lambda: self.data.floors(case))
-            earlier_refs.append((case.seed, refs))
-            self.records.append({**case.model_dump(), "launches": diag["launches"], "kernels_off": mode})
+            with self._held():   # the calls and their checks
+                with self._step("calls"):
+                    off = kernels_off() if off_first else None
+                    ans = runner.call([], trace=traced, staged="case")
+                    if off is None:
+                        off = kernels_off()
+                diag = ans.get("diag") or {}
+                if traced:   # lines a runner sends unasked are never read
+                    ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}
+                    self.lines |= ran
+                    self.spots |= {tuple(p) for p in diag.get("positions") or []
+                                   if isinstance(p, list) and len(p) == 4 and all(isinstance(v, int) for v in p)}
+                    if case.flipped:
+                        self.flip_lines.append((case.label(), ran))
+                _check_diag(diag, where, self.allowed)
+                for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
+                    if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape
+                                                        or t.dtype != s.dtype or not unchanged(t, s)):
+                        raise Rejected("mutates_inputs", f"{where}: input {i} was modified by launch()")
+                off_diag = off.get("diag") or {}
+                if off_diag.get("tampered"):
+                    raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(off_diag['tampered'])}")
+                _check_ops(off_diag, where, self.allowed)
+                with self._step("compare"):
+                    self._outputs(ans, off, refs, ref_aliases, mask, mode, earlier_refs, where, dtype,
+                                  self.data.atol_scales(case), lambda: self.data.floors(case))
+                earlier_refs.append((case.seed, refs))
+                self.records.append({**case.model_dump(), "launches": diag["launches"], "kernels_off": mode})
 
     def _outputs(self, ans: dict, off: dict, refs: tuple, ref_aliases: list, mask: list, mode: str,
                  earlier_refs: list, where: str, dtype: torch.dtype, atol_scales: list[float] = (),
@@ -523,11 +569,12 @@ def verify(job: dict[str, Any]) -> dict[str, Any]:
     key = prestart.key()
     if "candidates" in job:
         return verify_round(job, key)
+    judge = Judge(job)
     try:
-        result = Judge(job).run()
+        result = judge.run()
     except Rejected as exc:
         result = {"passed": False, "class": exc.klass, "error": exc.reason}
-    return seal.sign(key, result)
+    return seal.sign(key, {**result, "steps": judge.step_seconds()})
 
 
 def _watchdog(judge: Judge, seconds: float, fired: list) -> threading.Timer:
@@ -607,7 +654,7 @@ def verify_round(job: dict[str, Any], key: str, pool=None, orig=None) -> dict[st
             result = {"passed": False, "class": "timeout",
                       "error": f"the candidate's checks did not finish within {per_timeout:.0f} s"}
         u1 = usage()
-        result = {**result, "seconds": round(time.monotonic() - t0, 3),
+        result = {**result, "seconds": round(time.monotonic() - t0, 3), "steps": judge.step_seconds(),
                   "device_usage": {k: round(u1[k] - u0.get(k, 0.0), 4) for k in u1}}
         return seal.sign(key, result)
 

@@ -34,6 +34,9 @@ class Verdict(BaseModel):
     coverage: list[str] = Field(default_factory=list)  # cases, dropped cases, added branches (verify/cases.py)
     seconds: float = 0.0          # the job's wall time (start-up, imports, compiles, waits included)
     device_s: float = 0.0         # of which the job held the device (tools/exec/gpulock.py phases)
+    #: the judge's seconds per step of this candidate's checks (``judge.STEPS``: runner start, lock wait, held,
+    #: inputs, staging, calls, comparisons); empty where no judge ran (the static policy)
+    steps: dict[str, float] = Field(default_factory=dict)
     speed_measured: bool = False
     #: "full": every check of the plan; "screen": the listed shapes only (before timing: verify/staged.py),
     #: which no report calls verified

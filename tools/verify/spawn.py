@@ -104,7 +104,7 @@ _LIVE_RUNNERS: set[int] = set()
 
 #: a runner's compile notes (``runner.CompileNotes``: it tells a compile that runs longer than
 #: ``gpulock.ASIDE_AFTER_S``)
-COMPILING, COMPILED = {"note": "compiling"}, {"note": "compiled"}
+COMPILING, COMPILED, ANSWERING = {"note": "compiling"}, {"note": "compiled"}, {"note": "answering"}
 
 
 class RunnerDied(Exception):
@@ -260,6 +260,12 @@ class RunnerProcess:
         else:
             self.begin()
 
+    @property
+    def seconds(self) -> dict[str, float]:
+        """Seconds of this runner's calls the judge spent with the device given back: ``compiling`` (compile notes)
+        and ``answers`` (announced answers' bytes crossing the pipe)."""
+        return self.__dict__.setdefault("_seconds", {"compiling": 0.0, "answers": 0.0})
+
     def begin(self) -> dict[str, Any]:
         """Send the hello (the candidate's source: the runner imports it) and keep the answer; done by the
         constructor unless the runner was started with ``preload``."""
@@ -284,18 +290,29 @@ class RunnerProcess:
     def _ask(self, msg: dict[str, Any]) -> Any:
         """Send ``msg`` and return the answer. Meanwhile a call's compile notes (``runner.CompileNotes``): the device
         this thread holds for the call is given back while the runner compiles and taken again before it goes on
-        (``gpulock.step_aside``); it is held again when the answer comes, whatever the runner sent."""
+        (``gpulock.step_aside``); it is held again when the answer comes, whatever the runner sent. An announced
+        answer (``runner.ANSWER_NOTE_BYTES``) is read off the pipe aside and rebuilt on the device under the hold."""
         from tritondx.tools.exec import gpulock
         from tritondx.tools.verify import wire
         try:
             wire.send(self.req, msg)
+            t_note = time.monotonic()
             while True:
                 ans = wire.recv(self.ans, cap=self.answer_cap, device=self.answer_device)
                 if ans == COMPILING:
                     gpulock.step_aside()
+                    t_note = time.monotonic()
                 elif ans == COMPILED:
                     gpulock.step_back()
+                    self.seconds["compiling"] += time.monotonic() - t_note
                     wire.send(self.req, {"op": "go"})
+                elif ans == ANSWERING:   # the answer's bytes, device given back; rebuilt on the device under it
+                    t_note = time.monotonic()
+                    gpulock.step_aside()
+                    body, blobs = wire.recv_raw(self.ans, cap=self.answer_cap)
+                    gpulock.step_back()
+                    self.seconds["answers"] += time.monotonic() - t_note
+                    return wire.decode(body, blobs, self.answer_device)
                 else:
                     return ans
         except (EOFError, BrokenPipeError, wire.WireError, ValueError, OSError) as exc:

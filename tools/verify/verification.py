@@ -41,6 +41,13 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
     r, seconds, device_s = run_device_job(job, backend, timeout, memory_bytes, extra_env={seal.SEAL_ENV: key},
                                           candidate=candidate_id)
     ran = (["static policy"] if static_policy else []) + list((r.result or {}).get("ran") or [])
+    verdict = _single_verdict(r, key, candidate_id, backend, seconds, device_s, ran)
+    verdict.steps = judge_steps(r.result, key)
+    return verdict
+
+
+def _single_verdict(r, key: str, candidate_id: str, backend: Backend, seconds: float, device_s: float,
+                    ran: list[str]) -> Verdict:
     if r.ok and r.result and r.result.get("passed") is True:
         if not seal.valid(key, r.result):
             return Verdict(candidate_id=candidate_id, passed=False, klass="verdict_forgery", backend=backend.name,
@@ -53,6 +60,15 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
     klass, reason = job_error(r)
     return Verdict(candidate_id=candidate_id, passed=False, klass=klass, reason=reason[:600], backend=backend.name,
                    seconds=seconds, device_s=device_s, ran=ran)
+
+
+def judge_steps(answer: dict | None, key: str) -> dict[str, float]:
+    """The judge's seconds per step of one candidate's checks (``judge.STEPS``): from a sealed answer only."""
+    if not isinstance(answer, dict) or not seal.valid(key, answer):
+        return {}
+    steps = answer.get("steps")
+    return {str(k): float(v) for k, v in steps.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
+        if isinstance(steps, dict) else {}
 
 
 def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: float, ran_static: bool,
@@ -126,6 +142,7 @@ def verify_round(task_path: str, candidates: list[dict], backend: Backend, allow
             a = answers.get(c["id"])
             out[c["id"]] = _verdict_from(c, a, key, backend, float((a or {}).get("seconds") or 0.0) + overhead,
                                          static_policy, scope)
+            out[c["id"]].steps = judge_steps(a, key)
         oom = [c for c in todo if out[c["id"]].klass == "out_of_memory"]
         if oom and backend.can_time and not alone and os.environ.get("TRITONDX_LOCK_DIR"):
             log.info("verify_retry_alone", candidates=[c["id"] for c in oom])

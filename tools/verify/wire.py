@@ -99,13 +99,24 @@ def _encode(obj: Any, blobs: list[memoryview]) -> Any:
     raise WireError(f"cannot send a {type(obj).__name__}")
 
 
+class Packed:
+    """A message made ready to send: its header and its tensors' bytes in host memory (every device-to-host copy
+    done). ``nbytes``: the tensors' bytes."""
+
+    def __init__(self, obj: Any) -> None:
+        self.blobs: list[memoryview] = []
+        self.header = json.dumps({"body": _encode(obj, self.blobs), "blobs": len(self.blobs)}).encode()
+        self.nbytes = sum(b.nbytes for b in self.blobs)
+
+    def write(self, f: BinaryIO) -> None:
+        _write_frame(f, self.header)
+        for b in self.blobs:
+            _write_frame(f, b)
+        f.flush()
+
+
 def send(f: BinaryIO, obj: Any) -> None:
-    blobs: list[memoryview] = []
-    header = json.dumps({"body": _encode(obj, blobs), "blobs": len(blobs)}).encode()
-    _write_frame(f, header)
-    for b in blobs:
-        _write_frame(f, b)
-    f.flush()
+    Packed(obj).write(f)
 
 
 def _decode(obj: Any, blobs: list[bytearray], device: str, pool: list | None, pool_used: list) -> Any:

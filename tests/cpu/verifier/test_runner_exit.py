@@ -191,3 +191,47 @@ def test_the_judge_stages_a_case_with_the_device_given_back(tmp_path, monkeypatc
         assert torch.equal(r.call([], staged="case", inputs_back=False)["outs"][0], torch.ones(1 << 20))
     finally:
         r.close()
+
+
+def test_a_large_answer_crosses_the_pipe_with_the_device_given_back(tmp_path, monkeypatch):
+    """An answer of at least ``runner.ANSWER_NOTE_BYTES`` is announced (``{"note": "answering"}``, with the hello's
+    notes on): the judge reads its bytes with the device hold given back and holds it again to rebuild them; a small
+    answer keeps the hold throughout; either way the answer is the same."""
+    import torch
+
+    from tritondx.tools.exec import gpulock
+    from tritondx.tools.verify import runner as runner_py
+
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, str(tmp_path / "locks"))
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    src = "def launch(x):\n    return x * 2\n"
+    cand = tmp_path / "double_cand.py"
+    cand.write_text(src)
+    big = torch.arange(float(runner_py.ANSWER_NOTE_BYTES // 4))   # one output at the threshold, float32
+    hello = {**spawn.runner_hello("cpu", [], src, False), "compile_notes": 0.25}
+    r = spawn.RunnerProcess(str(cand), "cpu", [], hide=[], hello=hello)
+    try:
+        assert r.hello.get("ok"), r.hello
+        with gpulock.phase("shared"):
+            hold = gpulock.current_hold()
+            before = gpulock.usage()["aside_s"]
+            small = r.call([torch.ones(8)], inputs_back=False)
+            assert gpulock.usage()["aside_s"] == before and r.seconds["answers"] == 0.0, \
+                "a small answer kept the hold"
+            ans = r.call([big], inputs_back=False)
+            assert not hold.aside, "the judge holds the device again when the answer is rebuilt"
+        assert torch.equal(small["outs"][0], torch.full((8,), 2.0))
+        assert torch.equal(ans["outs"][0], big * 2)
+        assert r.seconds["answers"] > 0.0 and gpulock.usage()["aside_s"] > before, \
+            "the device was not given back while the answer's bytes crossed the pipe"
+    finally:
+        r.close()
+    # without notes (a CPU runner's hello) the same answer comes unannounced, under the hold
+    r = spawn.RunnerProcess(str(cand), "cpu", [], hide=[])
+    try:
+        with gpulock.phase("shared"):
+            ans = r.call([big], inputs_back=False)
+        assert torch.equal(ans["outs"][0], big * 2) and r.seconds["answers"] == 0.0
+    finally:
+        r.close()

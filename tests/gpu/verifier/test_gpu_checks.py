@@ -53,3 +53,32 @@ def test_gpu_honest_even_variant_passes_with_both_sides_checked():
     v = _verify(AXPY, CHECKS / "k_even_right.py")
     assert v.passed, f"{v.klass}: {v.reason}"
     assert any("covered" in line and "true by" in line and "false by" in line for line in v.coverage), v.coverage
+
+
+def test_gpu_a_benchmark_size_answer_crosses_the_pipe_with_the_device_given_back(tmp_path, monkeypatch):
+    """On the GPU, a call whose answer is benchmark-size (a real Triton kernel, 2 x 64 MiB in, 64 MiB out) is
+    announced by the runner (``runner.ANSWER_NOTE_BYTES``): the judge reads its bytes with the device hold given back,
+    holds it again to rebuild them on the GPU, and gets the right values."""
+    from tritondx.tools.exec import gpulock
+    from tritondx.tools.verify import spawn
+
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, str(tmp_path / "locks"))
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    cand = Path(__file__).parents[2] / "cpu" / "verifier" / "tiny_axpy.py"
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(1 << 24, generator=g), torch.randn(1 << 24, generator=g)
+    r = spawn.RunnerProcess(str(cand), "cuda", [], hide=[])
+    try:
+        assert r.hello.get("ok") and "compile_notes" in r._hello_msg, r.hello
+        r.stage_case([x, y])
+        with gpulock.phase("shared"):
+            hold = gpulock.current_hold()
+            ans = r.call([], staged="case", inputs_back=False)
+            assert not hold.aside
+        assert ans["diag"].get("error") is None, ans["diag"]
+        got = ans["outs"][0]
+        assert got.is_cuda and torch.allclose(got, (2.5 * x + y).cuda())
+        assert r.seconds["answers"] > 0.0, "the answer's bytes crossed the pipe under the hold"
+    finally:
+        r.close()
