@@ -152,3 +152,48 @@ def test_wants_trace_follows_the_branches_the_trace_decides(tmp_path):
     assert j._wants_trace(case)
     j.plan = None
     assert not j._wants_trace(case)
+
+
+def test_the_judge_holds_the_device_per_case_and_stages_outside_the_holds(tmp_path, interpret, monkeypatch):
+    """``Judge._held``: each case's calls run under a device hold of their own (a timer of another job waits for
+    one case's device work at most, never a whole group's), a case's inputs are staged with no hold, and the
+    verdict carries the judge's seconds per step (``judge.STEPS``)."""
+    from tritondx.tools.exec import gpulock
+
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, str(tmp_path / "locks"))
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    seen: list[tuple[str, int | None]] = []
+    holds: list = []
+    real_call, real_stage = spawn.RunnerProcess.call, spawn.RunnerProcess.stage_case
+
+    def hold_id():
+        h = gpulock.current_hold()
+        if h is None:
+            return None
+        if h not in holds:
+            holds.append(h)
+        return holds.index(h)
+
+    def call(self, *a, **kw):
+        seen.append(("call", hold_id()))
+        return real_call(self, *a, **kw)
+
+    def stage(self, args):
+        seen.append(("stage", hold_id()))
+        return real_stage(self, args)
+    monkeypatch.setattr(spawn.RunnerProcess, "call", call)
+    monkeypatch.setattr(spawn.RunnerProcess, "stage_case", stage)
+    j = _judge(_plain_axpy(tmp_path))
+    result = j.run()
+    assert result["passed"], result
+    cases = len(result["checks"])
+    assert cases >= 2 and [k for k, _ in seen].count("stage") == cases, seen
+    assert all(h is None for k, h in seen if k == "stage"), f"a case was staged under a hold: {seen}"
+    per_case = [h for k, h in seen if k == "call"]
+    assert None not in per_case and len(per_case) == 2 * cases
+    # the two calls of a case share one hold; no two cases do
+    assert len(set(per_case)) == cases and all(per_case[2 * i] == per_case[2 * i + 1] for i in range(cases)), seen
+    steps = j.step_seconds()
+    assert set(steps) >= {"runner", "lock_wait", "held", "inputs", "stage", "calls", "compare"}, steps
+    assert steps["held"] >= steps["calls"] > 0.0
