@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from tritondx.tools.exec.gpulock import phase
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype
 
+#: "READY_FD,GO_FD" (``ncu.profile_counters``): the job says it is ready (Python, torch and the task loaded, no CUDA
+#: call yet) and waits for the go, which comes once the profiler lock is held: a batch's other ncu sessions do not
+#: wait for this one's start-up
+GATE_ENV = "TRITONDX_LAUNCH_GATE_FDS"
+
+
+def _gate() -> None:
+    fds = os.environ.pop(GATE_ENV, "")
+    if not fds:
+        return
+    ready, go = (int(x) for x in fds.split(","))
+    os.write(ready, b"r")
+    os.close(ready)
+    got = os.read(go, 1)
+    os.close(go)
+    if got != b"g":
+        raise RuntimeError("the profiler's gate closed before the go")
+
 
 def run_launch(job: dict[str, Any]) -> dict[str, Any]:
     import torch
     mod = load_module(job["task"], "launch")
+    _gate()   # the first CUDA call comes after this (make_inputs): under the profiler lock
     shape = norm_shape(job.get("shape") or mod.BENCH_SHAPES[0])
     dtype = to_dtype(mod.DTYPES[0])
     # Under ncu every launch is replayed once per metric pass: the device must be ours alone meanwhile

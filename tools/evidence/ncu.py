@@ -14,10 +14,12 @@ import functools
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -133,11 +135,33 @@ def _num(v: str) -> float | None:
         return None
 
 
+#: ncu's line when another profiling session holds the device's counters (H200, 2026-12-01), e.g.
+#: "==ERROR== Profiling failed because a driver resource was unavailable. Ensure that no other tool ..."
+DRIVER_BUSY_RE = re.compile(r"driver resource was unavailable", re.I)
+
+
 def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6) -> tuple[list[dict], str]:
-    """Run the task's launcher under ncu. Returns (per-launch counters, note)."""
+    """Run the task's launcher under ncu. Returns (per-launch counters, note). The job's Python, torch and the task
+    load before the profiler lock is taken (``launch.GATE_ENV``); where ncu still found the counters taken (the task's
+    import touched CUDA), it runs once more with the lock held from its start."""
     exe = ncu_path()
     if exe is None:
         return [], "ncu not available: no hardware counters"
+    rows, out, err = _ncu_launch(exe, task_path, timeout, launch_count, gated=True)
+    if not rows and DRIVER_BUSY_RE.search(out + err):
+        rows, out, err = _ncu_launch(exe, task_path, timeout, launch_count, gated=False)
+    if not rows:
+        if out is None:
+            return [], f"ncu did not finish within {timeout:.0f} s"
+        tail = (err or out).strip().splitlines()[-3:]
+        return [], "ncu gave no counters: " + " | ".join(tail)[:400]
+    return rows, ""
+
+
+def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gated: bool):
+    """One ncu session over a ``launch`` job of ``task_path``: (rows, stdout, stderr); stdout None on a timeout.
+    ``gated``: the profiler lock is taken once the job says it is ready (``launch._gate``), else before it starts."""
+    from tritondx.tools.bench.launch import GATE_ENV
     work = Path(tempfile.mkdtemp(prefix="tritondx-ncu-"))
     job = work / "job.json"
     job.write_text(json.dumps({"kind": "launch", "task": str(Path(task_path).resolve()), "device": "cuda",
@@ -152,19 +176,62 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
     env["HOME"] = str(work)
     if os.environ.get("TRITONDX_LOCK_DIR"):  # the launch job takes the batch's device lock itself
         env[JOB_LOCK_DIR_ENV] = os.environ["TRITONDX_LOCK_DIR"]
+    deadline = time.monotonic() + timeout
+    fds: tuple[int, ...] = ()
+    if gated:
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        env[GATE_ENV] = f"{ready_w},{go_r}"
+        fds = (ready_w, go_r)
+    out_f, err_f = open(work / "ncu.out", "w+"), open(work / "ncu.err", "w+")
+    proc = None
     try:
-        with profiler():   # one ncu session at a time on the device (gpulock.profiler)
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work, env=env)
+        if not gated:
+            with profiler():   # one ncu session at a time on the device (gpulock.profiler)
+                proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, cwd=work, env=env)
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        else:
+            proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, cwd=work, env=env, pass_fds=fds)
+            os.close(ready_w)
+            os.close(go_r)
+            ready = _wait_ready(ready_r, proc, deadline)
+            os.close(ready_r)
+            if ready:
+                with profiler():
+                    os.write(go_w, b"g")
+                    os.close(go_w)
+                    go_w = -1
+                    proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            else:   # it ended before the gate (an import error) or ran out of time: no CUDA call, no lock
+                os.close(go_w)
+                go_w = -1
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        return [], f"ncu did not finish within {timeout:.0f} s"
+        proc.kill()
+        proc.wait()
+        return [], None, ""
     finally:
-        pass
-    rows = parse_raw_csv(r.stdout)
-    shutil.rmtree(work, ignore_errors=True)
-    if not rows:
-        tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
-        return [], "ncu gave no counters: " + " | ".join(tail)[:400]
-    return rows, ""
+        if gated and go_w >= 0:
+            os.close(go_w)
+        out_f.seek(0)
+        err_f.seek(0)
+        out, err = out_f.read(), err_f.read()
+        out_f.close()
+        err_f.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return parse_raw_csv(out), out, err
+
+
+def _wait_ready(fd: int, proc: subprocess.Popen, deadline: float) -> bool:
+    """Whether the gated job said it is ready before ``deadline`` (False: it ended first, or time ran out)."""
+    import select
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], min(1.0, max(0.0, deadline - time.monotonic())))
+        if r:
+            return os.read(fd, 1) == b"r"
+        if proc.poll() is not None:
+            return False
+    return False
 
 
 def first_per_kernel(rows: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any], list[tuple[str, float]]]]:

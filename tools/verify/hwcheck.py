@@ -18,7 +18,6 @@ profiler lock (``_profile``); the lock covers its hello (the candidate's import)
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import structlog
 import torch
 
-from tritondx.tools.evidence.ncu import ncu_path, parse_raw_csv
+from tritondx.tools.evidence.ncu import DRIVER_BUSY_RE, ncu_path, parse_raw_csv
 from tritondx.tools.exec.gpulock import profiler
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
@@ -56,9 +55,6 @@ def _ncu_failure(exc: RunnerDied, log_file: Path, label: str) -> Rejected:
     return Rejected(exc.kind, f"{label} under ncu: {exc.message}" + (f"; ncu: {said}" if said else ""))
 
 
-#: ncu's line when another profiling session holds the device's counters (H200, 2026-12-01), e.g.
-#: "==ERROR== Profiling failed because a driver resource was unavailable. Ensure that no other tool ..."
-DRIVER_BUSY_RE = re.compile(r"driver resource was unavailable", re.I)
 #: "0": a runner under ncu starts with the profiler lock held (as before 2026-12-02), not only from its hello
 PRELOAD_ENV = "TRITONDX_NCU_PRELOAD"
 

@@ -1,0 +1,63 @@
+"""The profile tier's ncu session starts outside the profiler lock (``ncu.profile_counters``, ``launch._gate``): the
+launch job's Python, torch and the task load first, and the lock is taken only when the job says it is ready, before
+its first CUDA call; a job that fails before that never takes the lock. ncu itself is replaced by a script that runs
+its target as ncu would (no GPU here: the job then fails at its first CUDA call, after the go)."""
+
+from __future__ import annotations
+
+import contextlib
+import stat
+import time
+from pathlib import Path
+
+from tritondx.tools.evidence import ncu
+
+AXPY = Path(__file__).parents[1] / "verifier" / "tiny_axpy.py"
+
+
+def _fake_ncu(tmp_path: Path) -> str:
+    exe = tmp_path / "ncu"
+    exe.write_text('#!/bin/sh\n# the last five arguments are the target: python -m worker JOB RESULT\n'
+                   'shift $(($# - 5))\nexec "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return str(exe)
+
+
+def _marking_task(tmp_path: Path, broken: bool = False) -> Path:
+    task = tmp_path / "marked_task.py"
+    mark = ("from pathlib import Path as _P\nimport time as _t\n"
+            "_P(__file__).with_suffix('.imported').write_text(repr(_t.time()))\n")
+    task.write_text(mark + ("raise ImportError('broken task')\n" if broken else "") + AXPY.read_text())
+    return task
+
+
+def _record_lock(monkeypatch) -> list[float]:
+    taken: list[float] = []
+
+    @contextlib.contextmanager
+    def profiler(*a, **kw):
+        taken.append(time.time())
+        yield
+    monkeypatch.setattr(ncu, "profiler", profiler)
+    return taken
+
+
+def test_the_launch_job_loads_before_the_profiler_lock_is_taken(tmp_path, monkeypatch):
+    monkeypatch.setattr(ncu, "ncu_path", lambda: _fake_ncu(tmp_path))
+    taken = _record_lock(monkeypatch)
+    task = _marking_task(tmp_path)
+    rows, note = ncu.profile_counters(str(task), timeout=300)
+    assert rows == [] and note.startswith("ncu gave no counters"), note   # no GPU: the job fails after the go
+    marked = task.with_suffix(".imported")
+    assert marked.exists(), "the job never imported the task"
+    assert len(taken) == 1, taken
+    assert float(marked.read_text()) < taken[0], "the profiler lock was taken before the job had loaded the task"
+
+
+def test_a_job_that_fails_before_its_gate_never_takes_the_lock(tmp_path, monkeypatch):
+    monkeypatch.setattr(ncu, "ncu_path", lambda: _fake_ncu(tmp_path))
+    taken = _record_lock(monkeypatch)
+    t0 = time.monotonic()
+    rows, note = ncu.profile_counters(str(_marking_task(tmp_path, broken=True)), timeout=300)
+    assert rows == [] and "no counters" in note and taken == [], (note, taken)
+    assert time.monotonic() - t0 < 120
