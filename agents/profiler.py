@@ -22,11 +22,11 @@ from tritondx.tools.verify.api import bench_variants
 from tritondx.tools.evidence.work import first_bench_shape, work_for_bench
 
 
-def _counters(path: str) -> tuple[list, str, float]:
+def _counters(path: str, original: str) -> tuple[list, str, float]:
     """ncu's counters of ``path`` (the launch job holds the profiler lock and the device lock itself) and the
     wall seconds they took."""
     t0 = time.monotonic()
-    rows, note = profile_counters(path)
+    rows, note = profile_counters(path, original=original)
     return rows, note, time.monotonic() - t0
 
 
@@ -72,7 +72,8 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
     notes = []
     for label, path in paths.items():
         with ph.time("ncu"):
-            rows, note = profile_counters(path)  # the launch job holds the device lock while ncu replays
+            # the launch job holds the device lock while ncu replays
+            rows, note = profile_counters(path, original=state["task_path"])
         if rows:
             out["kernels"][label] = counter_summary(rows)
             ref = ArtifactRef.write(run_dir(state) / "artifacts", f"ncu_final_{label}.json",
@@ -123,7 +124,7 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
         # the counters beside the bench (two jobs with locks of their own: the bench's device lock, ncu's
         # profiler lock); the overlap counts as ncu in the phase seconds
         if use_ncu:
-            counters = pool.submit(_counters, best_path(state))
+            counters = pool.submit(_counters, best_path(state), state["task_path"])
         if reused is not None:
             result, error, seconds = reused, "", 0.0
             log.info("bench_reused", artifact=f"bench_round{state.get('round', 0)}")

@@ -140,16 +140,24 @@ def _num(v: str) -> float | None:
 DRIVER_BUSY_RE = re.compile(r"driver resource was unavailable", re.I)
 
 
-def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6) -> tuple[list[dict], str]:
+def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6,
+                     original: str | None = None) -> tuple[list[dict], str]:
     """Run the task's launcher under ncu. Returns (per-launch counters, note). The job's Python, torch and the task
     load before the profiler lock is taken (``launch.GATE_ENV``); where ncu still found the counters taken (the task's
-    import touched CUDA), it runs once more with the lock held from its start."""
+    import touched CUDA), it runs once more with the lock held from its start. ``original``: the run's original task;
+    when ``task_path`` is that file, its compiles come from the task's trusted Triton cache layer (filled by the
+    probe: ``triton_cache``), not done again while the profiler lock is held."""
     exe = ncu_path()
     if exe is None:
         return [], "ncu not available: no hardware counters"
-    rows, out, err = _ncu_launch(exe, task_path, timeout, launch_count, gated=True)
-    if not rows and DRIVER_BUSY_RE.search(out + err):
-        rows, out, err = _ncu_launch(exe, task_path, timeout, launch_count, gated=False)
+    cache: dict[str, str] = {}
+    if original and Path(original).resolve() == Path(task_path).resolve():
+        from tritondx.tools.exec import triton_cache
+        if triton_cache.enabled():
+            cache = triton_cache.reader_env(Path(original).read_text())
+    rows, out, err = _ncu_launch(exe, task_path, timeout, launch_count, gated=True, cache=cache)
+    if not rows and out is not None and DRIVER_BUSY_RE.search(out + err):
+        rows, out, err = _ncu_launch(exe, task_path, timeout, launch_count, gated=False, cache=cache)
     if not rows:
         if out is None:
             return [], f"ncu did not finish within {timeout:.0f} s"
@@ -158,7 +166,8 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
     return rows, ""
 
 
-def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gated: bool):
+def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gated: bool,
+                cache: dict[str, str] | None = None):
     """One ncu session over a ``launch`` job of ``task_path``: (rows, stdout, stderr); stdout None on a timeout.
     ``gated``: the profiler lock is taken once the job says it is ready (``launch._gate``), else before it starts."""
     from tritondx.tools.bench.launch import GATE_ENV
@@ -174,6 +183,7 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
            sys.executable, "-m", "tritondx.tools.exec.worker", str(job), str(work / "result.json")]
     env = scrubbed_env()
     env["HOME"] = str(work)
+    env.update(cache or {})   # the trusted layer, read only (the job's own compiles go under its HOME)
     if os.environ.get("TRITONDX_LOCK_DIR"):  # the launch job takes the batch's device lock itself
         env[JOB_LOCK_DIR_ENV] = os.environ["TRITONDX_LOCK_DIR"]
     deadline = time.monotonic() + timeout

@@ -45,7 +45,8 @@ def _fakes(monkeypatch, ncu_s=0.0):
         time.sleep(0.5)
         return _bench({v["id"]: 0.01 for v in variants}), "", 0.5
 
-    def counters(path):
+    def counters(path, original=None):
+        assert original is not None, "the profile tier names the run's original task (its trusted compiles)"
         calls["ncu"].append((time.monotonic(), threading.current_thread().name))
         time.sleep(ncu_s)
         return [], "ncu faked: no counters"

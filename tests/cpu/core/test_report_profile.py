@@ -50,7 +50,7 @@ def test_final_profile_node_without_ncu_ends_the_run(tmp_path, monkeypatch):
     run (status done) and adds no findings."""
     from pathlib import Path
     from tritondx.agents import profiler
-    monkeypatch.setattr(profiler, "profile_counters", lambda path: ([], "ncu not available: no hardware counters"))
+    monkeypatch.setattr(profiler, "profile_counters", lambda path, original=None: ([], "ncu not available: no hardware counters"))
     task = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
     state = {"task_path": str(task), "run_dir": str(tmp_path), "config": RunConfig().model_dump(),
              "best": {"id": "r1c1", "path": str(task), "measured": True}, "status": "final_profile"}

@@ -18,7 +18,7 @@ AXPY = Path(__file__).parents[1] / "verifier" / "tiny_axpy.py"
 def _fake_ncu(tmp_path: Path) -> str:
     exe = tmp_path / "ncu"
     exe.write_text('#!/bin/sh\n# the last five arguments are the target: python -m worker JOB RESULT\n'
-                   'shift $(($# - 5))\nexec "$@"\n')
+                   f'env > {tmp_path}/ncu_env.txt\nshift $(($# - 5))\nexec "$@"\n')
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return str(exe)
 
@@ -61,3 +61,24 @@ def test_a_job_that_fails_before_its_gate_never_takes_the_lock(tmp_path, monkeyp
     rows, note = ncu.profile_counters(str(_marking_task(tmp_path, broken=True)), timeout=300)
     assert rows == [] and "no counters" in note and taken == [], (note, taken)
     assert time.monotonic() - t0 < 120
+
+
+def test_the_original_task_reads_its_trusted_compiles_and_a_candidate_does_not(tmp_path, monkeypatch):
+    """``original``: the run's original task under ncu reads the task's trusted Triton cache layer (its compiles are
+    not done again while the profiler lock is held); another file (a candidate) gets no trusted layer."""
+    from tritondx.tools.exec import triton_cache
+
+    monkeypatch.setenv("TRITONDX_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(triton_cache, "enabled", lambda: True)
+    monkeypatch.setattr(ncu, "ncu_path", lambda: _fake_ncu(tmp_path))
+    _record_lock(monkeypatch)
+    task = _marking_task(tmp_path)
+    triton_cache.trusted_dir(task.read_text()).mkdir(parents=True)
+    ncu.profile_counters(str(task), timeout=300, original=str(task))
+    env = (tmp_path / "ncu_env.txt").read_text()
+    assert f"{triton_cache.TRUSTED_ENV}={triton_cache.trusted_dir(task.read_text())}" in env
+    assert f"TRITON_CACHE_MANAGER={triton_cache.MANAGER}" in env
+    other = tmp_path / "candidate.py"
+    other.write_text(task.read_text())
+    ncu.profile_counters(str(other), timeout=300, original=str(task))
+    assert triton_cache.TRUSTED_ENV not in (tmp_path / "ncu_env.txt").read_text()
