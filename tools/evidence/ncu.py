@@ -23,9 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from tritondx.tools.evidence.records import Finding, finding_id
 from tritondx.tools.exec.gpulock import JOB_LOCK_DIR_ENV, profiler
 from tritondx.tools.exec.sandbox import scrubbed_env
+
+log = structlog.get_logger(__name__)
 
 METRICS = {
     "gpu__time_duration.sum": "duration_ns",
@@ -144,7 +148,7 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
                      original: str | None = None) -> tuple[list[dict], str]:
     """Run the task's launcher under ncu. Returns (per-launch counters, note). The job's Python, torch and the task
     load before the profiler lock is taken (``launch.GATE_ENV``); where ncu still found the counters taken (the task's
-    import touched CUDA), it runs once more with the lock held from its start. ``original``: the run's original task;
+    import touched CUDA, or anything else gave no counters), it runs once more with the lock held from its start. ``original``: the run's original task;
     when ``task_path`` is that file, its compiles come from the task's trusted Triton cache layer (filled by the
     probe: ``triton_cache``), not done again while the profiler lock is held."""
     exe = ncu_path()
@@ -155,9 +159,14 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
         from tritondx.tools.exec import triton_cache
         if triton_cache.enabled():
             cache = triton_cache.reader_env(Path(original).read_text())
-    rows, out, err = _ncu_launch(exe, task_path, timeout, launch_count, gated=True, cache=cache)
-    if not rows and out is not None and DRIVER_BUSY_RE.search(out + err):
-        rows, out, err = _ncu_launch(exe, task_path, timeout, launch_count, gated=False, cache=cache)
+    rows, out, err, passed = _ncu_launch(exe, task_path, timeout, launch_count, gated=True, cache=cache)
+    if not rows and out is not None and passed:
+        # no counters past the gate (ncu found the counters taken: the task's import touched CUDA; or anything else
+        # under this ncu): once more the way it ran before the gate, the lock held from the start. A job that ended
+        # before its gate (an import error) is not run again
+        why = "driver busy" if DRIVER_BUSY_RE.search(out + err) else "no counters"
+        log.info("ncu_gate_retry", task=Path(task_path).name, why=why)
+        rows, out, err, _ = _ncu_launch(exe, task_path, timeout, launch_count, gated=False, cache=cache)
     if not rows:
         if out is None:
             return [], f"ncu did not finish within {timeout:.0f} s"
@@ -168,8 +177,9 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
 
 def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gated: bool,
                 cache: dict[str, str] | None = None):
-    """One ncu session over a ``launch`` job of ``task_path``: (rows, stdout, stderr); stdout None on a timeout.
-    ``gated``: the profiler lock is taken once the job says it is ready (``launch._gate``), else before it starts."""
+    """One ncu session over a ``launch`` job of ``task_path``: (rows, stdout, stderr, past the gate); stdout None on a
+    timeout. ``gated``: the profiler lock is taken once the job says it is ready (``launch._gate``), else before it
+    starts (then always "past the gate")."""
     from tritondx.tools.bench.launch import GATE_ENV
     work = Path(tempfile.mkdtemp(prefix="tritondx-ncu-"))
     job = work / "job.json"
@@ -195,6 +205,7 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
         fds = (ready_w, go_r)
     out_f, err_f = open(work / "ncu.out", "w+"), open(work / "ncu.err", "w+")
     proc = None
+    ready = not gated
     try:
         if not gated:
             with profiler():   # one ncu session at a time on the device (gpulock.profiler)
@@ -219,7 +230,7 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        return [], None, ""
+        return [], None, "", ready
     finally:
         if gated and go_w >= 0:
             os.close(go_w)
@@ -229,7 +240,7 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
         out_f.close()
         err_f.close()
         shutil.rmtree(work, ignore_errors=True)
-    return parse_raw_csv(out), out, err
+    return parse_raw_csv(out), out, err, ready
 
 
 def _wait_ready(fd: int, proc: subprocess.Popen, deadline: float) -> bool:
