@@ -34,6 +34,7 @@ import torch
 from tritondx.tools.backends.interpreter_memcheck import OOB_TAG
 from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE
 from tritondx.tools.exec.gpulock import aside
+from tritondx.tools.run.phases import Phases
 from tritondx.tools.task.module import as_tuple, load_module, tolerance, to_dtype
 from tritondx.tools.verify import prestart, seal
 from tritondx.tools.verify.cases import make_case_inputs, plan_checks
@@ -237,7 +238,7 @@ class Judge:
         self.contract = contract
         self.evidence: list[str] = []
         self._case = None     # the case being checked (a failure on it may be outside the original's contract)
-        self.steps: dict[str, float] = {}   # seconds per step of the checks (``STEPS``), reported with the verdict
+        self.steps = Phases()   # seconds per step of the checks (``STEPS``), reported with the verdict
 
     def run(self) -> dict[str, Any]:
         cases = self.cases
@@ -287,36 +288,28 @@ class Judge:
                 "scope": self.plan.scope if self.plan is not None else "full"}
 
     @contextlib.contextmanager
-    def _step(self, name: str):
-        t0 = time.monotonic()
-        try:
-            yield
-        finally:
-            self.steps[name] = self.steps.get(name, 0.0) + time.monotonic() - t0
-
-    @contextlib.contextmanager
     def _held(self):
         """The device held (shared) for one step of a case: a timer of another job waits for one case's device work
         at most, not a group's; the memory goes back at the group's end (``_check``)."""
         t0 = time.monotonic()
         with device_phase(self.device, release=False):
-            self.steps["lock_wait"] = self.steps.get("lock_wait", 0.0) + time.monotonic() - t0
-            with self._step("held"):
+            self.steps.add("lock_wait", time.monotonic() - t0)
+            with self.steps.time("held"):
                 yield
 
     def step_seconds(self) -> dict[str, float]:
         """Where this candidate's checks spent their time (``STEPS``), in seconds."""
-        return {k: round(v, 3) for k, v in self.steps.items()}
+        return dict(self.steps.seconds)
 
     def _runner_seconds(self, runner) -> None:
         for k, v in runner.seconds.items():
-            self.steps[f"aside_{k}"] = self.steps.get(f"aside_{k}", 0.0) + v
+            self.steps.add(f"aside_{k}", v)
 
     def _check(self, cases: list, candidate: str, flip: bool = False) -> None:
         """Every case on one runner of ``candidate`` (``flip``: the flipped source, see flip.py)."""
         runner = zygote = None
         try:
-            with self._step("runner"):
+            with self.steps.time("runner"):
                 runner, zygote = self._new_runner(candidate, flip)
             self._hello(runner.hello)
             groups: dict[tuple, list] = {}
@@ -454,9 +447,9 @@ class Judge:
             dtype = to_dtype(case.dtype)
             where = f"{case.label()} seed {case.seed}"
             with self._held():
-                with self._step("inputs"):   # made once per case for all candidates (CaseData)
+                with self.steps.time("inputs"):   # made once per case for all candidates (CaseData)
                     snapshot, refs, ref_aliases = self.data.get(case, where)
-            with self._step("stage"):   # outside the holds: CPU and pipe only
+            with self.steps.time("stage"):   # outside the holds: CPU and pipe only
                 _stage_case(runner, snapshot)   # sent as bytes once: each call's copy is the runner's own
             # the group's first call is a plain one (compiles, autotuning); later cases put the
             # kernels-off call before or after the plain one at random
@@ -468,7 +461,7 @@ class Judge:
             def kernels_off() -> dict:
                 return runner.call([], mask, skip_rest=mode == "all", inputs_back=False, staged="case")
             with self._held():   # the calls and their checks
-                with self._step("calls"):
+                with self.steps.time("calls"):
                     off = kernels_off() if off_first else None
                     ans = runner.call([], trace=traced, staged="case")
                     if off is None:
@@ -490,7 +483,7 @@ class Judge:
                 if off_diag.get("tampered"):
                     raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(off_diag['tampered'])}")
                 _check_ops(off_diag, where, self.allowed)
-                with self._step("compare"):
+                with self.steps.time("compare"):
                     self._outputs(ans, off, refs, ref_aliases, mask, mode, earlier_refs, where, dtype,
                                   self.data.atol_scales(case), lambda: self.data.floors(case))
                 earlier_refs.append((case.seed, refs))
