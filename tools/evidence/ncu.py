@@ -160,11 +160,11 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
         if triton_cache.enabled():
             cache = triton_cache.reader_env(Path(original).read_text())
     rows, out, err, passed = _ncu_launch(exe, task_path, timeout, launch_count, gated=True, cache=cache)
-    if not rows and out is not None and passed:
-        # no counters past the gate (ncu found the counters taken: the task's import touched CUDA; or anything else
-        # under this ncu): once more the way it ran before the gate, the lock held from the start. A job that ended
-        # before its gate (an import error) is not run again
-        why = "driver busy" if DRIVER_BUSY_RE.search(out + err) else "no counters"
+    if not rows and out is not None:
+        # no counters through the gate (ncu found the counters taken: the task's import touched CUDA; the job ended
+        # before its gate: the gate's descriptors did not reach it, or its import failed, which the probe has ruled
+        # out for a task that got here): once more the way it ran before the gate, the lock held from the start
+        why = "driver busy" if DRIVER_BUSY_RE.search(out + err) else "no counters" if passed else "ended before the gate"
         log.info("ncu_gate_retry", task=Path(task_path).name, why=why)
         rows, out, err, _ = _ncu_launch(exe, task_path, timeout, launch_count, gated=False, cache=cache)
     if not rows:
