@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from tritondx.tools.exec.gpulock import phase
@@ -19,7 +20,11 @@ def _gate() -> None:
     if not fds:
         return
     ready, go = (int(x) for x in fds.split(","))
-    os.write(ready, b"r")   # a descriptor that did not reach this process raises: the job ends before any CUDA call
+    # descriptors that did not reach this process (closed, or numbers a wrapper uses for something else) end the job
+    # before any CUDA call: the orchestrator runs it once more without the gate
+    if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (ready, go)):
+        raise RuntimeError("the profiler's gate descriptors are not pipes")
+    os.write(ready, b"r")
     os.close(ready)
     got = os.read(go, 1)
     os.close(go)

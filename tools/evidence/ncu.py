@@ -215,7 +215,7 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
             proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, cwd=work, env=env, pass_fds=fds)
             os.close(ready_w)
             os.close(go_r)
-            ready = _wait_ready(ready_r, proc, deadline)
+            ready = _wait_ready(ready_r, proc, min(deadline, time.monotonic() + READY_WITHIN_S))
             os.close(ready_r)
             if ready:
                 with profiler():
@@ -223,10 +223,9 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
                     os.close(go_w)
                     go_w = -1
                     proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            else:   # it ended before the gate (an import error) or ran out of time: no CUDA call, no lock
-                os.close(go_w)
-                go_w = -1
-                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            else:   # it ended before the gate, or cannot say it is ready: ended now, before any CUDA call
+                proc.kill()
+                proc.wait()
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
@@ -241,6 +240,11 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
         err_f.close()
         shutil.rmtree(work, ignore_errors=True)
     return parse_raw_csv(out), out, err, ready
+
+
+#: seconds a gated launch job gets to say it is ready (its Python, torch and task loaded): past them it is ended and
+#: run the old way
+READY_WITHIN_S = 180.0
 
 
 def _wait_ready(fd: int, proc: subprocess.Popen, deadline: float) -> bool:

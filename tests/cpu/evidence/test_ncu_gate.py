@@ -91,3 +91,24 @@ def test_the_original_task_reads_its_trusted_compiles_and_a_candidate_does_not(t
     other.write_text(task.read_text())
     ncu.profile_counters(str(other), timeout=300, original=str(task))
     assert triton_cache.TRUSTED_ENV not in (tmp_path / "ncu_env.txt").read_text()
+
+
+def test_gate_descriptors_that_do_not_reach_the_job_cost_a_retry_not_the_counters(tmp_path, monkeypatch):
+    """A wrapper that does not pass the gate's pipes on (here a stand-in for ncu that closes them): the job ends before
+    any CUDA call, the gated attempt takes no lock, and the session runs once more the old way, promptly."""
+    from tritondx.tools.bench.launch import GATE_ENV
+
+    exe = tmp_path / "ncu"
+    exe.write_text('#!/bin/sh\nfds=$(printenv %s | tr , " ")\nfor fd in $fds; do eval "exec $fd>&-"; done\n'
+                   'shift $(($# - 5))\nexec "$@"\n' % GATE_ENV)
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(ncu, "ncu_path", lambda: str(exe))
+    taken = _record_lock(monkeypatch)
+    task = _marking_task(tmp_path)
+    t0 = time.monotonic()
+    rows, note = ncu.profile_counters(str(task), timeout=300)
+    imports = [float(x) for x in task.with_suffix(".imported").read_text().split()]
+    # the gated job is ended as soon as its ready pipe closes (it may not have imported the task yet); the retry
+    # holds the lock from its start
+    assert rows == [] and len(taken) == 1 and 1 <= len(imports) <= 2 and taken[0] < imports[-1], (note, imports, taken)
+    assert time.monotonic() - t0 < 120
