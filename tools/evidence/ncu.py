@@ -147,10 +147,10 @@ DRIVER_BUSY_RE = re.compile(r"driver resource was unavailable", re.I)
 def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6,
                      original: str | None = None) -> tuple[list[dict], str]:
     """Run the task's launcher under ncu. Returns (per-launch counters, note). The job's Python, torch and the task
-    load before the profiler lock is taken (``launch.GATE_ENV``); where ncu still found the counters taken (the task's
-    import touched CUDA, or anything else gave no counters), it runs once more with the lock held from its start. ``original``: the run's original task;
-    when ``task_path`` is that file, its compiles come from the task's trusted Triton cache layer (filled by the
-    probe: ``triton_cache``), not done again while the profiler lock is held."""
+    load before the profiler lock is taken (``launch.GATE_ENV``); a gated session without counters (ncu found them
+    taken: the task's import touched CUDA; the gate did not work) runs once more with the lock held from its start.
+    ``original``: the run's original task; when ``task_path`` is that file, its compiles come from the task's trusted
+    Triton cache layer (filled by the probe: ``triton_cache``), not done again while the profiler lock is held."""
     exe = ncu_path()
     if exe is None:
         return [], "ncu not available: no hardware counters"

@@ -33,7 +33,6 @@ import torch
 
 from tritondx.tools.backends.interpreter_memcheck import OOB_TAG
 from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE
-from tritondx.tools.exec.gpulock import aside
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.task.module import as_tuple, load_module, tolerance, to_dtype
 from tritondx.tools.verify import prestart, seal
@@ -133,14 +132,6 @@ log = structlog.get_logger()
 #: (``tl.arange`` of a size that is no power of 2), or its runner ended (a crash, an illegal access)
 CONTRACT_CLASSES = frozenset({"mismatch", "exception", "compile_error", "out_of_bounds", "segfault", "illegal_memory_access",
                               "crashed", "killed", "error", "out_of_memory"})
-
-
-def _stage_case(runner: RunnerProcess, snapshot) -> None:
-    """A case's inputs (``CaseData``'s host snapshot) to the runner once, with the device hold given back
-    (``gpulock.aside``): the bytes cross the pipe on the CPU, and a 512 MiB input took seconds of a hold that every
-    timer of the batch waits for, once per call before. Its calls name them (``call(staged="case")``)."""
-    with aside():
-        runner.stage_case(list(snapshot))
 
 
 class CaseData:
@@ -449,8 +440,10 @@ class Judge:
             with self._held():
                 with self.steps.time("inputs"):   # made once per case for all candidates (CaseData)
                     snapshot, refs, ref_aliases = self.data.get(case, where)
-            with self.steps.time("stage"):   # outside the holds: CPU and pipe only
-                _stage_case(runner, snapshot)   # sent as bytes once: each call's copy is the runner's own
+            # the inputs' bytes cross the pipe once, between the holds (CPU only: a 512 MiB input took seconds of a
+            # hold every timer of a batch waits for); each call rebuilds its own copy (``call(staged="case")``)
+            with self.steps.time("stage"):
+                runner.stage_case(list(snapshot))
             # the group's first call is a plain one (compiles, autotuning); later cases put the
             # kernels-off call before or after the plain one at random
             off_first = k > 0 and self.rng.random() < 0.5

@@ -166,33 +166,6 @@ def test_a_staged_case_gives_every_call_fresh_inputs_from_the_same_bytes(tmp_pat
         r.close()
 
 
-def test_the_judge_stages_a_case_with_the_device_given_back(tmp_path, monkeypatch):
-    """``judge._stage_case``: the bytes of a case's inputs cross the pipe with the judge's device hold given back
-    (``gpulock.aside``), and the hold is the judge's again afterwards."""
-    import torch
-
-    from tritondx.tools.exec import gpulock
-    from tritondx.tools.verify import judge
-
-    (tmp_path / "locks").mkdir()
-    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, str(tmp_path / "locks"))
-    monkeypatch.setattr(gpulock, "_OPENED", None)
-    cand = tmp_path / "ident_cand.py"
-    cand.write_text("def launch(x):\n    return x\n")
-    r = spawn.RunnerProcess(str(cand), "cpu", [], hide=[])
-    seen = []
-    stage = r.stage_case
-    monkeypatch.setattr(r, "stage_case", lambda args: (seen.append(gpulock.current_hold().aside), stage(args))[1])
-    try:
-        with gpulock.phase("shared"):
-            judge._stage_case(r, [torch.ones(1 << 20)])
-            assert not gpulock.current_hold().aside
-        assert seen == [True]
-        assert torch.equal(r.call([], staged="case", inputs_back=False)["outs"][0], torch.ones(1 << 20))
-    finally:
-        r.close()
-
-
 def test_a_large_answer_crosses_the_pipe_with_the_device_given_back(tmp_path, monkeypatch):
     """An answer of at least ``runner.ANSWER_NOTE_BYTES`` is announced (``{"note": "answering"}``, with the hello's
     notes on): the judge reads its bytes with the device hold given back and holds it again to rebuild them; a small
