@@ -195,7 +195,7 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
                       "best_family": (r.get("best") or {}).get("family"),
                       "rewrites_applied": _lineage(r), "speed": r["speed"],
                       "analysis_seconds": r.get("analysis_seconds"), "node_seconds": r.get("node_seconds"),
-                      "phase_seconds": r.get("phase_seconds")})
+                      "phase_seconds": r.get("phase_seconds"), "cpu_seconds": r.get("cpu_seconds")})
         cands = [c for c in r["candidates"] if c.get("measurement")]
         # per-tier ablation: best measured speedup using evidence up to each tier
         entry["best_by_tier"] = {t: max([1.0] + [c["measurement"]["speedup"] for c in cands
@@ -288,6 +288,9 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
         agg["gpu_seconds"] = sum(r.get("gpu_seconds") or 0 for r in results)
         agg["device_seconds"] = sum(r.get("device_seconds") or 0 for r in results)
         agg["analysis_seconds"] = sum(r.get("analysis_seconds") or 0 for r in results)
+        cpu = [sum((r.get("cpu_seconds") or {}).values()) for r in done if r.get("cpu_seconds")]
+        if cpu:
+            agg["median_cpu_s"] = statistics.median(cpu)
     phases: dict[str, float] = {}
     for r in results:
         for k, v in (r.get("phase_seconds") or {}).items():
@@ -368,6 +371,11 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
             f"{t} {v:.2f}x" for t, v in agg["ablation_geomean_by_tier"].items() if v))
     if meta.get("device_held"):
         lines.append("- " + device_held_line(meta["device_held"]))
+    if meta.get("host_cpu"):
+        from tritondx.tools.run.host import host_cpu_line
+        lines.append("- " + host_cpu_line(meta["host_cpu"]) + (
+            f"; median CPU-s per finished task (its run and jobs) {agg['median_cpu_s']:.0f}"
+            if agg.get("median_cpu_s") else ""))
     if agg.get("baselines"):
         lines.append("- " + baselines_line(agg))
     if agg.get("phase_seconds"):
@@ -932,12 +940,16 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
                        + (f"{entry['speedup']:.2f}x" if entry.get("speedup") else entry["status"]))
 
     from tritondx.tools.exec.gpulock import HeldSampler
+    from tritondx.tools.run.host import HostCpu
     sampler = HeldSampler([s["TRITONDX_LOCK_DIR"] for s in slots] if not ray_address else [])
     sampler.__enter__()
+    host = HostCpu().start() if not ray_address else None   # a Ray cluster's hosts are not this one
 
     def held_meta() -> None:
         if sampler.folders:
             meta["device_held"] = sampler.summary()
+        if host is not None:
+            meta["host_cpu"] = host.summary()
 
     def on_result_held(entry: dict[str, Any]) -> None:
         held_meta()

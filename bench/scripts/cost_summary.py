@@ -19,6 +19,12 @@ print(f"tasks done {len(rs)} of {suite}" + (f"; median wall per task {statistics
                                             f"max {max(walls):.0f} s" if walls else ""))
 print(f"until the last finished task: wall {held.get('wall_s', 0):.0f} s; device held {held.get('held_s', 0):.0f} s "
       f"({held.get('held_fraction', 0):.0%}); exclusive {held.get('exclusive_s', 0):.0f} s")
+host = d["meta"].get("host_cpu") or {}
+cpu = sorted(sum(r["cpu_seconds"].values()) for r in rs if r.get("cpu_seconds"))
+if host:
+    print(f"host CPU busy {host['busy_fraction']:.0%} of {host['cores']} cores ({host['busy_cpu_s']:.0f} CPU-s); "
+          f"runs and their jobs {host['children_cpu_s']:.0f} CPU-s"
+          + (f"; per finished task median {statistics.median(cpu):.0f} CPU-s, max {max(cpu):.0f}" if cpu else ""))
 tm = [r["timing"] for r in rs if r.get("timing")]  # batches since the baselines job ran beside the runs
 if tm:
     print(f"median wall per task without waiting for the baselines job "

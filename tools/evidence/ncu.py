@@ -1,6 +1,6 @@
 """Hardware counters through Nsight Compute (``ncu``), when it is installed.
 
-The task's launcher runs in a sandboxed worker (job kind ``launch``) under
+The task's launcher runs in a sandboxed worker (job kind ``launch``; ncu inside its sandbox) under
 ``ncu --clock-control none --profile-from-start off --csv --page raw``, with only its last call inside the
 profiler range (no input kernels, compiles or autotuning trials); the CSV gives, per kernel launch, DRAM and SM
 throughput, achieved occupancy, L2 hit rate and warp-stall ratios. Clocks are left alone
@@ -26,8 +26,7 @@ from typing import Any
 import structlog
 
 from tritondx.tools.evidence.records import Finding, finding_id
-from tritondx.tools.exec.gpulock import JOB_LOCK_DIR_ENV, profiler
-from tritondx.tools.exec.sandbox import scrubbed_env
+from tritondx.tools.exec.gpulock import profiler
 
 log = structlog.get_logger(__name__)
 
@@ -179,66 +178,76 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
                 cache: dict[str, str] | None = None):
     """One ncu session over a ``launch`` job of ``task_path``: (rows, stdout, stderr, past the gate); stdout None on a
     timeout. ``gated``: the profiler lock is taken once the job says it is ready (``launch._gate``), else before it
-    starts (then always "past the gate")."""
+    starts (then always "past the gate").
+
+    ncu runs **inside** the job's sandbox (``sandbox.prepare(wrap=...)``), as every job does: ``task_path`` may be a
+    candidate (the profile tier's best so far), and what it runs must see the file system read-only but for the job's
+    scratch folder, which goes with the job. The job takes the batch's device lock through descriptors handed to it
+    (``gpulock.job_lock_fds``), as the gate's pipes are, through ncu. ncu's CSV comes on the job's stdout, which the
+    profiled process shares: counters are diagnosis, never a verdict (the verdict's hardware check is ``hwcheck``)."""
     from tritondx.tools.bench.launch import GATE_ENV
-    work = Path(tempfile.mkdtemp(prefix="tritondx-ncu-"))
-    job = work / "job.json"
-    job.write_text(json.dumps({"kind": "launch", "task": str(Path(task_path).resolve()), "device": "cuda",
-                               "repeat": 2, "profile_last": True}))
+    from tritondx.tools.exec import sandbox
+    from tritondx.tools.exec.gpulock import job_lock_fds
+    job = {"kind": "launch", "task": str(Path(task_path).resolve()), "device": "cuda", "repeat": 2,
+           "profile_last": True}
     metrics = ",".join(list(METRICS) + list(WORK_METRICS) + list(FLOP_METRICS) + _arch_metrics()
                        + [STALL_METRIC.format(s) for s in STALLS])
-    cmd = [exe, "--clock-control", "none", "--target-processes", "all", "--profile-from-start", "off",
-           "--csv", "--page", "raw",
-           "--launch-count", str(launch_count), "--metrics", metrics,
-           sys.executable, "-m", "tritondx.tools.exec.worker", str(job), str(work / "result.json")]
-    env = scrubbed_env()
-    env["HOME"] = str(work)
-    env.update(cache or {})   # the trusted layer, read only (the job's own compiles go under its HOME)
-    if os.environ.get("TRITONDX_LOCK_DIR"):  # the launch job takes the batch's device lock itself
-        env[JOB_LOCK_DIR_ENV] = os.environ["TRITONDX_LOCK_DIR"]
+    wrap = [exe, "--clock-control", "none", "--target-processes", "all", "--profile-from-start", "off",
+            "--csv", "--page", "raw", "--launch-count", str(launch_count), "--metrics", metrics]
+    # ncu's own folder: a script (``ncu`` on PATH) and the install it runs from
+    reads = sorted({str(Path(exe).parent), str(Path(os.path.realpath(exe)).parent.parent)})
     deadline = time.monotonic() + timeout
-    fds: tuple[int, ...] = ()
+    logs = Path(tempfile.mkdtemp(prefix="tritondx-ncu-"))   # ncu's output: host files outside the job's view
+    out_f, err_f = open(logs / "ncu.out", "w+"), open(logs / "ncu.err", "w+")
+    gate_fds: tuple[int, ...] = ()
+    env = dict(cache or {})   # the trusted layer, read only (the job's own compiles go to its scratch folder)
+    go_w = -1
     if gated:
         ready_r, ready_w = os.pipe()
         go_r, go_w = os.pipe()
         env[GATE_ENV] = f"{ready_w},{go_r}"
-        fds = (ready_w, go_r)
-    out_f, err_f = open(work / "ncu.out", "w+"), open(work / "ncu.err", "w+")
+        gate_fds = (ready_w, go_r)
     proc = None
     ready = not gated
+    launch = None
     try:
-        if not gated:
-            with profiler():   # one ncu session at a time on the device (gpulock.profiler)
-                proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, cwd=work, env=env)
-                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        else:
-            proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, cwd=work, env=env, pass_fds=fds)
-            os.close(ready_w)
-            os.close(go_r)
-            ready = _wait_ready(ready_r, proc, min(deadline, time.monotonic() + READY_WITHIN_S))
-            os.close(ready_r)
-            if ready:
-                with profiler():
-                    os.write(go_w, b"g")
-                    os.close(go_w)
-                    go_w = -1
+        with job_lock_fds() as (lock_fds, lock_env):
+            launch = sandbox.prepare(job, ["job.json", "result.json"], None, {**env, **lock_env}, wrap=wrap,
+                                     reads=reads)
+            if not gated:
+                with profiler():   # one ncu session at a time on the device (gpulock.profiler)
+                    proc = sandbox.start(launch, out_f, err_f, lock_fds)
                     proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            else:   # it ended before the gate, or cannot say it is ready: ended now, before any CUDA call
-                proc.kill()
-                proc.wait()
+            else:
+                proc = sandbox.start(launch, out_f, err_f, (*gate_fds, *lock_fds))
+                os.close(ready_w)
+                os.close(go_r)
+                ready = _wait_ready(ready_r, proc, min(deadline, time.monotonic() + READY_WITHIN_S))
+                os.close(ready_r)
+                if ready:
+                    with profiler():
+                        os.write(go_w, b"g")
+                        os.close(go_w)
+                        go_w = -1
+                        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+                else:   # it ended before the gate, or cannot say it is ready: ended now, before any CUDA call
+                    sandbox.kill(proc, launch.iso)
+            if not launch.iso.pids:   # whatever the job left in its session
+                sandbox.kill(proc, launch.iso)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        sandbox.kill(proc, launch.iso)
         return [], None, "", ready
     finally:
-        if gated and go_w >= 0:
+        if go_w >= 0:
             os.close(go_w)
         out_f.seek(0)
         err_f.seek(0)
         out, err = out_f.read(), err_f.read()
         out_f.close()
         err_f.close()
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(logs, ignore_errors=True)
+        if launch is not None:
+            shutil.rmtree(launch.scratch, ignore_errors=True)
     return parse_raw_csv(out), out, err, ready
 
 

@@ -356,14 +356,18 @@ class Launch(BaseModel):
 
 
 def prepare(job: dict[str, Any], argv: list[str], python: str | None, env: dict[str, str] | None,
-            network: bool = False, cache_dir: str | Path | None = None) -> Launch:
+            network: bool = False, cache_dir: str | Path | None = None, wrap: list[str] | None = None,
+            reads: list[str] | None = None) -> Launch:
     """A job's command (``python -m tritondx.tools.exec.worker`` + ``argv``) inside the sandbox, its
-    scrubbed environment and fresh scratch folder (its cwd, HOME, TMPDIR; ``job.json`` written there)."""
+    scrubbed environment and fresh scratch folder (its cwd, HOME, TMPDIR; ``job.json`` written there).
+    ``wrap``: a command put in front of the worker inside the sandbox (a profiler: ``ncu ... python -m ...``),
+    so that what it starts has the job's view too; ``reads``: more folders the job reads (the wrapper's)."""
     scratch = Path(tempfile.mkdtemp(prefix="tritondx-job-")).resolve()
     (scratch / "job.json").write_text(json.dumps(job))
     python = python or sys.executable
     # file names in ``argv`` are the scratch folder's; options stay as they are
-    cmd = [python, "-m", "tritondx.tools.exec.worker", *(a if a.startswith("-") else str(scratch / a) for a in argv)]
+    cmd = [*(wrap or []), python, "-m", "tritondx.tools.exec.worker",
+           *(a if a.startswith("-") else str(scratch / a) for a in argv)]
     job_env = scrubbed_env(env)
     job_env["HOME"] = job_env["TMPDIR"] = str(scratch)  # ~/.triton, ~/.nv, ~/.cache, tempfile: all in scratch
     cache = Path(cache_dir).resolve() if cache_dir else scratch / ".triton-cache"
@@ -377,11 +381,31 @@ def prepare(job: dict[str, Any], argv: list[str], python: str | None, env: dict[
         stages = _stages(job, scratch)
         writes = [s.bind() for s in stages] + ([sandbox_fs.Bind(src=str(cache), dest=str(cache), writable=True)]
                                                if cache_dir else [])
-        reads = sandbox_fs.read_paths(python, job_env, _job_reads(job))
+        reads = sandbox_fs.read_paths(python, job_env, _job_reads(job) + list(reads or []))
         cmd = sandbox_fs.command(iso.mechanism, sandbox_fs.view_for(scratch, reads, writes, network)) + cmd
     elif not network:
         cmd = iso.prefix + cmd
     return Launch(cmd=cmd, env=job_env, scratch=scratch, stages=stages, iso=iso)
+
+
+def start(launch: Launch, stdout: Any, stderr: Any, pass_fds: tuple[int, ...] = (),
+          memory_bytes: int | None = None) -> subprocess.Popen:
+    """Start a prepared job: its own session (``kill``), the lifeline, ``pass_fds`` handed over (lock and gate
+    pipes); stdin closed."""
+    lifeline = _lifeline_fd()
+    launch.env[LIFELINE_ENV] = str(lifeline)
+    return subprocess.Popen(launch.cmd, cwd=launch.scratch, env=launch.env, stdout=stdout, stderr=stderr,
+                            stdin=subprocess.DEVNULL, pass_fds=(lifeline, *pass_fds),
+                            preexec_fn=_limits(memory_bytes))
+
+
+def kill(proc: subprocess.Popen, iso: Isolation) -> None:
+    """End a started job and everything it started (a PID namespace ends with its first process; without one, the
+    job's session)."""
+    if not iso.pids:
+        _kill_group(proc.pid)
+    proc.kill()
+    proc.wait()
 
 
 def bwrap_returncode(iso: Isolation, returncode: int | None) -> int | None:
@@ -397,7 +421,7 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     launch = prepare(job, ["job.json", "result.json"], python, env, network, cache_dir)
     scratch, job_env, cmd, stages, iso = launch.scratch, launch.env, launch.cmd, launch.stages, launch.iso
     result_file = scratch / "result.json"
-    start = time.monotonic()
+    t0 = time.monotonic()
     lifeline = _lifeline_fd()
     job_env[LIFELINE_ENV] = str(lifeline)
     proc = subprocess.Popen(cmd, cwd=scratch, env=job_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -406,7 +430,7 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
     out, err, timed_out = _communicate(proc, timeout)
     if not iso.pids:  # without a PID namespace: at least whatever stayed in the job's process group
         _kill_group(proc.pid)
-    seconds = time.monotonic() - start
+    seconds = time.monotonic() - t0
     returncode = bwrap_returncode(iso, proc.returncode)
     stderr = (err or "") + (out or "")[-1000:]
     kind = classify(returncode, stderr, timed_out)

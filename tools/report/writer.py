@@ -11,6 +11,7 @@ from typing import Any
 
 from tritondx.tools.evidence.records import TIERS
 from tritondx.tools.run.phases import table_md
+from tritondx.tools.run.host import process_cpu_seconds
 from tritondx.tools.report.checked import checked_md, tolerance_text
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
 from tritondx.tools.report.recheck import recheck_best
@@ -63,6 +64,8 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "final_profile": state.get("final_profile"),
         "node_seconds": state.get("node_seconds", {}),
         "phase_seconds": run_phases(state, wall),
+        # CPU seconds of the run's process and of every job it has waited for (tools/run/host.py)
+        "cpu_seconds": process_cpu_seconds(),
         "analysis_seconds": round(sum(v for k, v in (state.get("node_seconds") or {}).items()
                                       if k in ("triage", "profiler", "ir_analyst", "compiler_expert")), 3),
     }
@@ -176,7 +179,9 @@ def _md(report: dict[str, Any], diff: str) -> str:
     lines += ["", f"- kernel class: {report['kernel_class']}", f"- target: {report['target']}",
               f"- tiers used: {', '.join(report['tiers_used'])}", f"- rewrite rounds: {report['rounds']}",
               f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s "
-              f"(holding the device: {report.get('device_seconds') or 0:.1f} s)",
+              f"(holding the device: {report.get('device_seconds') or 0:.1f} s)"
+              + (f"; CPU: {report['cpu_seconds']['self']:.0f} s in the run's process, "
+                 f"{report['cpu_seconds']['children']:.0f} s in its jobs" if report.get("cpu_seconds") else ""),
               f"- how the result was chosen: {report.get('best_rule')}"] + _hardware_md(b) + [""]
     if report.get("phase_seconds"):
         lines += ["## Where the time went", ""] + table_md(report["phase_seconds"], report["wall_seconds"]) + [""]

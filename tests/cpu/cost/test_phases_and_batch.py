@@ -44,14 +44,19 @@ def test_report_json_and_md_carry_the_phases_and_the_batch_sums_them(tmp_path):
     assert ph["probe"] == 2.5 and ph["verify"] == 4.0 and ph["startup"] == 2.0 and "report" in ph
     md = (tmp_path / "report.md").read_text()
     assert "## Where the time went" in md and "| verify | 4.0 | 40% |" in md
+    assert set(rep["cpu_seconds"]) == {"self", "children"} and rep["cpu_seconds"]["self"] > 0
+    assert "s in the run's process" in md
     entry = summarize_task(str(task), tmp_path, 0, 11.0, {"seconds": 3.0, "error": "x"}, "")
     assert entry["phase_seconds"]["final_bench"] == 3.0 and entry["phase_seconds"]["verify"] == 4.0
     meta = {"suite": "s", "device_held": {"wall_s": 20.0, "devices": 1, "held_s": 12.0, "exclusive_s": 4.0,
-                                          "held_fraction": 0.6}}
+                                          "held_fraction": 0.6},
+            "host_cpu": {"wall_s": 20.0, "cores": 16, "busy_cpu_s": 240.0, "busy_fraction": 0.75,
+                         "children_cpu_s": 200.0}}
     write_summary(tmp_path, [entry, {**entry, "task": "u"}], meta)
     summary = (tmp_path / "summary.md").read_text()
     assert "device held 12 s of 20 s wall (60%); of which exclusive (timing) 4 s" in summary
     assert "| verify | 8.0 |" in summary
+    assert "host CPU busy 75% of 16 cores over 20 s (240 CPU-s, all processes)" in summary
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["aggregate"]["device_held"]["held_fraction"] == 0.6 and res["meta"]["device_held"]["held_s"] == 12.0
 

@@ -1,34 +1,57 @@
 """The profile tier's ncu session starts outside the profiler lock (``ncu.profile_counters``, ``launch._gate``): the
 launch job's Python, torch and the task load first, and the lock is taken only when the job says it is ready, before
 its first CUDA call; a job that fails before that never takes the lock. ncu itself is replaced by a script that runs
-its target as ncu would (no GPU here: the job then fails at its first CUDA call, after the go)."""
+its target as ncu would (no GPU here: the job then fails at its first CUDA call, after the go). ncu and its target run
+inside the job's sandbox, so what they say comes back on the job's output (``_ncu_launch``'s stdout), never as files."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import stat
 import time
 from pathlib import Path
 
+import pytest
+
 from tritondx.tools.evidence import ncu
+from tritondx.tools.exec.sandbox import isolation
 
 AXPY = Path(__file__).parents[1] / "verifier" / "tiny_axpy.py"
 
 
 def _fake_ncu(tmp_path: Path) -> str:
-    exe = tmp_path / "ncu"
+    exe = tmp_path / "ncu" / "bin" / "ncu"
+    exe.parent.mkdir(parents=True, exist_ok=True)
     exe.write_text('#!/bin/sh\n# the last five arguments are the target: python -m worker JOB RESULT\n'
-                   f'env > {tmp_path}/ncu_env.txt\nshift $(($# - 5))\nexec "$@"\n')
+                   'env | sed "s/^/NCUENV /"\nshift $(($# - 5))\nexec "$@"\n')
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return str(exe)
 
 
 def _marking_task(tmp_path: Path, broken: bool = False) -> Path:
+    """A task that says on its output when it was imported."""
     task = tmp_path / "marked_task.py"
-    mark = ("import time as _t\n"
-            "with open(__file__[:-3] + '.imported', 'a') as _f:\n    _f.write(repr(_t.time()) + '\\n')\n")
+    mark = "import time as _t\nprint('IMPORTED', repr(_t.time()), flush=True)\n"
     task.write_text(mark + ("raise ImportError('broken task')\n" if broken else "") + AXPY.read_text())
     return task
+
+
+def _spy_sessions(monkeypatch) -> list[str]:
+    """Every ncu session's output (its stdout, which the job's process shares)."""
+    outs: list[str] = []
+    real = ncu._ncu_launch
+
+    def spy(*a, **kw):
+        r = real(*a, **kw)
+        outs.append(r[1] or "")
+        return r
+    monkeypatch.setattr(ncu, "_ncu_launch", spy)
+    return outs
+
+
+def _imports(outs: list[str]) -> list[float]:
+    return [float(ln.split()[1]) for o in outs for ln in o.splitlines() if ln.startswith("IMPORTED ")]
 
 
 def _record_lock(monkeypatch) -> list[float]:
@@ -45,12 +68,12 @@ def _record_lock(monkeypatch) -> list[float]:
 def test_the_launch_job_loads_before_the_profiler_lock_is_taken(tmp_path, monkeypatch):
     monkeypatch.setattr(ncu, "ncu_path", lambda: _fake_ncu(tmp_path))
     taken = _record_lock(monkeypatch)
+    outs = _spy_sessions(monkeypatch)
     task = _marking_task(tmp_path)
     rows, note = ncu.profile_counters(str(task), timeout=300)
     assert rows == [] and note.startswith("ncu gave no counters"), note   # no GPU: the job fails after the go
-    marked = task.with_suffix(".imported")
-    assert marked.exists(), "the job never imported the task"
-    imports = [float(x) for x in marked.read_text().split()]
+    imports = _imports(outs)
+    assert imports, f"the job never imported the task: {outs}"
     # the gated session, then (no counters past the gate) once more the way it ran before: the lock from the start
     assert len(taken) == 2 and len(imports) == 2, (taken, imports)
     assert imports[0] < taken[0], "the profiler lock was taken before the job had loaded the task"
@@ -63,10 +86,11 @@ def test_a_job_that_ends_before_its_gate_takes_no_lock_and_runs_once_more_the_ol
     gate that does not work under some ncu costs time, never the counters."""
     monkeypatch.setattr(ncu, "ncu_path", lambda: _fake_ncu(tmp_path))
     taken = _record_lock(monkeypatch)
+    outs = _spy_sessions(monkeypatch)
     t0 = time.monotonic()
     task = _marking_task(tmp_path, broken=True)
     rows, note = ncu.profile_counters(str(task), timeout=300)
-    imports = [float(x) for x in task.with_suffix(".imported").read_text().split()]
+    imports = _imports(outs)
     assert rows == [] and "no counters" in note, note
     assert len(imports) == 2 and len(taken) == 1 and imports[0] < taken[0] < imports[1], (imports, taken)
     assert time.monotonic() - t0 < 120
@@ -81,16 +105,17 @@ def test_the_original_task_reads_its_trusted_compiles_and_a_candidate_does_not(t
     monkeypatch.setattr(triton_cache, "enabled", lambda: True)
     monkeypatch.setattr(ncu, "ncu_path", lambda: _fake_ncu(tmp_path))
     _record_lock(monkeypatch)
+    outs = _spy_sessions(monkeypatch)
     task = _marking_task(tmp_path)
     triton_cache.trusted_dir(task.read_text()).mkdir(parents=True)
     ncu.profile_counters(str(task), timeout=300, original=str(task))
-    env = (tmp_path / "ncu_env.txt").read_text()
-    assert f"{triton_cache.TRUSTED_ENV}={triton_cache.trusted_dir(task.read_text())}" in env
-    assert f"TRITON_CACHE_MANAGER={triton_cache.MANAGER}" in env
+    env = outs[0]
+    assert f"NCUENV {triton_cache.TRUSTED_ENV}={triton_cache.trusted_dir(task.read_text())}" in env, env
+    assert f"NCUENV TRITON_CACHE_MANAGER={triton_cache.MANAGER}" in env
     other = tmp_path / "candidate.py"
     other.write_text(task.read_text())
     ncu.profile_counters(str(other), timeout=300, original=str(task))
-    assert triton_cache.TRUSTED_ENV not in (tmp_path / "ncu_env.txt").read_text()
+    assert "NCUENV " in outs[-1] and triton_cache.TRUSTED_ENV not in outs[-1]
 
 
 def test_gate_descriptors_that_do_not_reach_the_job_cost_a_retry_not_the_counters(tmp_path, monkeypatch):
@@ -104,11 +129,54 @@ def test_gate_descriptors_that_do_not_reach_the_job_cost_a_retry_not_the_counter
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(ncu, "ncu_path", lambda: str(exe))
     taken = _record_lock(monkeypatch)
+    outs = _spy_sessions(monkeypatch)
     task = _marking_task(tmp_path)
     t0 = time.monotonic()
     rows, note = ncu.profile_counters(str(task), timeout=300)
-    imports = [float(x) for x in task.with_suffix(".imported").read_text().split()]
+    imports = _imports(outs)
     # the gated job is ended as soon as its ready pipe closes (it may not have imported the task yet); the retry
     # holds the lock from its start
     assert rows == [] and len(taken) == 1 and 1 <= len(imports) <= 2 and taken[0] < imports[-1], (note, imports, taken)
     assert time.monotonic() - t0 < 120
+
+
+@pytest.mark.skipif(not isolation().readonly, reason="needs the read-only sandbox (bubblewrap or unshare)")
+def test_ncu_and_the_profiled_candidate_run_inside_the_sandbox(tmp_path, monkeypatch):
+    """The profile tier profiles the best candidate so far: untrusted code. ncu and the process it profiles run inside
+    the job's sandbox: the candidate reads its own folder but writes nothing there, nor the task's trusted Triton cache
+    layer, nor the run's folders; its scratch folder goes with the job. (Before, ncu was started by the orchestrator
+    itself and the candidate could write whatever the orchestrator could.)"""
+    from tritondx.tools.exec import triton_cache
+
+    cache_root = tmp_path / "cache"
+    monkeypatch.setenv("TRITONDX_CACHE", str(cache_root))
+    monkeypatch.setattr(ncu, "ncu_path", lambda: _fake_ncu(tmp_path))
+    _record_lock(monkeypatch)
+    outs = _spy_sessions(monkeypatch)
+    original = _marking_task(tmp_path)
+    layer = triton_cache.trusted_dir(original.read_text())
+    layer.mkdir(parents=True)
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    targets = [tmp_path / "cand" / "planted.txt", layer / "planted.txt", run_dir / "planted.txt",
+               Path.home() / f"tritondx-planted-{tmp_path.name}-{os.getpid()}.txt"]
+    cand = tmp_path / "cand" / "candidate.py"
+    cand.parent.mkdir()
+    attempts = "".join(
+        f"try:\n    open({str(t)!r}, 'w').write('x')\n    print('WROTE', {str(t)!r}, flush=True)\n"
+        f"except OSError as _e:\n    print('DENIED', {str(t)!r}, type(_e).__name__, flush=True)\n" for t in targets)
+    cand.write_text(attempts + "open('scratch_file', 'w').write('x')\nprint('SCRATCH OK', flush=True)\n"
+                    + AXPY.read_text())
+    try:
+        rows, note = ncu.profile_counters(str(cand), timeout=300, original=str(original))
+    finally:
+        written = [t for t in targets if t.exists()]
+        for t in written:
+            t.unlink()
+    out = "\n".join(outs)
+    assert "SCRATCH OK" in out and "NCUENV " in out, out[-2000:]   # ncu and the candidate ran
+    assert not written, f"the candidate under ncu wrote {written}"
+    for t in targets:
+        assert f"DENIED {t}" in out, out[-2000:]
+    assert "WROTE" not in out
+    assert not list(tmp_path.glob("**/scratch_file")) and not list(Path("/tmp").glob("tritondx-job-*/scratch_file"))
