@@ -15,19 +15,19 @@ from langgraph.types import Command
 from tritondx.agents.common import TIER_NODE, backend_of, best_path, dump, logger, next_tier, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence.records import ArtifactRef
-from tritondx.tools.evidence.ncu import counter_findings, counter_summary, measured_work, profile_counters
+from tritondx.tools.evidence.ncu import counter_findings, counter_summary, measured_work, profile_session
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.evidence.profiler import roofline_findings
 from tritondx.tools.verify.api import bench_variants
 from tritondx.tools.evidence.work import first_bench_shape, work_for_bench
 
 
-def _counters(path: str, original: str) -> tuple[list, str, float]:
-    """ncu's counters of ``path`` (the launch job holds the profiler lock and the device lock itself) and the
-    wall seconds they took."""
+def _counters(path: str, original: str) -> tuple[list, str, float, float]:
+    """ncu's counters of ``path`` (the launch job holds the profiler lock and the device lock itself), the wall
+    seconds they took, and the seconds the launch job held the device."""
     t0 = time.monotonic()
-    rows, note = profile_counters(path, original=original)
-    return rows, note, time.monotonic() - t0
+    s = profile_session(path, original=original)
+    return s.rows, s.note, time.monotonic() - t0, s.device_seconds
 
 
 def round_bench(state: DXState) -> dict | None:
@@ -70,10 +70,13 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
     if best_path(state) != state["task_path"]:
         paths["best"] = best_path(state)
     notes = []
+    device_s = 0.0
     for label, path in paths.items():
         with ph.time("ncu"):
             # the launch job holds the device lock while ncu replays
-            rows, note = profile_counters(path, original=state["task_path"])
+            s = profile_session(path, original=state["task_path"])
+        rows, note = s.rows, s.note
+        device_s += s.device_seconds
         if rows:
             out["kernels"][label] = counter_summary(rows)
             ref = ArtifactRef.write(run_dir(state) / "artifacts", f"ncu_final_{label}.json",
@@ -86,6 +89,7 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
     goto = "final_approval" if cfg.interactive else "__end__"
     return Command(goto=goto, update={"final_profile": out, "artifacts": arts, "status": "done",
                                       "phase_seconds": ph.seconds,
+                                      "device_seconds": state.get("device_seconds", 0.0) + device_s,
                                       "decisions": [{"node": "profiler", "decision": "final profile",
                                                      "reason": "ncu counters of the initial and best kernels"
                                                      if out["kernels"] else out["ncu"]}]})
@@ -132,13 +136,13 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
             result, error, seconds = bench_variants(state["task_path"], variants, backend, rounds=cfg.bench_rounds,
                                                     timeout=cfg.bench_timeout_s)
         t_bench = time.monotonic() - t0
-        rows, note, ncu_s = counters.result() if counters is not None else ([], "", 0.0)
+        rows, note, ncu_s, ncu_device_s = counters.result() if counters is not None else ([], "", 0.0, 0.0)
     if use_ncu:
         ph.add("ncu", ncu_s)
     ph.add("bench", max(0.0, time.monotonic() - t0 - ncu_s) if use_ncu else t_bench)
     update["phase_seconds"] = ph.seconds
     update["gpu_seconds"] = state.get("gpu_seconds", 0.0) + seconds
-    update["device_seconds"] = state.get("device_seconds", 0.0) + \
+    update["device_seconds"] = state.get("device_seconds", 0.0) + ncu_device_s + \
         ((result or {}).get("device_seconds", 0.0) if reused is None else 0.0)
     if result is None:
         log.warning("profile_failed", error=error)

@@ -118,6 +118,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                 with ph.time("hwcheck"):
                     hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend,
                                         initial=hw_initial, measured=early)
+                device_seconds += hw.device_seconds
                 winner["hardware"] = {**hw.model_dump(), "started_beside_full_checks": early is not None}
                 log.info("hardware_check", candidate=winner["id"], confirmed=hw.confirmed, note=hw.note[:200],
                          started_beside_full_checks=early is not None)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+from pydantic import BaseModel
 
 from tritondx.tools.evidence.records import Finding, finding_id
 from tritondx.tools.exec.gpulock import profiler
@@ -143,39 +144,57 @@ def _num(v: str) -> float | None:
 DRIVER_BUSY_RE = re.compile(r"driver resource was unavailable", re.I)
 
 
+class NcuSession(BaseModel):
+    """One profile of a task under ncu (every attempt: the gated one and its retry)."""
+
+    rows: list[dict[str, Any]] = []
+    note: str = ""                 # why there are no rows ("" when there are)
+    device_seconds: float = 0.0    # the launch job's device lock held (its own ``device_usage``: cost, never evidence)
+    profiler_seconds: float = 0.0  # the batch's profiler lock held by this session (no other ncu session meanwhile)
+
+
 def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6,
                      original: str | None = None) -> tuple[list[dict], str]:
-    """Run the task's launcher under ncu. Returns (per-launch counters, note). The job's Python, torch and the task
-    load before the profiler lock is taken (``launch.GATE_ENV``); a gated session without counters (ncu found them
-    taken: the task's import touched CUDA; the gate did not work) runs once more with the lock held from its start.
-    ``original``: the run's original task; when ``task_path`` is that file, its compiles come from the task's trusted
-    Triton cache layer (filled by the probe: ``triton_cache``), not done again while the profiler lock is held."""
+    """(per-launch counters, note) of ``profile_session``."""
+    s = profile_session(task_path, timeout, launch_count, original)
+    return s.rows, s.note
+
+
+def profile_session(task_path: str, timeout: float = 600, launch_count: int = 6,
+                    original: str | None = None) -> NcuSession:
+    """Run the task's launcher under ncu. The job's Python, torch and the task load before the profiler lock is taken
+    (``launch.GATE_ENV``); a gated session without counters (ncu found them taken: the task's import touched CUDA; the
+    gate did not work) runs once more with the lock held from its start. ``original``: the run's original task; when
+    ``task_path`` is that file, its compiles come from the task's trusted Triton cache layer (filled by the probe:
+    ``triton_cache``), not done again while the profiler lock is held."""
     exe = ncu_path()
     if exe is None:
-        return [], "ncu not available: no hardware counters"
+        return NcuSession(note="ncu not available: no hardware counters")
     cache: dict[str, str] = {}
     if original and Path(original).resolve() == Path(task_path).resolve():
         from tritondx.tools.exec import triton_cache
         if triton_cache.enabled():
             cache = triton_cache.reader_env(Path(original).read_text())
-    rows, out, err, passed = _ncu_launch(exe, task_path, timeout, launch_count, gated=True, cache=cache)
+    cost = {"device_s": 0.0, "profiler_s": 0.0}
+    rows, out, err, passed = _ncu_launch(exe, task_path, timeout, launch_count, gated=True, cache=cache, cost=cost)
     if not rows and out is not None:
         # no counters through the gate (ncu found the counters taken: the task's import touched CUDA; the job ended
         # before its gate: the gate's descriptors did not reach it, or its import failed, which the probe has ruled
         # out for a task that got here): once more the way it ran before the gate, the lock held from the start
         why = "driver busy" if DRIVER_BUSY_RE.search(out + err) else "no counters" if passed else "ended before the gate"
         log.info("ncu_gate_retry", task=Path(task_path).name, why=why)
-        rows, out, err, _ = _ncu_launch(exe, task_path, timeout, launch_count, gated=False, cache=cache)
+        rows, out, err, _ = _ncu_launch(exe, task_path, timeout, launch_count, gated=False, cache=cache, cost=cost)
+    spent = {"device_seconds": round(cost["device_s"], 3), "profiler_seconds": round(cost["profiler_s"], 3)}
     if not rows:
         if out is None:
-            return [], f"ncu did not finish within {timeout:.0f} s"
+            return NcuSession(note=f"ncu did not finish within {timeout:.0f} s", **spent)
         tail = (err or out).strip().splitlines()[-3:]
-        return [], "ncu gave no counters: " + " | ".join(tail)[:400]
-    return rows, ""
+        return NcuSession(note="ncu gave no counters: " + " | ".join(tail)[:400], **spent)
+    return NcuSession(rows=rows, **spent)
 
 
 def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gated: bool,
-                cache: dict[str, str] | None = None):
+                cache: dict[str, str] | None = None, cost: dict[str, float] | None = None):
     """One ncu session over a ``launch`` job of ``task_path``: (rows, stdout, stderr, past the gate); stdout None on a
     timeout. ``gated``: the profiler lock is taken once the job says it is ready (``launch._gate``), else before it
     starts (then always "past the gate").
@@ -184,7 +203,8 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
     candidate (the profile tier's best so far), and what it runs must see the file system read-only but for the job's
     scratch folder, which goes with the job. The job takes the batch's device lock through descriptors handed to it
     (``gpulock.job_lock_fds``), as the gate's pipes are, through ncu. ncu's CSV comes on the job's stdout, which the
-    profiled process shares: counters are diagnosis, never a verdict (the verdict's hardware check is ``hwcheck``)."""
+    profiled process shares: counters are diagnosis, never a verdict (the verdict's hardware check is ``hwcheck``).
+    ``cost``: ``device_s`` (the job's device lock held, from its result) and ``profiler_s`` are added to it."""
     from tritondx.tools.bench.launch import GATE_ENV
     from tritondx.tools.exec import sandbox
     from tritondx.tools.exec.gpulock import job_lock_fds
@@ -210,12 +230,14 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
     proc = None
     ready = not gated
     launch = None
+    held_from: float | None = None
     try:
         with job_lock_fds() as (lock_fds, lock_env):
             launch = sandbox.prepare(job, ["job.json", "result.json"], None, {**env, **lock_env}, wrap=wrap,
                                      reads=reads)
             if not gated:
                 with profiler():   # one ncu session at a time on the device (gpulock.profiler)
+                    held_from = time.monotonic()
                     proc = sandbox.start(launch, out_f, err_f, lock_fds)
                     proc.wait(timeout=max(1.0, deadline - time.monotonic()))
             else:
@@ -226,6 +248,7 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
                 os.close(ready_r)
                 if ready:
                     with profiler():
+                        held_from = time.monotonic()
                         os.write(go_w, b"g")
                         os.close(go_w)
                         go_w = -1
@@ -240,6 +263,10 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
     finally:
         if go_w >= 0:
             os.close(go_w)
+        if cost is not None and launch is not None:
+            if held_from is not None:
+                cost["profiler_s"] = cost.get("profiler_s", 0.0) + time.monotonic() - held_from
+            cost["device_s"] = cost.get("device_s", 0.0) + _job_device_seconds(launch.scratch / "result.json")
         out_f.seek(0)
         err_f.seek(0)
         out, err = out_f.read(), err_f.read()
@@ -249,6 +276,18 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
         if launch is not None:
             shutil.rmtree(launch.scratch, ignore_errors=True)
     return parse_raw_csv(out), out, err, ready
+
+
+def _job_device_seconds(result: Path) -> float:
+    """The launch job's device lock held, from its result (the worker adds ``device_usage``); 0 without one. The job
+    may run a candidate, which could write that file: a cost figure, never evidence."""
+    from tritondx.tools.exec.gpulock import held_seconds
+    try:
+        if result.is_file() and not result.is_symlink() and result.stat().st_size < 1 << 20:
+            return held_seconds(json.loads(result.read_text()).get("device_usage"))
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 0.0
 
 
 #: seconds a gated launch job gets to say it is ready (its Python, torch and task loaded): past them it is ended and

@@ -108,11 +108,21 @@ def _hwcheck_job(task_path: str, backend: Backend, timeout: float, measure: list
     # the trusted layer of the task's compiles (as every bench and judge job): the initial kernel's warm-up call
     # under the profiler lock loads its binary instead of compiling it while every other task's check waits
     extra = triton_cache.reader_env(Path(task_path).read_text()) if triton_cache.enabled() else {}
-    r, _, _ = run_device_job(job, backend, timeout, extra_env=extra)
+    r, _, device_s = run_device_job(job, backend, timeout, extra_env=extra)
     res = r.result or {}
     if not (r.ok and res.get("ok")):
-        return {"ok": False, "note": (res.get("note") or "{}: {}".format(*job_error(r)))[:400]}
-    return res
+        return {"ok": False, "note": (res.get("note") or "{}: {}".format(*job_error(r)))[:400],
+                "device_seconds": device_s}
+    return {**res, "device_seconds": device_s}
+
+
+def _device_seconds_once(res: dict[str, Any]) -> float:
+    """A hwcheck answer's device seconds, the first time they are asked for (the initial kernel's half serves the
+    task's later rounds: its seconds count once)."""
+    if res.get("_device_seconds_counted"):
+        return 0.0
+    res["_device_seconds_counted"] = True
+    return float(res.get("device_seconds") or 0.0)
 
 
 #: when the initial kernel's half of the hardware check starts: "triage" (default: once the probe accepted the
@@ -146,8 +156,9 @@ def hardware_measurement(task_path: str, best_path: str, backend: Backend, timeo
         return _hwcheck_job(task_path, backend, timeout, ["initial", "best"], best_path)
     first = initial.result()
     if not first.get("ok"):
-        return first
+        return {**first, "device_seconds": _device_seconds_once(first)}
     res = _hwcheck_job(task_path, backend, timeout, ["best"], best_path)
+    res["device_seconds"] = res.get("device_seconds", 0.0) + _device_seconds_once(first)
     return {**res, "initial": first["initial"], "initial_measured_before": True} if res.get("ok") else res
 
 
@@ -171,7 +182,8 @@ def hardware_check(task_path: str, best_path: str, claimed: float, backend: Back
     res = measured.result() if measured is not None else \
         hardware_measurement(task_path, best_path, backend, timeout, initial)
     if not res.get("ok"):
-        return HardwareCheck(claimed=claimed, note=str(res.get("note"))[:400])
+        return HardwareCheck(claimed=claimed, note=str(res.get("note"))[:400],
+                             device_seconds=round(float(res.get("device_seconds") or 0.0), 4))
     return judge_hardware(res, claimed)
 
 
@@ -202,4 +214,5 @@ def judge_hardware(res: dict[str, Any], claimed: float) -> HardwareCheck:
     secs = {part: {**(res[part].get("seconds") or {}), "preloaded": bool(res[part].get("preloaded"))}
             for part in ("initial", "best") if isinstance(res[part].get("seconds"), dict)}
     return HardwareCheck(claimed=claimed, measured=measured, initial_ns_per_call=ini, best_ns_per_call=best,
-                         confirmed=ok, note=note, best_kernels=kernels, ncu_seconds=secs)
+                         confirmed=ok, note=note, best_kernels=kernels, ncu_seconds=secs,
+                         device_seconds=round(float(res.get("device_seconds") or 0.0), 4))

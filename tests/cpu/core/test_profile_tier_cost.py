@@ -9,12 +9,16 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tritondx.agents import profiler
 from tritondx.config import RunConfig
 from tritondx.tools.backends.cuda import CudaBackend
+from tritondx.tools.evidence.ncu import NcuSession
 from tritondx.tools.evidence.records import ArtifactRef
 
 TASK = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
+NCU_DEVICE_S = 2.5   # what the faked launch job says it held the device
 CEILINGS = {"copy_bytes_per_s": 4e12, "matmul_flops_per_s": {"bf16": 8e14, "tf32": 4e14, "fp32": 5e13}}
 
 
@@ -49,10 +53,10 @@ def _fakes(monkeypatch, ncu_s=0.0):
         assert original is not None, "the profile tier names the run's original task (its trusted compiles)"
         calls["ncu"].append((time.monotonic(), threading.current_thread().name))
         time.sleep(ncu_s)
-        return [], "ncu faked: no counters"
+        return NcuSession(note="ncu faked: no counters", device_seconds=NCU_DEVICE_S, profiler_seconds=ncu_s)
 
     monkeypatch.setattr(profiler, "bench_variants", bench)
-    monkeypatch.setattr(profiler, "profile_counters", counters)
+    monkeypatch.setattr(profiler, "profile_session", counters)
     monkeypatch.setattr(profiler, "backend_of", lambda state: CudaBackend())
     monkeypatch.setattr(CudaBackend, "nsight_compute", property(lambda self: True), raising=False)
     monkeypatch.setattr(profiler, "work_for_bench", lambda *a, **k: None)
@@ -66,6 +70,8 @@ def test_the_profile_tier_reuses_the_escalating_rounds_bench(tmp_path, monkeypat
     cmd = profiler.profiler_node(_state(tmp_path, "r1c2", {"bench_round1": ref.model_dump()}),
                                  {"configurable": {"thread_id": "t"}})
     assert calls["bench"] == 0 and len(calls["ncu"]) == 1
+    # the ncu session's device time counts (the reused bench's was counted by its round)
+    assert cmd.update["device_seconds"] == pytest.approx(NCU_DEVICE_S)
     prof = json.loads(Path(cmd.update["artifacts"]["profile_round1"]["path"]).read_text())
     assert set(prof["shapes"][0]["variants"]) == {"initial", "best"}
     assert prof["shapes"][0]["variants"]["best"]["median_ms"] == 0.015 and prof["reused_from"] == ref.path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tritondx.config import RunConfig
+from tritondx.tools.evidence.ncu import NcuSession
 from tritondx.tools.report.writer import _profile_md
 
 
@@ -50,7 +51,8 @@ def test_final_profile_node_without_ncu_ends_the_run(tmp_path, monkeypatch):
     run (status done) and adds no findings."""
     from pathlib import Path
     from tritondx.agents import profiler
-    monkeypatch.setattr(profiler, "profile_counters", lambda path, original=None: ([], "ncu not available: no hardware counters"))
+    monkeypatch.setattr(profiler, "profile_session",
+                        lambda path, original=None: NcuSession(note="ncu not available: no hardware counters"))
     task = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
     state = {"task_path": str(task), "run_dir": str(tmp_path), "config": RunConfig().model_dump(),
              "best": {"id": "r1c1", "path": str(task), "measured": True}, "status": "final_profile"}

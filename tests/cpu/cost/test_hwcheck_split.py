@@ -49,8 +49,11 @@ def test_the_initial_half_runs_once_per_task_and_the_check_then_measures_the_bes
     assert "candidate" not in fake.jobs[0] and fake.jobs[1]["candidate"] == str(best.resolve())
     assert hw.confirmed and hw.measured == 2.0 and hw.initial_ns_per_call == 2000.0
     assert hw.ncu_seconds == {"best": {"start_s": 4.0, "lock_wait_s": 1.0, "lock_s": 9.0, "preloaded": True}}
+    assert hw.device_seconds == 1.0   # both jobs' device holds (0.5 s each): the run's device seconds add them
+    again = timing.hardware_check(str(task), str(best), 1.9, Cuda(), initial=fut)   # a later round's check
+    assert again.device_seconds == 0.5   # the initial half counted once
     hw2 = timing.hardware_check(str(task), str(best), 1.9, Cuda())   # no early half: both in one job
-    assert fake.jobs[-1]["measure"] == ["initial", "best"] and hw2.confirmed
+    assert fake.jobs[-1]["measure"] == ["initial", "best"] and hw2.confirmed and hw2.device_seconds == 0.5
 
 
 def test_an_initial_half_that_could_not_measure_leaves_the_claim_unconfirmed_and_runs_no_best(tmp_path, monkeypatch):

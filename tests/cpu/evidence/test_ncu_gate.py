@@ -180,3 +180,20 @@ def test_ncu_and_the_profiled_candidate_run_inside_the_sandbox(tmp_path, monkeyp
         assert f"DENIED {t}" in out, out[-2000:]
     assert "WROTE" not in out
     assert not list(tmp_path.glob("**/scratch_file")) and not list(Path("/tmp").glob("tritondx-job-*/scratch_file"))
+
+
+def test_a_session_reports_the_device_and_profiler_seconds_it_held(tmp_path, monkeypatch):
+    """The profile tier's ncu session is device time (the launch job holds the device lock while ncu replays): the
+    job's own ``device_usage`` comes back as ``device_seconds`` (the run's device seconds add it), and the profiler
+    lock's hold as ``profiler_seconds``. Here a stand-in for ncu writes the job's result as a worker would."""
+    exe = tmp_path / "ncu" / "bin" / "ncu"
+    exe.parent.mkdir(parents=True)
+    exe.write_text('#!/bin/sh\nfor a; do last=$a; done\nsleep 0.3\n'
+                   'echo \'{"ok": true, "device_usage": {"shared_s": 0.25, "exclusive_s": 1.5}}\' > "$last"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(ncu, "ncu_path", lambda: str(exe))
+    _record_lock(monkeypatch)
+    s = ncu.profile_session(str(_marking_task(tmp_path)), timeout=120)
+    # no CSV from the stand-in: the gated session and its retry, each with the job's 1.75 s
+    assert s.rows == [] and s.device_seconds == 3.5, s
+    assert s.profiler_seconds >= 0.3, s
