@@ -15,19 +15,20 @@ from langgraph.types import Command
 from tritondx.agents.common import TIER_NODE, backend_of, best_path, dump, logger, next_tier, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence.records import ArtifactRef
-from tritondx.tools.evidence.ncu import counter_findings, counter_summary, measured_work, profile_session
+from tritondx.tools.evidence.ncu import (NcuSession, counter_findings, counter_summary, measured_work,
+                                         profile_session)
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.evidence.profiler import roofline_findings
 from tritondx.tools.verify.api import bench_variants
 from tritondx.tools.evidence.work import first_bench_shape, work_for_bench
 
 
-def _counters(path: str, original: str) -> tuple[list, str, float, float]:
-    """ncu's counters of ``path`` (the launch job holds the profiler lock and the device lock itself), the wall
-    seconds they took, and the seconds the launch job held the device."""
+def _counters(path: str, original: str) -> tuple[NcuSession, float]:
+    """ncu's session over ``path`` (the launch job holds the profiler lock and the device lock itself) and the wall
+    seconds it took."""
     t0 = time.monotonic()
     s = profile_session(path, original=original)
-    return s.rows, s.note, time.monotonic() - t0, s.device_seconds
+    return s, time.monotonic() - t0
 
 
 def round_bench(state: DXState) -> dict | None:
@@ -136,7 +137,8 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
             result, error, seconds = bench_variants(state["task_path"], variants, backend, rounds=cfg.bench_rounds,
                                                     timeout=cfg.bench_timeout_s)
         t_bench = time.monotonic() - t0
-        rows, note, ncu_s, ncu_device_s = counters.result() if counters is not None else ([], "", 0.0, 0.0)
+        session, ncu_s = counters.result() if counters is not None else (NcuSession(), 0.0)
+        rows, note, ncu_device_s = session.rows, session.note, session.device_seconds
     if use_ncu:
         ph.add("ncu", ncu_s)
     ph.add("bench", max(0.0, time.monotonic() - t0 - ncu_s) if use_ncu else t_bench)
@@ -148,6 +150,10 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
         log.warning("profile_failed", error=error)
         update["decisions"] = [{"node": "profiler", "decision": "profile failed", "reason": error}]
         return Command(goto=goto, update=update)
+    if use_ncu:   # what the ncu session cost: the profiler lock's hold and the launch job's steps
+        result = {**result, "ncu_session": {"wall_s": round(ncu_s, 3),
+                                            **session.model_dump(include={"device_seconds", "profiler_seconds",
+                                                                          "steps"})}}
     ref = ArtifactRef.write(run_dir(state) / "artifacts", f"profile_round{state.get('round', 0)}.json",
                             json.dumps(result, indent=1), "profile")
     found, ncu_work = [], None

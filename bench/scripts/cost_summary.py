@@ -77,3 +77,22 @@ if steps:
                                                       sorted(steps.items(), key=lambda kv: -kv[1])))
     print(f"longest verification {longest[0]:.0f} s ({longest[1]}): "
           + "  ".join(f"{k} {v:.1f}s" for k, v in sorted(longest[2].items(), key=lambda kv: -kv[1])))
+# the profile tier's ncu sessions (artifacts/profile_round*.json "ncu_session": the profiler lock's hold and the launch
+# job's steps after the go), over every run folder
+sessions = []
+for f in runs.glob("*/artifacts/profile_round*.json"):
+    try:
+        s = json.loads(f.read_text()).get("ncu_session")
+    except (OSError, ValueError, AttributeError):
+        continue
+    if isinstance(s, dict):
+        sessions.append(s)
+if sessions:
+    tot: dict[str, float] = {}
+    for s in sessions:
+        for k, v in (s.get("steps") or {}).items():
+            tot[k] = tot.get(k, 0.0) + float(v)
+    held = sorted(float(s.get("profiler_seconds") or 0.0) for s in sessions)
+    print(f"profile tier ncu sessions: {len(sessions)}; profiler lock held {sum(held):.0f} s (median "
+          f"{statistics.median(held):.1f} s, max {held[-1]:.1f} s); the launch jobs' steps: "
+          + "  ".join(f"{k} {v:.0f}s" for k, v in sorted(tot.items(), key=lambda kv: -kv[1])))

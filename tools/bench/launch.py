@@ -33,9 +33,15 @@ def _gate() -> None:
 
 
 def run_launch(job: dict[str, Any]) -> dict[str, Any]:
+    import time
+
     import torch
+    t0 = time.monotonic()
     mod = load_module(job["task"], "launch")
+    loaded = time.monotonic()
     _gate()   # the first CUDA call comes after this (make_inputs): under the profiler lock
+    go = time.monotonic()
+    steps: dict[str, float] = {"load_s": loaded - t0, "gate_wait_s": go - loaded}
     shape = norm_shape(job.get("shape") or mod.BENCH_SHAPES[0])
     dtype = to_dtype(mod.DTYPES[0])
     # Under ncu every launch is replayed once per metric pass: the device must be ours alone meanwhile
@@ -46,15 +52,26 @@ def run_launch(job: dict[str, Any]) -> dict[str, Any]:
     cuda = job["device"].startswith("cuda")
     last = bool(job.get("profile_last")) and cuda
     with phase("exclusive"):
+        held = time.monotonic()
+        steps["device_wait_s"] = held - go
         inputs = as_tuple(mod.make_inputs(shape, dtype, 1, job["device"]))
+        if cuda:
+            torch.cuda.synchronize()
+        steps["inputs_s"] = time.monotonic() - held
         repeat = int(job.get("repeat", 1))
         for i in range(repeat):
+            t = time.monotonic()
             if last and i == repeat - 1:
                 torch.cuda.synchronize()
                 torch.cuda.profiler.start()
             mod.launch(*inputs)
-        if cuda:
-            torch.cuda.synchronize()
+            if cuda:
+                torch.cuda.synchronize()
+            # the first call compiles and autotunes (the profiled last call is replayed once per metric pass)
+            steps["profiled_call_s" if last and i == repeat - 1 else f"call{i + 1}_s"] = time.monotonic() - t
         if last:
             torch.cuda.profiler.stop()
-    return {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}
+    # where the session's time went after the go (``ncu.NcuSession.steps``; the job's exit and ncu's own work after
+    # it are the rest of the profiler lock's hold)
+    return {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape,
+            "steps": {k: round(v, 3) for k, v in steps.items()}}

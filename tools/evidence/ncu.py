@@ -27,7 +27,7 @@ import structlog
 from pydantic import BaseModel
 
 from tritondx.tools.evidence.records import Finding, finding_id
-from tritondx.tools.exec.gpulock import profiler
+from tritondx.tools.exec.gpulock import held_seconds, profiler
 
 log = structlog.get_logger(__name__)
 
@@ -151,6 +151,8 @@ class NcuSession(BaseModel):
     note: str = ""                 # why there are no rows ("" when there are)
     device_seconds: float = 0.0    # the launch job's device lock held (its own ``device_usage``: cost, never evidence)
     profiler_seconds: float = 0.0  # the batch's profiler lock held by this session (no other ncu session meanwhile)
+    #: the launch job's own steps, last attempt (``launch.run_launch``: load, gate wait, device wait, inputs, calls)
+    steps: dict[str, float] = {}
 
 
 def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6,
@@ -175,7 +177,7 @@ def profile_session(task_path: str, timeout: float = 600, launch_count: int = 6,
         from tritondx.tools.exec import triton_cache
         if triton_cache.enabled():
             cache = triton_cache.reader_env(Path(original).read_text())
-    cost = {"device_s": 0.0, "profiler_s": 0.0}
+    cost: dict[str, Any] = {"device_s": 0.0, "profiler_s": 0.0}
     rows, out, err, passed = _ncu_launch(exe, task_path, timeout, launch_count, gated=True, cache=cache, cost=cost)
     if not rows and out is not None:
         # no counters through the gate (ncu found the counters taken: the task's import touched CUDA; the job ended
@@ -184,7 +186,8 @@ def profile_session(task_path: str, timeout: float = 600, launch_count: int = 6,
         why = "driver busy" if DRIVER_BUSY_RE.search(out + err) else "no counters" if passed else "ended before the gate"
         log.info("ncu_gate_retry", task=Path(task_path).name, why=why)
         rows, out, err, _ = _ncu_launch(exe, task_path, timeout, launch_count, gated=False, cache=cache, cost=cost)
-    spent = {"device_seconds": round(cost["device_s"], 3), "profiler_seconds": round(cost["profiler_s"], 3)}
+    spent = {"device_seconds": round(cost["device_s"], 3), "profiler_seconds": round(cost["profiler_s"], 3),
+             "steps": cost.get("steps") or {}}
     if not rows:
         if out is None:
             return NcuSession(note=f"ncu did not finish within {timeout:.0f} s", **spent)
@@ -266,7 +269,15 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
         if cost is not None and launch is not None:
             if held_from is not None:
                 cost["profiler_s"] = cost.get("profiler_s", 0.0) + time.monotonic() - held_from
-            cost["device_s"] = cost.get("device_s", 0.0) + _job_device_seconds(launch.scratch / "result.json")
+            answer = _job_answer(launch.scratch / "result.json")
+            usage = answer.get("device_usage")
+            try:
+                cost["device_s"] = cost.get("device_s", 0.0) + held_seconds(usage if isinstance(usage, dict) else None)
+            except (TypeError, ValueError):
+                pass
+            if isinstance(answer.get("steps"), dict):
+                cost["steps"] = {str(k): float(v) for k, v in answer["steps"].items()
+                                 if isinstance(v, (int, float))}
         out_f.seek(0)
         err_f.seek(0)
         out, err = out_f.read(), err_f.read()
@@ -278,16 +289,16 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
     return parse_raw_csv(out), out, err, ready
 
 
-def _job_device_seconds(result: Path) -> float:
-    """The launch job's device lock held, from its result (the worker adds ``device_usage``); 0 without one. The job
-    may run a candidate, which could write that file: a cost figure, never evidence."""
-    from tritondx.tools.exec.gpulock import held_seconds
+def _job_answer(result: Path) -> dict[str, Any]:
+    """The launch job's result (the worker adds ``device_usage``: its device lock held), {} without one. The job may
+    run a candidate, which could write that file: cost figures, never evidence."""
     try:
         if result.is_file() and not result.is_symlink() and result.stat().st_size < 1 << 20:
-            return held_seconds(json.loads(result.read_text()).get("device_usage"))
-    except (OSError, ValueError, AttributeError):
+            answer = json.loads(result.read_text())
+            return answer if isinstance(answer, dict) else {}
+    except (OSError, ValueError):
         pass
-    return 0.0
+    return {}
 
 
 #: seconds a gated launch job gets to say it is ready (its Python, torch and task loaded): past them it is ended and
