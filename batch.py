@@ -572,6 +572,22 @@ def baselines_start(concurrent: int) -> str:
     return "triaged" if max(1, concurrent) * CORES_PER_TASK_BESIDE <= (os.cpu_count() or 1) else "end"
 
 
+def hw_initial_at(tasks_per_device: int) -> str:
+    """When a run starts the initial kernel's half of the hardware check (``timing.HW_INITIAL_AT_ENV``): ``triage``
+    (speculative, while the profiler is idle) for one task per device, ``contender`` (with the first would-be
+    winner) where several tasks share one device's profiler lock. Why: in the H200 corpus batch of 2026-12-03
+    (``bench/results/cost_h200_20261203d``, call 3: 8 tasks per GPU) the profiler lock was held 346 s of 400 s, and
+    of 20 hardware-check processes about 16 were initial halves started in triage while only 4 tasks ever had a
+    winner: some 12 sessions (median hold 6.5 s) served no check, in the batch's one serial resource. A speculative
+    half yields to waiting urgent sessions but, once it holds the lock, finishes. ``TRITONDX_HW_INITIAL_AT``
+    overrides."""
+    from tritondx.tools.verify.timing import HW_INITIAL_AT_ENV
+    chosen = os.environ.get(HW_INITIAL_AT_ENV, "")
+    if chosen in ("triage", "contender"):
+        return chosen
+    return "triage" if tasks_per_device <= 1 else "contender"
+
+
 # Baselines jobs are started from this one long-lived thread (a child dies with the thread that started it).
 _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-baselines")
 
@@ -902,9 +918,11 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
     gpus = [] if ray_address else visible_gpus(be.name)
     slots = plan_slots(gpus, workers, out_dir)
     env_extra[BASELINES_START_ENV] = baselines_start(len(slots))
+    from tritondx.tools.verify.timing import HW_INITIAL_AT_ENV
+    env_extra[HW_INITIAL_AT_ENV] = hw_initial_at(max(1, workers))   # tasks per device (Ray: num_gpus=1/workers)
     meta = {"suite": folder, "backend": be.name, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "python": sys.version.split()[0], "workers": max(1, workers),
-            "baselines_start": env_extra[BASELINES_START_ENV]}
+            "baselines_start": env_extra[BASELINES_START_ENV], "hw_initial_at": env_extra[HW_INITIAL_AT_ENV]}
     if len(gpus) > 1:
         meta["gpus"] = gpus
     if ray_address:

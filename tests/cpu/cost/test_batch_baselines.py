@@ -262,7 +262,7 @@ def test_on_a_loaded_host_the_baselines_job_starts_after_the_run_beside_its_fina
     assert base["start"] < final["end"] and final["start"] < base["end"]   # beside each other, after the run
     e = res["results"][0]
     assert e["status"] == "done" and e["speedup"] == pytest.approx(2.2)
-    assert res["meta"]["baselines_start"] == "end"
+    assert res["meta"]["baselines_start"] == "end" and res["meta"]["hw_initial_at"] in ("triage", "contender")
 
 
 def test_the_baselines_job_goes_beside_the_runs_only_where_cores_are_spare(monkeypatch):
@@ -271,6 +271,16 @@ def test_the_baselines_job_goes_beside_the_runs_only_where_cores_are_spare(monke
     assert batch.baselines_start(2) == "triaged" and batch.baselines_start(8) == "end"
     monkeypatch.setenv(batch.BASELINES_START_ENV, "triaged")
     assert batch.baselines_start(8) == "triaged"
+
+
+def test_the_hardware_checks_initial_half_waits_for_a_contender_where_tasks_share_a_device(monkeypatch):
+    """Several tasks per device share one profiler lock: the initial kernel's half of the hardware check starts with
+    a round's first would-be winner, not speculatively in triage (most tasks of a corpus batch never have one)."""
+    from tritondx.tools.verify.timing import HW_INITIAL_AT_ENV
+    monkeypatch.delenv(HW_INITIAL_AT_ENV, raising=False)
+    assert batch.hw_initial_at(1) == "triage" and batch.hw_initial_at(8) == "contender"
+    monkeypatch.setenv(HW_INITIAL_AT_ENV, "triage")
+    assert batch.hw_initial_at(8) == "triage"
 
 
 def test_the_baselines_jobs_seconds_are_its_own_not_until_someone_asked(fake):
