@@ -181,7 +181,8 @@ def _md(report: dict[str, Any], diff: str) -> str:
               f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s "
               f"(holding the device: {report.get('device_seconds') or 0:.1f} s)"
               + (f"; CPU: {report['cpu_seconds']['self']:.0f} s in the run's process, "
-                 f"{report['cpu_seconds']['children']:.0f} s in its jobs" if report.get("cpu_seconds") else ""),
+                 f"{report['cpu_seconds']['children'] + report['cpu_seconds'].get('live', 0.0):.0f} s in its jobs"
+                 if report.get("cpu_seconds") else ""),
               f"- how the result was chosen: {report.get('best_rule')}"] + _hardware_md(b) + [""]
     if report.get("phase_seconds"):
         lines += ["## Where the time went", ""] + table_md(report["phase_seconds"], report["wall_seconds"]) + [""]

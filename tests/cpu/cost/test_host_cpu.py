@@ -23,3 +23,22 @@ def test_a_waited_for_child_counts_in_the_process_cpu_seconds_and_the_host_busy_
     assert 0 < h["busy_fraction"] <= 1 and h["cores"] >= 1
     line = host_cpu_line(h)
     assert "host CPU busy" in line and f"{h['cores']} cores" in line
+
+
+def test_a_running_descendant_counts_as_live():
+    """A job still running when the report is written (a judge server) counts too, with what it waited for."""
+    import time
+    code = "import subprocess, sys, time\n" + f"subprocess.run([sys.executable, '-c', {BURN!r}])\n" + "time.sleep(30)\n"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 20
+        live = 0.0
+        while time.monotonic() < deadline:
+            live = process_cpu_seconds()["live"]
+            if live >= 0.9:
+                break
+            time.sleep(0.2)
+        assert live >= 0.9, live   # the grandchild's burned second, waited for by the child that still runs
+    finally:
+        proc.kill()
+        proc.wait()

@@ -44,7 +44,7 @@ def test_report_json_and_md_carry_the_phases_and_the_batch_sums_them(tmp_path):
     assert ph["probe"] == 2.5 and ph["verify"] == 4.0 and ph["startup"] == 2.0 and "report" in ph
     md = (tmp_path / "report.md").read_text()
     assert "## Where the time went" in md and "| verify | 4.0 | 40% |" in md
-    assert set(rep["cpu_seconds"]) == {"self", "children"} and rep["cpu_seconds"]["self"] > 0
+    assert set(rep["cpu_seconds"]) == {"self", "children", "live"} and rep["cpu_seconds"]["self"] > 0
     assert "s in the run's process" in md
     entry = summarize_task(str(task), tmp_path, 0, 11.0, {"seconds": 3.0, "error": "x"}, "")
     assert entry["phase_seconds"]["final_bench"] == 3.0 and entry["phase_seconds"]["verify"] == 4.0
