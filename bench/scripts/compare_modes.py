@@ -61,6 +61,17 @@ def compare(esc: dict, full: dict) -> tuple[dict, list[str]]:
                   f"- escalation's cost (analysis + device seconds) is {tot['cost_ratio']:.0%} of all tiers' "
                   f"(bar: >= 95% of the speedup at <= 50% of the cost: "
                   f"{'met' if tot['speedup_kept'] >= 0.95 and tot['cost_ratio'] <= 0.5 else 'not met'})"]
+    # a task only one mode finished is left out of the figures above: say which, and how far the other got, so
+    # that a mode slower on some task never looks cheaper for it
+    only = {"escalation": sorted(set(e) - set(a)), "all tiers": sorted(set(a) - set(e))}
+    walls = {"escalation": {r["task"]: r for r in esc["results"]}, "all tiers": {r["task"]: r for r in full["results"]}}
+    tot["finished_by_one_mode_only"] = only
+    for mode, tasks in only.items():
+        other = "all tiers" if mode == "escalation" else "escalation"
+        for t in tasks:
+            o = walls[other].get(t) or {}
+            lines.append(f"- not compared: {t}, measured by {mode} only ({walls[mode][t].get('wall_s', 0):.0f} s); "
+                         f"{other}: {o.get('status', 'not started')} after {o.get('wall_s', 0):.0f} s")
     return tot, lines
 
 
