@@ -24,7 +24,7 @@ from tritondx.tools.evidence.records import ArtifactRef
 from tritondx.tools.verify.route import Limits, RoundFacts, decide, escalation_why  # noqa: F401 (callers)
 from tritondx.tools.verify.select import beats, measurements, pick, summarize_bench
 from tritondx.tools.verify.staged import confirm, contenders, screen_note
-from tritondx.tools.verify.timing import (HW_UNAVAILABLE, NCU_MISSING, early_hardware, hardware_check,
+from tritondx.tools.verify.timing import (HW_UNAVAILABLE, NCU_MISSING, claim_case, early_hardware, hardware_check,
                                           initial_hardware, time_round)
 from tritondx.tools.verify.verification import verify_all
 
@@ -64,8 +64,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     insufficient = [fid for c in pending if c not in passed for fid in c["motivated_by"]]
     best = dict(state.get("best") or {})
     measured: list[dict] = []
-    hw_initial = None   # the initial kernel's hardware measurement, once started (timing.initial_hardware)
-    hw_early: dict = {}  # candidate id -> its hardware measurement started beside its full checks (timing.early_hardware)
+    hw_early: dict = {}  # candidate id -> (bench case, its hardware measurement started beside its full checks)
     bench_artifacts: dict = {}
     gain = None
     if passed and backend.can_time:
@@ -94,10 +93,11 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
             eligible = {c["id"] for c in passed}
             if screen:   # only a candidate verified in full can win (tools/verify/staged.py)
                 ids = contenders(timed.result, summary, measured, eligible, prev_id, cfg.full_verify_top)
-                if ids and backend.nsight_compute and cfg.ncu:   # the hardware check, beside the full checks:
-                    hw_initial = initial_hardware(state["task_path"], backend)   # the initial kernel's half, and
-                    hw_early = {ids[0]: early_hardware(state["task_path"], cands[ids[0]]["path"], backend,
-                                                       initial=hw_initial)}   # the fastest contender's after it
+                if ids and backend.nsight_compute and cfg.ncu:   # the hardware check, beside the full checks,
+                    case0, _ = claim_case(timed.result, ids[0])   # at the bench case of its largest claimed gain:
+                    hw_initial = initial_hardware(state["task_path"], backend, case=case0)   # the initial's half,
+                    hw_early = {ids[0]: (case0, early_hardware(state["task_path"], cands[ids[0]]["path"], backend,
+                                                               initial=hw_initial, case=case0))}   # the contender's
                 with ph.time("verify"):
                     full = confirm(state["task_path"], [cands[i] for i in ids], backend, ops, cfg)
                 eligible = {v.candidate_id for v in full if v.passed}
@@ -114,10 +114,16 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                         measured = [m for m in measured if m["id"] != v.candidate_id]
             winner, why = pick(timed.result, summary, measured, eligible, prev_id)
             if winner and why and backend.nsight_compute and cfg.ncu:
-                early = hw_early.pop(winner["id"], None)
+                case, claimed = claim_case(timed.result, winner["id"])
+                early_case, early = hw_early.pop(winner["id"], (None, None))
+                if early is not None and early_case != case:
+                    early = None
+                if claimed is None:   # no per-case times (not expected): the geomean claim at the first case
+                    case, claimed = None, winner["speedup"]
                 with ph.time("hwcheck"):
-                    hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], winner["speedup"], backend,
-                                        initial=hw_initial, measured=early)
+                    hw = hardware_check(state["task_path"], cands[winner["id"]]["path"], claimed, backend,
+                                        initial=initial_hardware(state["task_path"], backend, case=case),
+                                        measured=early, case=case)
                 device_seconds += hw.device_seconds
                 winner["hardware"] = {**hw.model_dump(), "started_beside_full_checks": early is not None}
                 log.info("hardware_check", candidate=winner["id"], confirmed=hw.confirmed, note=hw.note[:200],
@@ -125,7 +131,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                 if not hw.confirmed and not hw.note.startswith((NCU_MISSING, HW_UNAVAILABLE)):
                     verifications.append({"id": winner["id"] + ":hardware", "candidate_id": winner["id"],
                                           "passed": False, "klass": "hardware_unconfirmed", "backend": backend.name,
-                                          "reason": f"claimed {winner['speedup']:.2f}x not confirmed: {hw.note}"})
+                                          "reason": f"claimed {hw.claimed:.2f}x (the largest per-case gain) not "
+                                                    f"confirmed: {hw.note}"})
                     passed = [c for c in passed if c["id"] != winner["id"]]
                     winner, why = None, None
             for cid in hw_early:   # started for a contender that did not win (its job ends on its own)
@@ -137,7 +144,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                         "speedup": winner["speedup"], "roofline_fraction": winner["roofline_fraction"],
                         "family": winner["family"], "measured": True}
                 if winner.get("hardware"):  # what the report says of the claim: confirmed, or why not
-                    best["hardware"] = {k: winner["hardware"].get(k) for k in ("confirmed", "measured", "note")}
+                    best["hardware"] = {k: winner["hardware"].get(k)
+                                        for k in ("confirmed", "measured", "claimed", "shape", "dtype", "note")}
             else:
                 gain = 1.0
                 best.update({"median_ms": prev["median_ms"], "speedup": base / prev["median_ms"],

@@ -4,7 +4,8 @@ For the initial kernel and the best candidate in turn, a runner (``spawn.py``, t
 own sandboxed process) is started under Nsight Compute, outside the runner's namespaces, with
 ``--profile-from-start off``; the runner brackets each measured call with the CUDA profiler API, so
 ncu reads the duration of every kernel those calls launch (``gpu__time_duration.sum``) from the
-hardware. The calls run on the first bench shape with inputs this job makes (a fresh seed per call), and
+hardware. The calls run on one bench case (the job's ``shape`` and ``dtype``: the case with the largest claimed gain,
+``timing.claim_case``; else the first bench shape) with inputs this job makes (a fresh seed per call), and
 their outputs are compared with the reference here: a launcher that behaves differently under the
 profiler still has to be right. ncu's answer goes to a log file in this job's folder. A runner under ncu
 gets no namespaces of its own (ncu's injected threads make ``unshare`` of a user namespace fail), so it could
@@ -217,8 +218,10 @@ def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "note": f"{NCU_MISSING}: the speedup is not confirmed by hardware counters"}
     become_subreaper()
     orig = load_module(job["task"], "orig")
-    shape = norm_shape(orig.BENCH_SHAPES[0])
-    dtype = to_dtype(orig.DTYPES[0])
+    # the bench case the claim is checked at (``timing.claim_case``: the one with the largest claimed gain), else the
+    # first bench shape and dtype
+    shape = norm_shape(job["shape"] if job.get("shape") is not None else orig.BENCH_SHAPES[0])
+    dtype = to_dtype(job.get("dtype") or orig.DTYPES[0])
     atol, rtol = tolerance(orig, dtype)
     # fresh inputs for every call (the runner writes them into the same memory): an output
     # cached by address or by call count is stale, and judged so
@@ -229,7 +232,7 @@ def hwcheck(job: dict[str, Any]) -> dict[str, Any]:
             refs = tuple(r.detach().cpu() for r in as_tuple(orig.reference(
                 *[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])))
             cases.append((tuple(t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs), refs))
-    out = {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape}
+    out = {"ok": True, "shape": list(shape) if isinstance(shape, tuple) else shape, "dtype": str(dtype)}
     parts = job.get("measure") or ["initial", "best"]   # the orchestrator may measure the initial kernel earlier
     # One runner after the other, each under the profiler lock from its hello (the candidate's import,
     # where CUDA may start) until it has ended, its Python, torch and Triton start before the lock

@@ -70,5 +70,8 @@ class HardwareCheck(BaseModel):
     #: per measured kernel ("initial", "best"): seconds of its ncu runner (``hwcheck._profile``: start_s
     #: outside the profiler lock, lock_wait_s, lock_s held) and whether it was preloaded
     ncu_seconds: dict[str, dict] = Field(default_factory=dict)
+    #: the bench case it measured at (``timing.claim_case``), as the hwcheck job answered
+    shape: Any = None
+    dtype: str | None = None
     #: seconds its hwcheck jobs held the device (the initial kernel's half counted by the first check that used it)
     device_seconds: float = 0.0

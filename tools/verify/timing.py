@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -98,13 +99,36 @@ HW_UNAVAILABLE = "hardware check unavailable"
 HW_TOLERANCE = 0.10
 
 
+def claim_case(result: dict[str, Any], cand_id: str) -> tuple[dict[str, Any] | None, float | None]:
+    """The bench case the hardware checks a claim at, and the claim there: the case (shape, dtype) where ``cand_id``'s
+    measured gain over the initial kernel is largest, and that gain. A faked clock that lifts a claim lifts it most
+    somewhere, and that is where ncu looks; and a candidate faster on some shapes only is not held to its geomean on
+    a shape where it gains nothing. The first case (the task's first bench shape and dtype, where the hwcheck job
+    measures without one) is ``None``. (None, None) without that candidate's times."""
+    best_i, best_gain = -1, None
+    for i, entry in enumerate(result.get("shapes") or []):
+        ini, cand = entry["variants"].get("initial"), entry["variants"].get(cand_id)
+        if not ini or not cand or not cand.get("median_ms"):
+            continue
+        gain = ini["median_ms"] / cand["median_ms"]
+        if best_gain is None or gain > best_gain:
+            best_i, best_gain = i, gain
+    if best_gain is None:
+        return None, None
+    entry = result["shapes"][best_i]
+    return (None if best_i == 0 else {"shape": entry["shape"], "dtype": entry.get("dtype")}), best_gain
+
+
 def _hwcheck_job(task_path: str, backend: Backend, timeout: float, measure: list[str],
-                 best_path: str | None = None, speculative: bool = False) -> dict[str, Any]:
+                 best_path: str | None = None, speculative: bool = False,
+                 case: dict[str, Any] | None = None) -> dict[str, Any]:
     """One hwcheck job's answer (``{"ok": False, "note": ...}`` when it did not measure). ``speculative``: no
-    round waits on it yet; its ncu sessions let every urgent one go first (``gpulock.take_profiler``)."""
+    round waits on it yet; its ncu sessions let every urgent one go first (``gpulock.take_profiler``). ``case``: the
+    bench case to measure at (``claim_case``), else the task's first bench shape."""
     job = {"kind": "hwcheck", "task": str(Path(task_path).resolve()), "measure": measure,
            **({"candidate": str(Path(best_path).resolve())} if best_path else {}),
-           **({"speculative": True} if speculative else {})}
+           **({"speculative": True} if speculative else {}),
+           **({"shape": case["shape"], **({"dtype": case["dtype"]} if case.get("dtype") else {})} if case else {})}
     # the trusted layer of the task's compiles (as every bench and judge job): the initial kernel's warm-up call
     # under the profiler lock loads its binary instead of compiling it while every other task's check waits
     extra = triton_cache.reader_env(Path(task_path).read_text()) if triton_cache.enabled() else {}
@@ -133,31 +157,34 @@ _initial_jobs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tdx-hw-ini
 _initial: dict[tuple, Future] = {}
 
 
-def initial_hardware(task_path: str, backend: Backend, timeout: float = 900, speculative: bool = False) -> Future:
+def initial_hardware(task_path: str, backend: Backend, timeout: float = 900, speculative: bool = False,
+                     case: dict[str, Any] | None = None) -> Future:
     """The initial kernel's half of the hardware check, started now in the background (by triage once the probe
     accepted the task, or by the verifier when a round first has a would-be winner: ``HW_INITIAL_AT_ENV``) and
     kept for the task's later rounds: the task's own kernel at the same shape. Its answer: a hwcheck job's answer.
-    ``speculative`` (triage's: no round has a winner yet): its ncu session yields to urgent ones."""
-    key = (str(Path(task_path).resolve()), hashlib.sha256(Path(task_path).read_bytes()).hexdigest(), backend.name)
+    ``speculative`` (triage's: no round has a winner yet): its ncu session yields to urgent ones. ``case``: the bench
+    case (``claim_case``); one measurement per case."""
+    key = (str(Path(task_path).resolve()), hashlib.sha256(Path(task_path).read_bytes()).hexdigest(), backend.name,
+           json.dumps(case, sort_keys=True, default=str))
     fut = _initial.get(key)
     if fut is None or (fut.done() and not fut.result().get("ok")):
         fut = _initial[key] = _initial_jobs.submit(_hwcheck_job, task_path, backend, timeout, ["initial"],
-                                                         None, speculative)
+                                                         None, speculative, case)
     return fut
 
 
 def hardware_measurement(task_path: str, best_path: str, backend: Backend, timeout: float = 900,
-                         initial: Future | None = None) -> dict[str, Any]:
+                         initial: Future | None = None, case: dict[str, Any] | None = None) -> dict[str, Any]:
     """ncu's summed kernel durations per call of the initial kernel and ``best_path`` (``verify/hwcheck.py``):
     a hwcheck job's answer with both parts, or ``{"ok": False, "note": ...}``. ``initial``: the initial
     kernel's measurement started earlier (``initial_hardware``); then this job measures the best alone, after
     it (each under ncu in a process of its own either way, never at once, the original first)."""
     if initial is None:
-        return _hwcheck_job(task_path, backend, timeout, ["initial", "best"], best_path)
+        return _hwcheck_job(task_path, backend, timeout, ["initial", "best"], best_path, case=case)
     first = initial.result()
     if not first.get("ok"):
         return {**first, "device_seconds": _device_seconds_once(first)}
-    res = _hwcheck_job(task_path, backend, timeout, ["best"], best_path)
+    res = _hwcheck_job(task_path, backend, timeout, ["best"], best_path, case=case)
     res["device_seconds"] = res.get("device_seconds", 0.0) + _device_seconds_once(first)
     return {**res, "initial": first["initial"], "initial_measured_before": True} if res.get("ok") else res
 
@@ -166,21 +193,21 @@ _early_jobs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tdx-hw-early
 
 
 def early_hardware(task_path: str, best_path: str, backend: Backend, timeout: float = 900,
-                   initial: Future | None = None) -> Future:
+                   initial: Future | None = None, case: dict[str, Any] | None = None) -> Future:
     """``hardware_measurement`` of a would-be winner started now in the background (the verifier starts it for
     the fastest contender beside its full checks, after the initial half); ``hardware_check(measured=)``
     judges it against the claim once the round has picked its winner."""
-    return _early_jobs.submit(hardware_measurement, task_path, best_path, backend, timeout, initial)
+    return _early_jobs.submit(hardware_measurement, task_path, best_path, backend, timeout, initial, case)
 
 
 def hardware_check(task_path: str, best_path: str, claimed: float, backend: Backend,
                    timeout: float = 900, initial: Future | None = None,
-                   measured: Future | None = None) -> HardwareCheck:
+                   measured: Future | None = None, case: dict[str, Any] | None = None) -> HardwareCheck:
     """Confirmed when the hardware's speedup (``hardware_measurement``) is at least the claimed one less
     ``HW_TOLERANCE``; where ncu is missing or could not measure, unconfirmed with that note (the caller
     decides). ``measured``: the measurement of ``best_path`` already started (``early_hardware``)."""
     res = measured.result() if measured is not None else \
-        hardware_measurement(task_path, best_path, backend, timeout, initial)
+        hardware_measurement(task_path, best_path, backend, timeout, initial, case)
     if not res.get("ok"):
         return HardwareCheck(claimed=claimed, note=str(res.get("note"))[:400],
                              device_seconds=round(float(res.get("device_seconds") or 0.0), 4))
@@ -204,15 +231,18 @@ def judge_hardware(res: dict[str, Any], claimed: float) -> HardwareCheck:
     measured = ini / best if best > 0 else None
     library = sorted(k for k in kernels if LIBRARY_KERNEL_RE.search(k) and not FILL_KERNEL_RE.search(k)
                      and k not in set(res["initial"].get("kernels", [])))
+    at = f" at {res.get('shape')}" + (f" {res['dtype']}" if res.get("dtype") else "") if res.get("shape") else ""
     if measured is None:
         note, ok = "ncu measured no kernel time for the best kernel", False
     else:
-        note = f"ncu: {ini / 1e3:.1f} us -> {best / 1e3:.1f} us per call ({measured:.2f}x) vs claimed {claimed:.2f}x"
+        note = (f"ncu{at}: {ini / 1e3:.1f} us -> {best / 1e3:.1f} us per call ({measured:.2f}x) vs claimed "
+                f"{claimed:.2f}x there")
         ok = measured >= claimed * (1 - HW_TOLERANCE)
     if library:
         note, ok = f"{note}; library kernels the initial does not launch: {library[:3]}", False
     secs = {part: {**(res[part].get("seconds") or {}), "preloaded": bool(res[part].get("preloaded"))}
             for part in ("initial", "best") if isinstance(res[part].get("seconds"), dict)}
     return HardwareCheck(claimed=claimed, measured=measured, initial_ns_per_call=ini, best_ns_per_call=best,
-                         confirmed=ok, note=note, best_kernels=kernels, ncu_seconds=secs,
+                         confirmed=ok, note=note, best_kernels=kernels, ncu_seconds=secs, shape=res.get("shape"),
+                         dtype=res.get("dtype"),
                          device_seconds=round(float(res.get("device_seconds") or 0.0), 4))
