@@ -38,6 +38,8 @@ FDS_ENV = "TRITONDX_RUNNER_FDS"
 #: set for a runner started under a profiler (``wrap``): it keeps the sockets and pipes the profiler's
 #: injected library opened in it (runner.py ``_closable``)
 PROFILED_ENV = "TRITONDX_RUNNER_PROFILED"
+#: Triton keeps autotuning results in its cache (``triton.knobs.autotuning.cache``) for a runner with a ``cache_dir``
+AUTOTUNE_CACHE_ENV = "TRITON_CACHE_AUTOTUNING"
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 #: folders besides /tmp a runner gets empty in its mount namespace (bubblewrap gives a job writable ones)
 SCRATCH_MOUNTS = ("/var/tmp", "/dev/shm", "/run")
@@ -179,7 +181,7 @@ class RunnerProcess:
     def __init__(self, candidate: str | None, device: str, allowed_ops: list[str], hide: list[str],
                  answer_cap: int = 1 << 34, wrap: list[str] | None = None, script: Path = RUNNER_PY,
                  extra_fds: tuple[int, ...] = (), hello: dict[str, Any] | None = None, flip: bool = False,
-                 preload: bool = False) -> None:
+                 preload: bool = False, cache_dir: Path | None = None) -> None:
         """``wrap``: a command put in front of the runner (ncu). A wrapped runner gets no namespaces:
         a profiler's injected threads make ``unshare`` of a user namespace fail (EINVAL, seen with
         ncu 2025.3 on the H200); it keeps the scrubbed environment, its private folder and the
@@ -187,7 +189,11 @@ class RunnerProcess:
         starts instead: its script, descriptors it gets after the three pipes, its first message.
         ``flip``: the candidate is the judge's flipped source (``flip.py``): device queries answer as on a GPU.
         ``preload``: the runner only imports torch and Triton now (no CUDA call, no candidate code) and the
-        hello is sent by ``begin()``: a runner under ncu starts outside the profiler lock (``hwcheck.py``)."""
+        hello is sent by ``begin()``: a runner under ncu starts outside the profiler lock (``hwcheck.py``).
+        ``cache_dir``: its Triton cache (compiles and autotuning results, ``TRITON_CACHE_AUTOTUNING``) in that folder,
+        which outlives it: a later runner of the same source in the same job starts from it (``hwcheck._prewarm``).
+        Such a runner gets no namespaces of its own, as a wrapped one (a private /tmp would take its compiles with
+        it); the job's sandbox still confines it."""
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))
         self.source = Path(candidate).read_text() if candidate else ""
         self.answer_cap = answer_cap
@@ -198,11 +204,12 @@ class RunnerProcess:
         fds = (req_r, ans_w, ev_w, *extra_fds)
         # its own Triton cache: where a runner inside a job gets no namespace of its own (no nested user namespace),
         # the judge's TRITON_CACHE_DIR (passed on like every TRITON_ name) was one folder for every cold runner
-        env = scrubbed_env({"HOME": str(self.dir), "TRITON_CACHE_DIR": str(self.dir / ".triton"),
+        env = scrubbed_env({"HOME": str(self.dir), "TRITON_CACHE_DIR": str(cache_dir or self.dir / ".triton"),
                             FDS_ENV: ",".join(map(str, fds)), "OMP_NUM_THREADS": "1",
-                            **({PROFILED_ENV: "1"} if wrap else {})})
+                            **({PROFILED_ENV: "1"} if wrap else {}),
+                            **({AUTOTUNE_CACHE_ENV: "1"} if cache_dir else {})})
         cmd = [sys.executable, "-P", str(script)]
-        prefix, own_mounts = runner_prefix(isolation()) if not wrap else ([], False)
+        prefix, own_mounts = runner_prefix(isolation()) if not (wrap or cache_dir) else ([], False)
         if own_mounts:  # a mount namespace: a fresh /tmp (or other jobs' folders hidden), the judge's hidden
             if _needs_host_tmp(env):
                 hide = hide + [str(d) for d in Path(tempfile.gettempdir()).glob("tritondx-[jr]*-*")]

@@ -52,6 +52,7 @@ def test_the_initial_half_runs_once_per_task_and_the_check_then_measures_the_bes
     assert hw.device_seconds == 1.0   # both jobs' device holds (0.5 s each): the run's device seconds add them
     again = timing.hardware_check(str(task), str(best), 1.9, Cuda(), initial=fut)   # a later round's check
     assert again.device_seconds == 0.5   # the initial half counted once
+    assert not [k for k in fut.result() if k.startswith("_")]   # recorded beside the answer, not inside it
     hw2 = timing.hardware_check(str(task), str(best), 1.9, Cuda())   # no early half: both in one job
     assert fake.jobs[-1]["measure"] == ["initial", "best"] and hw2.confirmed and hw2.device_seconds == 0.5
 
@@ -70,10 +71,11 @@ def test_an_initial_half_that_could_not_measure_leaves_the_claim_unconfirmed_and
     assert [j["measure"] for j in fake.jobs] == [["initial"], ["initial"]]
 
 
-def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0, stage_dies: bool = False
+def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0, stage_dies: bool = False, prewarm: bool = False
                 ) -> tuple[list[tuple[str, bool]], dict]:
     """What a hwcheck's ``_measure`` did, each step with whether it held the profiler lock (ncu faked), and its
-    answer. ``busy_attempts``: that many first runners' ncu logs say another session held the counters."""
+    answer. ``busy_attempts``: that many first runners' ncu logs say another session held the counters.
+    ``prewarm``: the prewarm runner (faked) runs, else it is switched off (``TRITONDX_HW_PREWARM=0``)."""
     import contextlib
 
     import torch
@@ -120,8 +122,32 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0, stage_dies: bool 
             self.log_file.write_text("==ERROR== Profiling failed because a driver resource was unavailable.\n"
                                      if self.busy else "rows\n")
 
-    def start(exe, path, label, preload=False):
+    class Prewarm:
+        def __init__(self, path, inputs, label):
+            self.dir = tmp_path / f"prewarm-{label}-{len(warm_dirs)}"
+            self.dir.mkdir()
+            warm_dirs.append(self.dir)
+            seen.append(("prewarm call", held["n"] > 0))
+            self.seconds, self.ok = 2.5, True
+
+        def wait(self):
+            seen.append(("prewarm ended", held["n"] > 0))
+            return self.dir
+
+        def remove(self):
+            import shutil
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    warm_dirs: list = []
+    if prewarm:
+        monkeypatch.setattr(hwcheck, "_Prewarm", Prewarm)
+    else:
+        monkeypatch.setenv(hwcheck.PREWARM_ENV, "0")
+
+    def start(exe, path, label, preload=False, cache_dir=None):
         seen.append(("start, preloaded" if preload else "start", held["n"] > 0))
+        if cache_dir is not None:
+            seen.append((f"cache {cache_dir.name}, exists {cache_dir.is_dir()}", held["n"] > 0))
         attempts["n"] += 1
         log_file = tmp_path / f"ncu-{label}.csv"
         log_file.unlink(missing_ok=True)
@@ -135,7 +161,7 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0, stage_dies: bool 
     cases = [((torch.ones(2),), (torch.ones(2),))] * 4
     out = hwcheck._measure("ncu", "task.py", cases, 1e-5, 1e-5, "initial")
     assert out["ns_per_call"] == 10.0
-    out["_staged"], out["_calls"] = staged, calls
+    out["_staged"], out["_calls"], out["_warm_dirs"] = staged, calls, warm_dirs
     return seen, out
 
 
@@ -154,6 +180,51 @@ def test_the_profiler_lock_covers_an_ncu_runner_from_its_hello_to_its_end(monkey
     # every call's inputs crossed the pipes before the lock; the calls under it name them by index
     assert len(out["_staged"]) == 4 and out["_calls"] == [0, 1, 2, 3]
     assert out["preloaded"] is True and set(k for k in out["seconds"] if not k.startswith("_")) == {"start_s", "lock_wait_s", "lock_s", "hello_s", "warmup_s", "calls_s", "exit_s"}
+
+
+def test_a_prewarm_runner_compiles_outside_the_lock_and_the_runner_under_ncu_starts_from_its_cache(monkeypatch,
+                                                                                                     tmp_path):
+    """The warm-up call under the lock compiled and autotuned there (1.2-8.5 s on the H200, 2026-12-03): a runner
+    of the same source, not under ncu, does it first, outside the lock, into a folder the runner under ncu reads
+    from; the folder is gone after the measurement."""
+    seen, out = _lock_trace(monkeypatch, tmp_path, prewarm=True)
+    assert seen == [("prewarm call", False), ("start, preloaded", False), ("cache prewarm-initial-0, exists True", False),
+                    *[("stage", False)] * 4, ("prewarm ended", False), ("hello", True), *_MEASURED]
+    assert out["seconds"]["prewarm_s"] == 2.5 and out["seconds"]["prewarmed"] == 1.0
+    assert [d.exists() for d in out["_warm_dirs"]] == [False]
+
+
+def test_a_retry_after_lost_counters_gets_no_prewarm_and_each_prewarm_folder_is_removed(monkeypatch, tmp_path):
+    seen, out = _lock_trace(monkeypatch, tmp_path, busy_attempts=1, prewarm=True)
+    assert seen.count(("prewarm call", False)) == 1 and ("start", True) in seen   # the retry: whole life under the lock
+    assert [d.exists() for d in out["_warm_dirs"]] == [False]
+
+
+def test_a_runner_with_a_cache_folder_keeps_compiles_and_autotuning_there_and_gets_no_namespaces(monkeypatch,
+                                                                                                 tmp_path):
+    """What a prewarm runner and the runner under ncu that follows it share: the Triton cache folder (compiles and,
+    with ``TRITON_CACHE_AUTOTUNING``, autotuning results), outside any private /tmp of a namespace."""
+    import pytest
+
+    from tritondx.tools.verify import spawn
+    started: list = []
+
+    class Started(Exception):
+        pass
+
+    def popen(cmd, **kw):
+        started.append((cmd, kw["env"]))
+        raise Started
+
+    monkeypatch.setattr(spawn.subprocess, "Popen", popen)
+    monkeypatch.setattr(spawn, "runner_prefix", lambda iso: (["unshare", "--user"], True))
+    for cache in (tmp_path / "cache", None):
+        with pytest.raises(Started):
+            spawn.RunnerProcess(None, "cuda", [], hide=[], cache_dir=cache)
+    (cmd, env), (cmd0, env0) = started
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "cache") and env[spawn.AUTOTUNE_CACHE_ENV] == "1"
+    assert "unshare" not in cmd and "unshare" in cmd0   # its compiles must outlive it: no private /tmp
+    assert env0["TRITON_CACHE_DIR"].endswith(".triton") and spawn.AUTOTUNE_CACHE_ENV not in env0
 
 
 def test_a_runner_that_fails_while_inputs_are_staged_is_measured_unstaged_never_rejected(monkeypatch, tmp_path):
