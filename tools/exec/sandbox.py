@@ -389,14 +389,17 @@ def prepare(job: dict[str, Any], argv: list[str], python: str | None, env: dict[
 
 
 def start(launch: Launch, stdout: Any, stderr: Any, pass_fds: tuple[int, ...] = (),
-          memory_bytes: int | None = None) -> subprocess.Popen:
-    """Start a prepared job: its own session (``kill``), the lifeline, ``pass_fds`` handed over (lock and gate
-    pipes); stdin closed."""
+          memory_bytes: int | None = None, text: bool = False) -> subprocess.Popen:
+    """Start a prepared job, the one place a sandboxed job is started (``run_job``, ``server.JobServer``, ncu's
+    session): in its scratch folder with its environment, its own session (``kill``), the parent-death signal and
+    the lifeline, ``memory_bytes`` as its address-space limit, no core dumps, ``pass_fds`` handed over (lock, gate
+    and request/answer pipes); stdin closed. ``text``: its output pipes (``subprocess.PIPE``) read as text, bytes
+    that do not decode replaced."""
     lifeline = _lifeline_fd()
     launch.env[LIFELINE_ENV] = str(lifeline)
     return subprocess.Popen(launch.cmd, cwd=launch.scratch, env=launch.env, stdout=stdout, stderr=stderr,
                             stdin=subprocess.DEVNULL, pass_fds=(lifeline, *pass_fds),
-                            preexec_fn=_limits(memory_bytes))
+                            preexec_fn=_limits(memory_bytes), text=text, errors="replace" if text else None)
 
 
 def kill(proc: subprocess.Popen, iso: Isolation) -> None:
@@ -419,17 +422,13 @@ def _run_job(job: dict[str, Any], timeout: float, python: str | None, env: dict[
              memory_bytes: int | None, network: bool, lock_fds: tuple[int, ...],
              cache_dir: str | Path | None = None) -> JobResult:
     launch = prepare(job, ["job.json", "result.json"], python, env, network, cache_dir)
-    scratch, job_env, cmd, stages, iso = launch.scratch, launch.env, launch.cmd, launch.stages, launch.iso
+    scratch, stages, iso = launch.scratch, launch.stages, launch.iso
     result_file = scratch / "result.json"
     t0 = time.monotonic()
-    lifeline = _lifeline_fd()
-    job_env[LIFELINE_ENV] = str(lifeline)
-    proc = subprocess.Popen(cmd, cwd=scratch, env=job_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, pass_fds=(lifeline, *lock_fds), preexec_fn=_limits(memory_bytes),
-                            text=True, errors="replace")
+    proc = start(launch, subprocess.PIPE, subprocess.PIPE, lock_fds, memory_bytes, text=True)
     out, err, timed_out = _communicate(proc, timeout)
-    if not iso.pids:  # without a PID namespace: at least whatever stayed in the job's process group
-        _kill_group(proc.pid)
+    # it has ended (``_communicate`` waited for it); without a PID namespace, whatever stayed in its session
+    kill(proc, iso)
     seconds = time.monotonic() - t0
     returncode = bwrap_returncode(iso, proc.returncode)
     stderr = (err or "") + (out or "")[-1000:]

@@ -1,9 +1,9 @@
 """A long-lived sandboxed job that answers a stream of requests (``worker --serve``): the streaming
 counterpart of ``sandbox.run_job``.
 
-One server is started exactly as a job is (``sandbox.prepare``: the same sandbox, scrubbed environment,
-scratch folder, memory limit, lifeline, device-lock descriptors), so what it can reach is what one job
-can reach. It then reads requests (one JSON line each) on a pipe of its own and answers each on
+One server is started exactly as a job is (``sandbox.prepare`` and ``sandbox.start``: the same sandbox,
+scrubbed environment, scratch folder, memory limit, lifeline, device-lock descriptors), so what it can
+reach is what one job can reach. It then reads requests (one JSON line each) on a pipe of its own and answers each on
 another; everything it prints goes to a host file outside its view. A request that takes longer than
 its timeout, or a server that dies, ends the server: that request's answer is a ``JobResult`` classified
 as ``run_job`` classifies a job (timeout, out of memory, segfault, ...), and the caller starts a new one
@@ -28,9 +28,7 @@ from typing import Any
 
 import structlog
 
-from tritondx.tools.exec.sandbox import (
-    LIFELINE_ENV, JobResult, _kill_group, _lifeline_fd, _limits, _one_line, bwrap_returncode, classify, prepare,
-)
+from tritondx.tools.exec.sandbox import JobResult, _kill_group, _one_line, bwrap_returncode, classify, prepare, start
 
 log = structlog.get_logger(__name__)
 
@@ -62,14 +60,10 @@ class JobServer:
         launch = prepare(job, ["--serve", "job.json"], python, {**(env or {}), **lock_env})
         self.scratch, self.iso = launch.scratch, launch.iso
         launch.env[SERVE_FDS_ENV] = f"{req_r},{ans_w}"
-        lifeline = _lifeline_fd()
-        launch.env[LIFELINE_ENV] = str(lifeline)
         # its output: a host file no job can see (an unlinked temporary file)
         self._out = tempfile.TemporaryFile()
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(launch.cmd, cwd=self.scratch, env=launch.env, stdout=self._out,
-                                     stderr=self._out, stdin=subprocess.DEVNULL,
-                                     pass_fds=(lifeline, req_r, ans_w, *lock_fds), preexec_fn=_limits(memory_bytes))
+        self.proc = start(launch, self._out, self._out, (req_r, ans_w, *lock_fds), memory_bytes)
         os.close(req_r)
         os.close(ans_w)
         self._buf = b""

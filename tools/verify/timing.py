@@ -6,6 +6,8 @@ import hashlib
 import json
 import os
 import re
+import threading
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -140,21 +142,26 @@ def _hwcheck_job(task_path: str, backend: Backend, timeout: float, measure: list
     return {**res, "device_seconds": device_s}
 
 
-def _device_seconds_once(res: dict[str, Any]) -> float:
-    """A hwcheck answer's device seconds, the first time they are asked for (the initial kernel's half serves the
-    task's later rounds: its seconds count once)."""
-    if res.get("_device_seconds_counted"):
-        return 0.0
-    res["_device_seconds_counted"] = True
-    return float(res.get("device_seconds") or 0.0)
-
-
 #: when the initial kernel's half of the hardware check starts: "triage" (default: once the probe accepted the
 #: task, beside the rewrite and the screen; wasted where no round has a winner) or "contender" (when a round first
 #: has a would-be winner, beside its full checks)
 HW_INITIAL_AT_ENV = "TRITONDX_HW_INITIAL_AT"
 _initial_jobs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tdx-hw-initial")
 _initial: dict[tuple, Future] = {}
+#: the initial halves (``initial_hardware``'s futures) whose device seconds a check has already counted: one half
+#: serves the task's later rounds, its seconds count once. Weak, and the futures themselves rather than their ids: a
+#: half nothing holds any more leaves it, and a later one is never taken for it
+_initial_counted: weakref.WeakSet[Future] = weakref.WeakSet()
+_initial_counted_lock = threading.Lock()
+
+
+def _initial_device_seconds(initial: Future) -> float:
+    """The device seconds of an initial half's answer, the first time a check asks for them; 0.0 after that."""
+    with _initial_counted_lock:
+        if initial in _initial_counted:
+            return 0.0
+        _initial_counted.add(initial)
+    return float(initial.result().get("device_seconds") or 0.0)
 
 
 def initial_hardware(task_path: str, backend: Backend, timeout: float = 900, speculative: bool = False,
@@ -183,9 +190,9 @@ def hardware_measurement(task_path: str, best_path: str, backend: Backend, timeo
         return _hwcheck_job(task_path, backend, timeout, ["initial", "best"], best_path, case=case)
     first = initial.result()
     if not first.get("ok"):
-        return {**first, "device_seconds": _device_seconds_once(first)}
+        return {**first, "device_seconds": _initial_device_seconds(initial)}
     res = _hwcheck_job(task_path, backend, timeout, ["best"], best_path, case=case)
-    res["device_seconds"] = res.get("device_seconds", 0.0) + _device_seconds_once(first)
+    res["device_seconds"] = res.get("device_seconds", 0.0) + _initial_device_seconds(initial)
     return {**res, "initial": first["initial"], "initial_measured_before": True} if res.get("ok") else res
 
 
