@@ -20,6 +20,7 @@ from tritondx.checkpoints import thread_id_for
 from tritondx.graph import RUNNER_WRITES_REPORT, builder
 from tritondx.logs import setup_logging
 from tritondx import IMPORTED_AT
+from tritondx.tools.evidence import ahead
 from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task.spec import load_task
 
@@ -76,15 +77,35 @@ def drive(graph, graph_input: Any, config: dict[str, Any], approver: Approver | 
     it pauses). Returns the state values and the requests still waiting for an answer."""
     # the caller writes the report files when the graph ends (finish), not the ending node (graph.py)
     config = {**config, "configurable": {**config["configurable"], RUNNER_WRITES_REPORT: True}}
-    graph.invoke(graph_input, config, durability="sync")
-    latest = {"configurable": {"thread_id": config["configurable"]["thread_id"], RUNNER_WRITES_REPORT: True},
-              "recursion_limit": config.get("recursion_limit", 200)}
-    while True:
-        snap = graph.get_state(latest)
-        waiting = [i.value[0] if isinstance(i.value, list) and i.value else i.value for i in snap.interrupts]
-        if not waiting or approver is None:
-            return snap.values, waiting
-        graph.invoke(Command(resume=[approver(waiting[0])]), latest, durability="sync")
+    try:
+        graph.invoke(graph_input, config, durability="sync")
+        latest = {"configurable": {"thread_id": config["configurable"]["thread_id"], RUNNER_WRITES_REPORT: True},
+                  "recursion_limit": config.get("recursion_limit", 200)}
+        while True:
+            snap = graph.get_state(latest)
+            waiting = [i.value[0] if isinstance(i.value, list) and i.value else i.value for i in snap.interrupts]
+            if not waiting or approver is None:
+                return settle_ahead(snap.values), waiting
+            graph.invoke(Command(resume=[approver(waiting[0])]), latest, durability="sync")
+    except BaseException:
+        ahead.settle()  # no background capture outlives the run that started it
+        raise
+
+
+def settle_ahead(values: dict[str, Any]) -> dict[str, Any]:
+    """The state values once the run's background IR capture (tools/evidence/ahead.py) has ended: waited
+    for, and its seconds in the phases where no node counted them (the IR tier compiled another source)."""
+    if not values.get("run_dir"):
+        return values
+    folder = Path(values["run_dir"])
+    ahead.settle(folder)
+    seconds = ahead.take_seconds(folder)
+    ahead.forget(folder)
+    if seconds:
+        phases = dict(values.get("phase_seconds") or {})
+        phases[ahead.PHASE] = round(phases.get(ahead.PHASE, 0.0) + seconds, 3)
+        values = {**values, "phase_seconds": phases}
+    return values
 
 
 def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bool = False,

@@ -10,11 +10,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from tritondx.agents.common import dump, ensure_run_dir, logger, run_config
+from tritondx.agents.ir_analyst import ir_reads_initial
 from tritondx.errors import TaskFormatError
 from tritondx.state import DXState
 from tritondx.tools.backends.base import get_backend
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.task.spec import load_task
+from tritondx.tools.evidence import ahead
 from tritondx.tools.evidence.triage import triage
 from tritondx.tools.verify import servers
 from tritondx.tools.verify.api import probe_task
@@ -41,8 +43,10 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
         if backend.nsight_compute and cfg.ncu and os.environ.get(HW_INITIAL_AT_ENV, "triage") == "triage":
             # the initial kernel's half of a hardware check, in the background, behind every urgent ncu session
             initial_hardware(str(initial), backend, speculative=True)
-    kclass, found = triage(spec)
     target = cfg.target or backend.default_ir_target()
+    if ir_reads_initial(cfg, backend.can_time):  # the IR tier's compile, on the core round 1 leaves idle
+        ahead.start(str(initial), target, folder)
+    kclass, found = triage(spec)
     log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)
     goto = "profiler" if cfg.mode == "diagnose" or cfg.all_tiers else "rewriter"
     return Command(goto=goto, update={

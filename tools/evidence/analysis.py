@@ -9,11 +9,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import structlog
+
+from tritondx.tools.evidence import ahead
 from tritondx.tools.evidence.records import ArtifactRef, Finding, Tier
 from tritondx.tools.ir.context import KernelIR, load_capture
 from tritondx.tools.ir.detectors import resource_report, run_detectors
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.verify.api import capture_ir
+
+log = structlog.get_logger(__name__)
 
 
 def _ref(path: Path, kind: str) -> ArtifactRef:
@@ -83,10 +88,16 @@ def copy_capture(src: Path, out_dir: Path) -> dict[str, Any]:
 
 def _capture(tier: Tier, task_path: str, target: str, run_dir: Path, out_dir: Path,
              passes_ahead: bool) -> tuple[dict[str, Any] | None, str]:
-    if tier == "compiler":
-        earlier = reusable_capture(run_dir / "ir", task_path, target)
-        if earlier is not None:
+    """The tier's capture: an earlier one of this run that compiling again would repeat (``reusable_capture``:
+    the IR tier's made with the passes ahead of the compiler tier, or the capture of the initial kernel started
+    ahead of the IR tier, ``ahead.py``, which is waited for while it runs), copied; else a compile of its own."""
+    ahead.join(run_dir, task_path, target)  # one started for this same source: wait for it, never a second compile
+    earlier = reusable_capture(run_dir / "ir", task_path, target)
+    if earlier is not None:
+        try:
             return copy_capture(earlier, out_dir), ""
+        except (OSError, ValueError, KeyError) as exc:  # its files went missing: compile after all
+            log.info("capture_not_reused", folder=str(earlier), error=f"{type(exc).__name__}: {exc}"[:200])
     return capture_ir(task_path, out_dir, target, per_pass=(tier == "compiler") or passes_ahead)
 
 
@@ -94,17 +105,19 @@ def analyze_tier(tier: Tier, task_path: str, target: str, run_dir: Path, round_:
                  sm_count: int | None = None, phases: Phases | None = None,
                  passes_ahead: bool = False) -> tuple[list[Finding], dict[str, Any], str]:
     """(findings, artifacts by name, note). The note says why nothing was found, if so. ``phases``:
-    where the capture job's seconds are added (``ir_compile``). ``passes_ahead``: the compiler tier is
-    expected to analyze this same kernel next: this capture also dumps every pass (about 1 s more for 3
-    kernels), which no detector of this tier sees, and the compiler tier reuses it instead of compiling
-    the same source again (``reusable_capture``)."""
+    where the capture job's seconds are added (``ir_compile``: what this tier waited; an ahead capture's own
+    seconds: ``ir_compile_ahead``). ``passes_ahead``: the compiler tier is expected to analyze this same kernel
+    next: this capture also dumps every pass (about 1 s more for 3 kernels), which no detector of this tier
+    sees, and the compiler tier reuses it instead of compiling the same source again (``reusable_capture``)."""
     phases = phases or Phases()
     if target.startswith("ascend"):
         from tritondx.tools.npu.bridge import analyze_ascend
         return analyze_ascend(tier, task_path, target, run_dir, round_)
     out_dir = run_dir / "ir" / f"{tier}_round{round_}"
-    with phases.time("ir_compile"):
+    with phases.time("ir_compile"):   # the wall time this tier waited: its compile, or the ahead capture's rest
         manifest, error = _capture(tier, task_path, target, run_dir, out_dir, passes_ahead)
+    if ahead_s := ahead.take_seconds(run_dir):   # that capture's own seconds, start to end, counted once
+        phases.add(ahead.PHASE, ahead_s)
     if manifest is None:
         return [], {}, f"IR capture for {target} failed: {error}"
     arch = int(target.partition(":")[2] or 90)

@@ -5,6 +5,11 @@ A node times the job-running parts it calls with ``Phases.time(name)``; whatever
 outside them is its own phase (``NODE_PHASE``, added by the graph's ``timed`` wrapper), so the phases
 of a node always add up to its wall time. ``startup`` (the CLI, the graph, the checkpointer) is the
 run's wall time not spent in any node, filled in by the report.
+
+A ``BACKGROUND`` phase is work that ran beside the run's other phases (the IR capture of the initial
+kernel started ahead of the IR tier, ``tools/evidence/ahead.py``): its own seconds, start to end, are
+reported, but they are no part of the node that reports them, nor do they add up to the run's wall time
+with the rest (what a node waited for it is in that node's own phase, ``ir_compile``).
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ import time
 NODE_PHASE = {"triage": "analysis:triage", "profiler": "analysis:profile", "ir_analyst": "analysis:ir",
               "compiler_expert": "analysis:compiler", "rewriter": "rewrite", "verifier": "select"}
 #: the order phases are shown in
-ORDER = ("startup", "probe", "analysis:triage", "analysis:profile", "ir_compile", "analysis:ir",
-         "analysis:compiler", "rewrite", "verify", "bench", "hwcheck", "ncu", "select", "report")
+ORDER = ("startup", "probe", "analysis:triage", "analysis:profile", "ir_compile", "ir_compile_ahead",
+         "analysis:ir", "analysis:compiler", "rewrite", "verify", "bench", "hwcheck", "ncu", "select", "report")
+#: phases that overlap the others (see the module's text): outside every node's wall time
+BACKGROUND = frozenset({"ir_compile_ahead"})
 
 
 class Phases:
@@ -39,9 +46,10 @@ class Phases:
 
 
 def with_node_rest(node: str, node_wall: float, timed: dict[str, float] | None) -> dict[str, float]:
-    """``timed`` plus the node's remaining wall seconds under its own phase."""
+    """``timed`` plus the node's remaining wall seconds under its own phase (``BACKGROUND`` phases are
+    no part of the node's wall time)."""
     out = dict(timed or {})
-    rest = node_wall - sum(out.values())
+    rest = node_wall - sum(v for k, v in out.items() if k not in BACKGROUND)
     own = NODE_PHASE.get(node, node)
     out[own] = round(out.get(own, 0.0) + max(0.0, rest), 3)
     return out
