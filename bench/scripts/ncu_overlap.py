@@ -1,6 +1,6 @@
 """Device experiment: N hardware checks at once under one lock folder, each ncu runner preloaded (its Python,
 torch and Triton start outside the profiler lock, the lock from its hello to its end: MODE=preload) or holding
-the lock for its whole life (MODE=whole, TRITONDX_NCU_PRELOAD=0). Prints, per check, its wall, whether it
+the lock for its whole life (MODE=whole, TRITONDX_JOB_NCU_PRELOAD=0). Prints, per check, its wall, whether it
 measured, and per kernel the runner's seconds outside the lock, waiting for it and holding it (the lock-held
 seconds are what a batch's checks queue on), and whether a runner lost the counters to another session and was
 measured again ("retried_whole_life_lock"). Session 9 (49f30d8) ran an older form with the lock around the
@@ -19,7 +19,7 @@ from tritondx.tools.verify.timing import hardware_check
 mode, n, task, cand, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 if mode not in ("preload", "whole"):
     sys.exit(f"ncu_overlap.py: MODE must be preload or whole, not {mode!r}")
-os.environ["TRITONDX_NCU_PRELOAD"] = "1" if mode == "preload" else "0"
+os.environ["TRITONDX_JOB_NCU_PRELOAD"] = "1" if mode == "preload" else "0"
 backend = get_backend("cuda")
 
 

@@ -63,8 +63,10 @@ def _ncu_failure(exc: RunnerDied, log_file: Path, label: str) -> Rejected:
     return Rejected(exc.kind, f"{label} under ncu: {exc.message}" + (f"; ncu: {said}" if said else ""))
 
 
-#: "0": a runner under ncu starts with the profiler lock held (as before 2026-12-02), not only from its hello
-PRELOAD_ENV = "TRITONDX_NCU_PRELOAD"
+#: "0": a runner under ncu starts with the profiler lock held (as before 2026-12-02), not only from its hello. Named
+#: ``TRITONDX_JOB_*`` so that it reaches the hwcheck job (``sandbox.scrubbed_env``); until 2026-12-03 it did not, and
+#: the ncu_overlap "whole" runs of earlier sessions measured preloaded runners (their rows say ``preloaded``)
+PRELOAD_ENV = "TRITONDX_JOB_NCU_PRELOAD"
 
 
 def _start(exe: str, path: str, label: str, preload: bool = False,
@@ -86,8 +88,9 @@ def _start(exe: str, path: str, label: str, preload: bool = False,
     return runner, log_file
 
 
-#: "0": no prewarm runner (``_prewarm``): the runner under ncu compiles and autotunes in its warm-up call, under the lock
-PREWARM_ENV = "TRITONDX_HW_PREWARM"
+#: "0": no prewarm runner (``_Prewarm``): the runner under ncu compiles and autotunes in its warm-up call, under the
+#: lock (a ``TRITONDX_JOB_*`` name: it reaches the job)
+PREWARM_ENV = "TRITONDX_JOB_HW_PREWARM"
 
 
 class _Prewarm:

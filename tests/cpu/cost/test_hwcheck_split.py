@@ -75,7 +75,7 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0, stage_dies: bool 
                 ) -> tuple[list[tuple[str, bool]], dict]:
     """What a hwcheck's ``_measure`` did, each step with whether it held the profiler lock (ncu faked), and its
     answer. ``busy_attempts``: that many first runners' ncu logs say another session held the counters.
-    ``prewarm``: the prewarm runner (faked) runs, else it is switched off (``TRITONDX_HW_PREWARM=0``)."""
+    ``prewarm``: the prewarm runner (faked) runs, else it is switched off (``TRITONDX_JOB_HW_PREWARM=0``)."""
     import contextlib
 
     import torch
@@ -237,7 +237,7 @@ def test_a_runner_that_fails_while_inputs_are_staged_is_measured_unstaged_never_
 
 
 def test_without_preload_the_lock_covers_the_whole_life(monkeypatch, tmp_path):
-    monkeypatch.setenv("TRITONDX_NCU_PRELOAD", "0")
+    monkeypatch.setenv("TRITONDX_JOB_NCU_PRELOAD", "0")
     seen, out = _lock_trace(monkeypatch, tmp_path)
     assert seen == [("start", True), ("hello", True), *_MEASURED] and out["preloaded"] is False
     assert out["_staged"] == [] and all(isinstance(c, list) for c in out["_calls"])   # inputs sent with each call
