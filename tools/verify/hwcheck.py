@@ -14,15 +14,16 @@ then only fail to reject a claim the bench job already measured with its own clo
 
 Each runner first imports torch and Triton and receives every call's inputs (kept in its host memory) outside the
 profiler lock (``_profile``); the lock covers its hello (the candidate's import), its calls and its exit. Meanwhile a
-runner of the same source, not under ncu, makes one call (``_prewarm``): its compiles and autotuning results go to a
-cache folder the runner under ncu then starts from, so its warm-up call under the lock finds them instead of compiling
-and autotuning there (the H200 corpus batch of 2026-12-03: warm-up calls of 1.2-8.5 s under the lock). Each source has
-its own folder: the initial kernel's runner never reads what a candidate's process wrote.
+runner of the same source, not under ncu, makes one call (``_Prewarm``, for a source that autotunes: ``_wants_prewarm``):
+its compiles and autotuning results go to a cache folder the runner under ncu then starts from, so its warm-up call under
+the lock finds them instead of benchmarking every config there. Each source has its own folder: the initial kernel's
+runner never reads what a candidate's process wrote.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -73,7 +74,7 @@ def _start(exe: str, path: str, label: str, preload: bool = False,
            cache_dir: Path | None = None) -> tuple[RunnerProcess, Path]:
     """A runner of ``path`` under ncu and its log file; Rejected when it does not start. ``preload``: it has
     only imported torch and Triton (``RunnerProcess(preload=True)``); ``_hello`` sends the candidate. ``cache_dir``:
-    its Triton cache (``_prewarm``'s)."""
+    its Triton cache (``_Prewarm``'s)."""
     log_file = _log_file(label)
     log_file.unlink(missing_ok=True)   # a retry's log is its own
     try:
@@ -88,9 +89,25 @@ def _start(exe: str, path: str, label: str, preload: bool = False,
     return runner, log_file
 
 
-#: "0": no prewarm runner (``_Prewarm``): the runner under ncu compiles and autotunes in its warm-up call, under the
-#: lock (a ``TRITONDX_JOB_*`` name: it reaches the job)
+#: when a prewarm runner (``_Prewarm``) runs first: "auto" (default: for a source that autotunes, ``AUTOTUNE_RE``),
+#: "1" always, "0" never (the runner under ncu compiles and autotunes in its warm-up call, under the lock). A
+#: ``TRITONDX_JOB_*`` name: it reaches the job.
 PREWARM_ENV = "TRITONDX_JOB_HW_PREWARM"
+#: a source that autotunes, e.g. "@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=4)], key=['n'])".
+#: Its warm-up call under ncu benchmarks every config there (flag_gems argmax: 4.5-5.2 s under the lock on the H200,
+#: 2026-12-03); a plain kernel's warm-up is mostly CUDA's start under ncu (1.3-2.2 s on the suite with or without a
+#: prewarm runner, which then only added 8-27 s outside the lock to the check's wall), so it gets none
+AUTOTUNE_RE = re.compile(r"\bautotune\s*\(")
+
+
+def _wants_prewarm(path: str) -> bool:
+    mode = os.environ.get(PREWARM_ENV, "auto")
+    if mode in ("0", "1"):
+        return mode == "1"
+    try:
+        return bool(AUTOTUNE_RE.search(Path(path).read_text(errors="replace")))
+    except OSError:
+        return False
 
 
 class _Prewarm:
@@ -168,7 +185,7 @@ def _profile(exe: str, path: str, cases: list[tuple[tuple, tuple]], atol: float,
     runner = log_file = None
     staged = False
     inside: dict[str, float] = {}   # the lock's seconds by part: what a batch's other checks queue on
-    warm = _Prewarm(path, cases[0][0], label) if preload and os.environ.get(PREWARM_ENV, "1") != "0" else None
+    warm = _Prewarm(path, cases[0][0], label) if preload and _wants_prewarm(path) else None
     try:
         if preload:
             # imports torch and Triton beside the prewarm runner's call; reads its cache from the hello on

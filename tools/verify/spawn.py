@@ -191,7 +191,7 @@ class RunnerProcess:
         ``preload``: the runner only imports torch and Triton now (no CUDA call, no candidate code) and the
         hello is sent by ``begin()``: a runner under ncu starts outside the profiler lock (``hwcheck.py``).
         ``cache_dir``: its Triton cache (compiles and autotuning results, ``TRITON_CACHE_AUTOTUNING``) in that folder,
-        which outlives it: a later runner of the same source in the same job starts from it (``hwcheck._prewarm``).
+        which outlives it: a later runner of the same source in the same job starts from it (``hwcheck._Prewarm``).
         Such a runner gets no namespaces of its own, as a wrapped one (a private /tmp would take its compiles with
         it); the job's sandbox still confines it."""
         self.dir = Path(tempfile.mkdtemp(prefix="tritondx-runner-"))

@@ -141,6 +141,7 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0, stage_dies: bool 
     warm_dirs: list = []
     if prewarm:
         monkeypatch.setattr(hwcheck, "_Prewarm", Prewarm)
+        monkeypatch.setenv(hwcheck.PREWARM_ENV, "1")
     else:
         monkeypatch.setenv(hwcheck.PREWARM_ENV, "0")
 
@@ -192,6 +193,20 @@ def test_a_prewarm_runner_compiles_outside_the_lock_and_the_runner_under_ncu_sta
                     *[("stage", False)] * 4, ("prewarm ended", False), ("hello", True), *_MEASURED]
     assert out["seconds"]["prewarm_s"] == 2.5 and out["seconds"]["prewarmed"] == 1.0
     assert [d.exists() for d in out["_warm_dirs"]] == [False]
+
+
+def test_only_a_source_that_autotunes_gets_a_prewarm_runner_unless_told(monkeypatch, tmp_path):
+    from tritondx.tools.verify import hwcheck
+    tuned, plain = tmp_path / "tuned.py", tmp_path / "plain.py"
+    tuned.write_text("import triton\n@triton.autotune(configs=[triton.Config({'B': 64})], key=['n'])\n@triton.jit\n"
+                     "def k(x, n, B: tl.constexpr):\n    pass\n")
+    plain.write_text("import triton\n# autotuned once, offline\n@triton.jit\ndef k(x, n, B: tl.constexpr):\n    pass\n")
+    monkeypatch.delenv(hwcheck.PREWARM_ENV, raising=False)
+    assert hwcheck._wants_prewarm(str(tuned)) and not hwcheck._wants_prewarm(str(plain))
+    monkeypatch.setenv(hwcheck.PREWARM_ENV, "0")
+    assert not hwcheck._wants_prewarm(str(tuned))
+    monkeypatch.setenv(hwcheck.PREWARM_ENV, "1")
+    assert hwcheck._wants_prewarm(str(plain))
 
 
 def test_a_retry_after_lost_counters_gets_no_prewarm_and_each_prewarm_folder_is_removed(monkeypatch, tmp_path):
