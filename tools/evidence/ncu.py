@@ -178,16 +178,25 @@ def profile_session(task_path: str, timeout: float = 600, launch_count: int = 6,
         if triton_cache.enabled():
             cache = triton_cache.reader_env(Path(original).read_text())
     cost: dict[str, Any] = {"device_s": 0.0, "profiler_s": 0.0}
-    rows, out, err, passed = _ncu_launch(exe, task_path, timeout, launch_count, gated=True, cache=cache, cost=cost)
-    if not rows and out is not None:
-        # no counters through the gate (ncu found the counters taken: the task's import touched CUDA; the job ended
-        # before its gate: the gate's descriptors did not reach it, or its import failed, which the probe has ruled
-        # out for a task that got here): once more the way it ran before the gate, the lock held from the start
-        why = "driver busy" if DRIVER_BUSY_RE.search(out + err) else "no counters" if passed else "ended before the gate"
-        log.info("ncu_gate_retry", task=Path(task_path).name, why=why)
-        rows, out, err, _ = _ncu_launch(exe, task_path, timeout, launch_count, gated=False, cache=cache, cost=cost)
+    warm = _prewarm(task_path, cache, timeout, cost) if _wants_prewarm(task_path) else None
+    try:
+        rows, out, err, passed = _ncu_launch(exe, task_path, timeout, launch_count, gated=True, cache=cache, cost=cost,
+                                             cache_dir=warm)
+        if not rows and out is not None:
+            # no counters through the gate (ncu found the counters taken: the task's import touched CUDA; the job ended
+            # before its gate: the gate's descriptors did not reach it, or its import failed, which the probe has ruled
+            # out for a task that got here): once more the way it ran before the gate, the lock held from the start
+            why = "driver busy" if DRIVER_BUSY_RE.search(out + err) else "no counters" if passed else \
+                "ended before the gate"
+            log.info("ncu_gate_retry", task=Path(task_path).name, why=why)
+            rows, out, err, _ = _ncu_launch(exe, task_path, timeout, launch_count, gated=False, cache=cache, cost=cost,
+                                            cache_dir=warm)
+    finally:
+        if warm is not None:
+            shutil.rmtree(warm, ignore_errors=True)
     spent = {"device_seconds": round(cost["device_s"], 3), "profiler_seconds": round(cost["profiler_s"], 3),
-             "steps": cost.get("steps") or {}}
+             "steps": {**(cost.get("steps") or {}), **({"prewarm_s": round(cost["prewarm_s"], 3)}
+                                                       if "prewarm_s" in cost else {})}}
     if not rows:
         if out is None:
             return NcuSession(note=f"ncu did not finish within {timeout:.0f} s", **spent)
@@ -196,8 +205,48 @@ def profile_session(task_path: str, timeout: float = 600, launch_count: int = 6,
     return NcuSession(rows=rows, **spent)
 
 
+#: when the profiled job's first call gets a prewarm job before the session (``_prewarm``): "auto" (a source that
+#: autotunes, ``triton_cache.autotunes``), "1" always, "0" never
+PREWARM_ENV = "TRITONDX_NCU_PREWARM"
+
+
+def _wants_prewarm(task_path: str) -> bool:
+    from tritondx.tools.exec.triton_cache import autotunes
+    mode = os.environ.get(PREWARM_ENV, "auto")
+    if mode in ("0", "1"):
+        return mode == "1"
+    return autotunes(task_path)
+
+
+def _prewarm(task_path: str, cache: dict[str, str], timeout: float, cost: dict[str, Any]) -> Path | None:
+    """A plain ``launch`` job of ``task_path`` (one call, not under ncu, with the device lock as any job) whose Triton
+    cache, compiles and autotuning results (``TRITON_CACHE_AUTOTUNING``), is kept in a host folder: the session under
+    ncu then starts from it, and its first call under the profiler lock finds them instead of benchmarking every
+    autotune config there (the corpus batch of 2026-12-03: that first call was 116 s of the profile tier's 186 s
+    under the lock, 45.8 s for one autotuned int4 matmul). The folder belongs to this source alone: the job that
+    wrote it ran the same code the session runs. None when the job failed (the session then compiles as before);
+    its wall and device seconds go to ``cost`` (``prewarm_s``, ``device_s``)."""
+    from tritondx.tools.exec.sandbox import run_job
+    from tritondx.tools.exec.triton_cache import AUTOTUNE_CACHE_ENV
+    folder = Path(tempfile.mkdtemp(prefix="tritondx-ncu-prewarm-"))
+    job = {"kind": "launch", "task": str(Path(task_path).resolve()), "device": "cuda", "repeat": 1}
+    t0 = time.monotonic()
+    r = run_job(job, timeout=timeout, env={**cache, AUTOTUNE_CACHE_ENV: "1"}, gpu_lock=True, cache_dir=folder)
+    cost["prewarm_s"] = cost.get("prewarm_s", 0.0) + time.monotonic() - t0
+    try:
+        cost["device_s"] = cost.get("device_s", 0.0) + held_seconds((r.result or {}).get("device_usage"))
+    except (TypeError, ValueError):
+        pass
+    if not r.ok:
+        log.info("ncu_prewarm_failed", task=Path(task_path).name, kind=r.kind)
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    return folder
+
+
 def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gated: bool,
-                cache: dict[str, str] | None = None, cost: dict[str, float] | None = None):
+                cache: dict[str, str] | None = None, cost: dict[str, float] | None = None,
+                cache_dir: Path | None = None):
     """One ncu session over a ``launch`` job of ``task_path``: (rows, stdout, stderr, past the gate); stdout None on a
     timeout. ``gated``: the profiler lock is taken once the job says it is ready (``launch._gate``), else before it
     starts (then always "past the gate").
@@ -207,7 +256,9 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
     scratch folder, which goes with the job. The job takes the batch's device lock through descriptors handed to it
     (``gpulock.job_lock_fds``), as the gate's pipes are, through ncu. ncu's CSV comes on the job's stdout, which the
     profiled process shares: counters are diagnosis, never a verdict (the verdict's hardware check is ``hwcheck``).
-    ``cost``: ``device_s`` (the job's device lock held, from its result) and ``profiler_s`` are added to it."""
+    ``cost``: ``device_s`` (the job's device lock held, from its result) and ``profiler_s`` are added to it.
+    ``cache_dir``: the job's Triton cache (a prewarm job's of the same source, ``_prewarm``), autotuning results
+    read from it too."""
     from tritondx.tools.bench.launch import GATE_ENV
     from tritondx.tools.exec import sandbox
     from tritondx.tools.exec.gpulock import job_lock_fds
@@ -223,7 +274,10 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
     logs = Path(tempfile.mkdtemp(prefix="tritondx-ncu-"))   # ncu's output: host files outside the job's view
     out_f, err_f = open(logs / "ncu.out", "w+"), open(logs / "ncu.err", "w+")
     gate_fds: tuple[int, ...] = ()
+    from tritondx.tools.exec.triton_cache import AUTOTUNE_CACHE_ENV
     env = dict(cache or {})   # the trusted layer, read only (the job's own compiles go to its scratch folder)
+    if cache_dir is not None:
+        env[AUTOTUNE_CACHE_ENV] = "1"
     go_w = -1
     if gated:
         ready_r, ready_w = os.pipe()
@@ -237,7 +291,7 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
     try:
         with job_lock_fds() as (lock_fds, lock_env):
             launch = sandbox.prepare(job, ["job.json", "result.json"], None, {**env, **lock_env}, wrap=wrap,
-                                     reads=reads)
+                                     reads=reads, cache_dir=cache_dir)
             if not gated:
                 with profiler():   # one ncu session at a time on the device (gpulock.profiler)
                     held_from = time.monotonic()

@@ -21,9 +21,29 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 from triton.runtime.cache import FileCacheManager
+
+#: Triton keeps autotuning results in its cache (``triton.knobs.autotuning.cache``): set for a job or runner whose
+#: cache folder a later one of the same source starts from (``hwcheck._Prewarm``, ``ncu._prewarm``)
+AUTOTUNE_CACHE_ENV = "TRITON_CACHE_AUTOTUNING"
+#: a source that autotunes, e.g. "@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=4)], key=['n'])":
+#: its first call benchmarks every config; under ncu that call holds the batch's profiler lock (flag_gems argmax: 4.5-5.2 s
+#: in a hardware check; an autotuned int4 matmul: 45.8 s in a profile session; H200, 2026-12-03). A plain kernel's first
+#: call under ncu is mostly CUDA's start (1.3-2.2 s on the suite with or without a prewarm, which then only added 8-27 s
+#: outside the lock to a check's wall), so it gets no prewarm
+AUTOTUNE_RE = re.compile(r"\bautotune\s*\(")
+
+
+def autotunes(path: str) -> bool:
+    """Whether the source at ``path`` autotunes (``AUTOTUNE_RE``); False when it cannot be read."""
+    try:
+        return bool(AUTOTUNE_RE.search(Path(path).read_text(errors="replace")))
+    except OSError:
+        return False
+
 
 #: the read-only layer a job reads (set by the orchestrator; absent: no trusted layer)
 TRUSTED_ENV = "TRITONDX_JOB_TRUSTED_CACHE"  # TRITONDX_JOB_*: passes the scrubbed environment

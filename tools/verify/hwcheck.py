@@ -23,7 +23,6 @@ runner never reads what a candidate's process wrote.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import tempfile
@@ -37,6 +36,7 @@ import torch
 
 from tritondx.tools.evidence.ncu import DRIVER_BUSY_RE, ncu_path, parse_raw_csv
 from tritondx.tools.exec.gpulock import profiler
+from tritondx.tools.exec.triton_cache import autotunes
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING
@@ -89,25 +89,15 @@ def _start(exe: str, path: str, label: str, preload: bool = False,
     return runner, log_file
 
 
-#: when a prewarm runner (``_Prewarm``) runs first: "auto" (default: for a source that autotunes, ``AUTOTUNE_RE``),
+#: when a prewarm runner (``_Prewarm``) runs first: "auto" (default: for a source that autotunes, ``triton_cache.autotunes``),
 #: "1" always, "0" never (the runner under ncu compiles and autotunes in its warm-up call, under the lock). A
 #: ``TRITONDX_JOB_*`` name: it reaches the job.
 PREWARM_ENV = "TRITONDX_JOB_HW_PREWARM"
-#: a source that autotunes, e.g. "@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=4)], key=['n'])".
-#: Its warm-up call under ncu benchmarks every config there (flag_gems argmax: 4.5-5.2 s under the lock on the H200,
-#: 2026-12-03); a plain kernel's warm-up is mostly CUDA's start under ncu (1.3-2.2 s on the suite with or without a
-#: prewarm runner, which then only added 8-27 s outside the lock to the check's wall), so it gets none
-AUTOTUNE_RE = re.compile(r"\bautotune\s*\(")
-
-
 def _wants_prewarm(path: str) -> bool:
     mode = os.environ.get(PREWARM_ENV, "auto")
     if mode in ("0", "1"):
         return mode == "1"
-    try:
-        return bool(AUTOTUNE_RE.search(Path(path).read_text(errors="replace")))
-    except OSError:
-        return False
+    return autotunes(path)
 
 
 class _Prewarm:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tritondx.tools.exec.gpulock import ASIDE_AFTER_S, aside_enabled
+from tritondx.tools.exec.triton_cache import AUTOTUNE_CACHE_ENV
 from tritondx.tools.exec.sandbox import (ILLEGAL_ACCESS_RE, OOM_RE, SANDBOXED_JOB_ENV, Isolation, classify, isolation,
                                         scrubbed_env)
 from tritondx.tools.verify.zygote import topmost
@@ -38,8 +39,6 @@ FDS_ENV = "TRITONDX_RUNNER_FDS"
 #: set for a runner started under a profiler (``wrap``): it keeps the sockets and pipes the profiler's
 #: injected library opened in it (runner.py ``_closable``)
 PROFILED_ENV = "TRITONDX_RUNNER_PROFILED"
-#: Triton keeps autotuning results in its cache (``triton.knobs.autotuning.cache``) for a runner with a ``cache_dir``
-AUTOTUNE_CACHE_ENV = "TRITON_CACHE_AUTOTUNING"
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 #: folders besides /tmp a runner gets empty in its mount namespace (bubblewrap gives a job writable ones)
 SCRATCH_MOUNTS = ("/var/tmp", "/dev/shm", "/run")

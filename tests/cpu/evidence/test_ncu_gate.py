@@ -197,3 +197,42 @@ def test_a_session_reports_the_device_and_profiler_seconds_it_held(tmp_path, mon
     # no CSV from the stand-in: the gated session and its retry, each with the job's 1.75 s
     assert s.rows == [] and s.device_seconds == 3.5, s
     assert s.profiler_seconds >= 0.3, s
+
+
+def test_an_autotuned_task_is_prewarmed_outside_the_lock_and_its_session_starts_from_that_cache(tmp_path, monkeypatch):
+    """An autotuned launcher's first call under ncu benchmarks every config with the profiler lock held (45.8 s for one
+    task in the corpus batch of 2026-12-03): a plain launch job of the same source (``ncu._prewarm``, faked here: no
+    GPU) runs it first into a cache folder of its own, which the session under ncu then gets as its Triton cache with
+    autotuning results read from it; the folder is gone after the session. A task that does not autotune gets none."""
+    from tritondx.tools.exec import sandbox
+    from tritondx.tools.exec.sandbox import JobResult
+    exe = tmp_path / "ncu" / "bin" / "ncu"
+    exe.parent.mkdir(parents=True)
+    exe.write_text('#!/bin/sh\nenv | sed "s/^/NCUENV /"\nls "$TRITON_CACHE_DIR" | sed "s/^/CACHED /"\n'
+                   'shift $(($# - 5))\nexec "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(ncu, "ncu_path", lambda: str(exe))
+    monkeypatch.delenv(ncu.PREWARM_ENV, raising=False)
+    taken = _record_lock(monkeypatch)
+    outs = _spy_sessions(monkeypatch)
+    prewarms: list[tuple[dict, dict, Path]] = []
+
+    def run_job(job, timeout=300.0, env=None, gpu_lock=False, cache_dir=None, **kw):
+        assert not taken, "the prewarm job ran under the profiler lock"
+        (Path(cache_dir) / "compiled_and_autotuned.json").write_text("{}")
+        prewarms.append((job, dict(env or {}), Path(cache_dir)))
+        return JobResult(kind="ok", returncode=0, seconds=1.0, result={"device_usage": {}})
+    monkeypatch.setattr(sandbox, "run_job", run_job)
+    task = tmp_path / "tuned_task.py"
+    task.write_text("# @triton.autotune(configs=[...], key=['n']) on its kernel\n" + AXPY.read_text())
+    session = ncu.profile_session(str(task), timeout=300)
+    assert len(prewarms) == 1, prewarms
+    job, env, folder = prewarms[0]
+    assert job["kind"] == "launch" and job["task"] == str(task.resolve()) and "profile_last" not in job
+    assert env.get("TRITON_CACHE_AUTOTUNING") == "1"
+    assert f"NCUENV TRITON_CACHE_DIR={folder}" in outs[0] and "NCUENV TRITON_CACHE_AUTOTUNING=1" in outs[0], outs[0]
+    assert "CACHED compiled_and_autotuned.json" in outs[0]
+    assert not folder.exists() and "prewarm_s" in session.steps
+    plain = _marking_task(tmp_path)
+    ncu.profile_session(str(plain), timeout=300)
+    assert len(prewarms) == 1 and "NCUENV TRITON_CACHE_AUTOTUNING" not in outs[-1]
