@@ -89,3 +89,15 @@ def next_tier(state: DXState) -> str | None:
 
 def dump(models: list[Any]) -> list[dict]:
     return [m.model_dump() for m in models]
+
+
+def ir_reads_initial(cfg: RunConfig, can_time: bool) -> bool:
+    """Whether the IR tier is certain to compile the initial kernel after round 1 (triage then starts that
+    capture ahead, ``tools/evidence/ahead.py``): an optimize run on a backend that cannot time kernels (the
+    verifier escalates after every round, and no candidate becomes the best: none is taken unmeasured, by a
+    person or ``--accept-unmeasured``), with a round left for the IR tier and the IR tier not cut off."""
+    if can_time or cfg.mode != "optimize" or cfg.interactive or cfg.accept_unmeasured:
+        return False
+    if cfg.stop_after_tier in TIERS and TIERS.index(cfg.stop_after_tier) < TIERS.index("ir"):
+        return False
+    return cfg.all_tiers or cfg.max_rounds >= 2

@@ -8,7 +8,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, best_path, dump, logger, run_config, run_dir
-from tritondx.config import RunConfig
 from tritondx.state import DXState
 from tritondx.tools.evidence.analysis import analyze_tier
 from tritondx.tools.evidence.records import TIERS
@@ -26,18 +25,6 @@ def compiler_follows(state: DXState, goto: str) -> bool:
     if goto == "compiler_expert":
         return True
     return not backend_of(state).can_time and state.get("round", 0) + 1 < cfg.max_rounds
-
-
-def ir_reads_initial(cfg: RunConfig, can_time: bool) -> bool:
-    """Whether the IR tier is certain to compile the initial kernel after round 1 (triage then starts that
-    capture ahead, ``tools/evidence/ahead.py``): an optimize run on a backend that cannot time kernels (the
-    verifier escalates after every round, and no candidate becomes the best: none is taken unmeasured, by a
-    person or ``--accept-unmeasured``), with a round left for the IR tier and the IR tier not cut off."""
-    if can_time or cfg.mode != "optimize" or cfg.interactive or cfg.accept_unmeasured:
-        return False
-    if cfg.stop_after_tier in TIERS and TIERS.index(cfg.stop_after_tier) < TIERS.index("ir"):
-        return False
-    return cfg.all_tiers or cfg.max_rounds >= 2
 
 
 def ir_analyst_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "compiler_expert"]]:

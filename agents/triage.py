@@ -9,8 +9,7 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from tritondx.agents.common import dump, ensure_run_dir, logger, run_config
-from tritondx.agents.ir_analyst import ir_reads_initial
+from tritondx.agents.common import dump, ensure_run_dir, ir_reads_initial, logger, run_config
 from tritondx.errors import TaskFormatError
 from tritondx.state import DXState
 from tritondx.tools.backends.base import get_backend

@@ -103,7 +103,7 @@ def test_the_ahead_seconds_overlap_and_are_no_part_of_the_node():
 
 
 def test_triage_starts_it_only_where_the_ir_tier_reads_the_initial_kernel():
-    from tritondx.agents.ir_analyst import ir_reads_initial
+    from tritondx.agents.common import ir_reads_initial
     from tritondx.config import RunConfig
 
     cfg = RunConfig(backend="interpreter")
