@@ -35,7 +35,7 @@ import structlog
 import torch
 
 from tritondx.tools.evidence.ncu import DRIVER_BUSY_RE, ncu_path, parse_raw_csv
-from tritondx.tools.exec.gpulock import profiler
+from tritondx.tools.exec.gpulock import phase, profiler
 from tritondx.tools.exec.triton_cache import autotunes
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
@@ -122,7 +122,9 @@ class _Prewarm:
         try:
             runner = RunnerProcess(path, "cuda", [], hide=[os.getcwd()], cache_dir=self.dir)
             if isinstance(runner.hello, dict) and runner.hello.get("ok"):
-                with device_phase("cuda"):
+                # exclusive: the autotuning choice it leaves is the one measured under ncu (``bench.warmup_mode``);
+                # its compiles give the device back (the runner's compile notes)
+                with phase("exclusive"):
                     ans = runner.call(list(inputs), profile=False, inputs_back=False)
                 self.ok = not (ans.get("diag") or {}).get("error")
                 self.error = "" if self.ok else str((ans.get("diag") or {}).get("error"))[:200]
