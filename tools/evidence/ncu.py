@@ -211,11 +211,8 @@ PREWARM_ENV = "TRITONDX_NCU_PREWARM"
 
 
 def _wants_prewarm(task_path: str) -> bool:
-    from tritondx.tools.exec.triton_cache import autotunes
-    mode = os.environ.get(PREWARM_ENV, "auto")
-    if mode in ("0", "1"):
-        return mode == "1"
-    return autotunes(task_path)
+    from tritondx.tools.exec.triton_cache import prewarm_wanted
+    return prewarm_wanted(task_path, PREWARM_ENV)
 
 
 def _prewarm(task_path: str, cache: dict[str, str], timeout: float, cost: dict[str, Any]) -> Path | None:

@@ -45,6 +45,14 @@ def autotunes(path: str) -> bool:
         return False
 
 
+def prewarm_wanted(path: str, switch: str) -> bool:
+    """Whether the source at ``path`` gets a prewarm (a run of its first call outside ncu, whose cache the session
+    under ncu starts from): the environment variable ``switch`` says "1" (always), "0" (never) or, by default, "auto"
+    (a source that autotunes)."""
+    mode = os.environ.get(switch, "auto")
+    return mode == "1" if mode in ("0", "1") else autotunes(path)
+
+
 #: the read-only layer a job reads (set by the orchestrator; absent: no trusted layer)
 TRUSTED_ENV = "TRITONDX_JOB_TRUSTED_CACHE"  # TRITONDX_JOB_*: passes the scrubbed environment
 MANAGER = "tritondx.tools.exec.triton_cache:LayeredCache"

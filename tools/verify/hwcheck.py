@@ -36,7 +36,7 @@ import torch
 
 from tritondx.tools.evidence.ncu import DRIVER_BUSY_RE, ncu_path, parse_raw_csv
 from tritondx.tools.exec.gpulock import phase, profiler
-from tritondx.tools.exec.triton_cache import autotunes
+from tritondx.tools.exec.triton_cache import prewarm_wanted
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolerance, to_dtype
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING
@@ -94,10 +94,7 @@ def _start(exe: str, path: str, label: str, preload: bool = False,
 #: ``TRITONDX_JOB_*`` name: it reaches the job.
 PREWARM_ENV = "TRITONDX_JOB_HW_PREWARM"
 def _wants_prewarm(path: str) -> bool:
-    mode = os.environ.get(PREWARM_ENV, "auto")
-    if mode in ("0", "1"):
-        return mode == "1"
-    return autotunes(path)
+    return prewarm_wanted(path, PREWARM_ENV)
 
 
 class _Prewarm:

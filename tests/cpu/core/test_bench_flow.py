@@ -48,10 +48,10 @@ def _task(tmp_path: Path, name: str, src: Path) -> Path:
     return p
 
 
-def test_bench_returns_every_variant(bench_mod, tmp_path, monkeypatch):
-    bench_job, ceil = bench_mod
-    phases = []
+def _record_phases(monkeypatch, bench_job) -> list[str]:
+    """The device holds the bench job enters, in order (the lock itself is not taken)."""
     import contextlib
+    phases: list[str] = []
 
     @contextlib.contextmanager
     def phase(mode):
@@ -59,6 +59,12 @@ def test_bench_returns_every_variant(bench_mod, tmp_path, monkeypatch):
         yield
 
     monkeypatch.setattr(bench_job, "phase", phase)
+    return phases
+
+
+def test_bench_returns_every_variant(bench_mod, tmp_path, monkeypatch):
+    bench_job, ceil = bench_mod
+    phases = _record_phases(monkeypatch, bench_job)
     task = _task(tmp_path, "task.py", ROOT / "tests/cpu/verifier/tiny_axpy.py")
     other = _task(tmp_path, "other.py", ROOT / "tests/cpu/verifier/controls/axpy_block1024.py")
     out = bench_job.bench({"task": str(task), "device": "cpu", "rounds": 2, "ceilings_file": str(ceil),
@@ -77,15 +83,7 @@ def test_an_autotuned_variant_is_warmed_up_with_the_device_to_itself(bench_mod, 
     """Its first call picks a config by timing every one, and the job keeps that pick: beside other jobs' kernels (a
     shared hold) the pick is noise (0.093 vs 0.192 ms for one corpus kernel's initial in two jobs on the H200)."""
     bench_job, ceil = bench_mod
-    phases = []
-    import contextlib
-
-    @contextlib.contextmanager
-    def phase(mode):
-        phases.append(mode)
-        yield
-
-    monkeypatch.setattr(bench_job, "phase", phase)
+    phases = _record_phases(monkeypatch, bench_job)
     task = _task(tmp_path, "task.py", ROOT / "tests/cpu/verifier/tiny_axpy.py")
     tuned = tmp_path / "tuned.py"   # the regex reads the text: a decorator named in a comment is enough here
     tuned.write_text("# @triton.autotune(configs=[...], key=['n']) would be on its kernel\n" + task.read_text())

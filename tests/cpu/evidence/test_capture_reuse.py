@@ -12,25 +12,16 @@ from tritondx.tools.evidence import analysis
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "softmax_three_pass.py"
 
 
-def _count_captures(monkeypatch) -> list[bool]:
-    calls: list[bool] = []
-    real = analysis.capture_ir
-
-    def capture_ir(task_path, out_dir, target, per_pass, *a, **kw):
-        calls.append(per_pass)
-        return real(task_path, out_dir, target, per_pass, *a, **kw)
-    monkeypatch.setattr(analysis, "capture_ir", capture_ir)
-    return calls
 
 
 def _ids(found) -> list[tuple[str, str]]:
     return sorted((f.id, f.message) for f in found)
 
 
-def test_the_compiler_tier_reuses_a_capture_made_with_its_passes(tmp_path, monkeypatch):
+def test_the_compiler_tier_reuses_a_capture_made_with_its_passes(capture_calls, tmp_path, monkeypatch):
     task = tmp_path / "task.py"
     shutil.copyfile(EXAMPLE, task)
-    calls = _count_captures(monkeypatch)
+    calls = capture_calls
     plain_dir, ahead_dir = tmp_path / "plain", tmp_path / "ahead"
     ir_plain, art_plain, _ = analysis.analyze_tier("ir", str(task), "cuda:90", plain_dir, 1)
     ir_ahead, art_ahead, note = analysis.analyze_tier("ir", str(task), "cuda:90", ahead_dir, 1, passes_ahead=True)
@@ -51,10 +42,10 @@ def test_the_compiler_tier_reuses_a_capture_made_with_its_passes(tmp_path, monke
     assert all(Path(a["path"]).parent == folder for a in art_reused.values())
 
 
-def test_a_changed_source_is_compiled_again(tmp_path, monkeypatch):
+def test_a_changed_source_is_compiled_again(capture_calls, tmp_path, monkeypatch):
     task = tmp_path / "task.py"
     shutil.copyfile(EXAMPLE, task)
-    calls = _count_captures(monkeypatch)
+    calls = capture_calls
     analysis.analyze_tier("ir", str(task), "cuda:90", tmp_path, 1, passes_ahead=True)
     assert analysis.reusable_capture(tmp_path / "ir", str(task), "cuda:90") is not None
     assert analysis.reusable_capture(tmp_path / "ir", str(task), "cuda:80") is None

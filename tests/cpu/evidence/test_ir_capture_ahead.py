@@ -27,25 +27,15 @@ def run(tmp_path):
     ahead.forget(tmp_path)
 
 
-def _count_captures(monkeypatch) -> list[bool]:
-    """The tiers' own compiles (``analysis.capture_ir``); the ahead capture's job is not one of them."""
-    calls: list[bool] = []
-    real = analysis.capture_ir
-
-    def capture_ir(task_path, out_dir, target, per_pass, *a, **kw):
-        calls.append(per_pass)
-        return real(task_path, out_dir, target, per_pass, *a, **kw)
-    monkeypatch.setattr(analysis, "capture_ir", capture_ir)
-    return calls
 
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_the_ir_tier_waits_for_the_capture_started_ahead_and_reuses_it(run, monkeypatch):
+def test_the_ir_tier_waits_for_the_capture_started_ahead_and_reuses_it(capture_calls, run, monkeypatch):
     run_dir, task = run
-    calls = _count_captures(monkeypatch)
+    calls = capture_calls
     job = ahead.start(str(task), TARGET, run_dir)
     assert job is not None and not job.done.is_set()      # in flight when the IR tier asks for it
     assert ahead.start(str(task), TARGET, run_dir) is job  # the same source again: no second one
@@ -63,9 +53,9 @@ def test_the_ir_tier_waits_for_the_capture_started_ahead_and_reuses_it(run, monk
     assert not note and comp and calls == [] and any("passes" in name for name in comp_art)
 
 
-def test_another_best_source_is_compiled_anew(run, monkeypatch):
+def test_another_best_source_is_compiled_anew(capture_calls, run, monkeypatch):
     run_dir, task = run
-    calls = _count_captures(monkeypatch)
+    calls = capture_calls
     best = run_dir / "candidates" / "r1c1.py"
     best.parent.mkdir()
     best.write_text(task.read_text().replace("BLOCK = 256", "BLOCK = 128"))
@@ -79,9 +69,9 @@ def test_another_best_source_is_compiled_anew(run, monkeypatch):
     assert analysis.reusable_capture(run_dir / "ir", str(task), TARGET) == run_dir / "ir" / ahead.FOLDER
 
 
-def test_an_incomplete_ahead_capture_is_not_reused(run, monkeypatch):
+def test_an_incomplete_ahead_capture_is_not_reused(capture_calls, run, monkeypatch):
     run_dir, task = run
-    calls = _count_captures(monkeypatch)
+    calls = capture_calls
 
     def dies(folder, manifest):  # the run ends after the job wrote its files, before the manifest counts
         raise OSError("interrupted")

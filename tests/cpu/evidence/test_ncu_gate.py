@@ -20,13 +20,19 @@ from tritondx.tools.exec.sandbox import isolation
 AXPY = Path(__file__).parents[1] / "verifier" / "tiny_axpy.py"
 
 
-def _fake_ncu(tmp_path: Path) -> str:
+def _ncu_script(tmp_path: Path, body: str) -> str:
+    """A stand-in for ncu at ``tmp_path/ncu/bin/ncu`` running the shell ``body``."""
     exe = tmp_path / "ncu" / "bin" / "ncu"
     exe.parent.mkdir(parents=True, exist_ok=True)
-    exe.write_text('#!/bin/sh\n# the last five arguments are the target: python -m worker JOB RESULT\n'
-                   'env | sed "s/^/NCUENV /"\nshift $(($# - 5))\nexec "$@"\n')
+    exe.write_text("#!/bin/sh\n" + body)
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return str(exe)
+
+
+def _fake_ncu(tmp_path: Path, before: str = "") -> str:
+    """ncu that prints its environment (``before``: more shell lines first), then runs its target: the last five
+    arguments, python -m worker JOB RESULT."""
+    return _ncu_script(tmp_path, 'env | sed "s/^/NCUENV /"\n' + before + 'shift $(($# - 5))\nexec "$@"\n')
 
 
 def _marking_task(tmp_path: Path, broken: bool = False) -> Path:
@@ -186,12 +192,9 @@ def test_a_session_reports_the_device_and_profiler_seconds_it_held(tmp_path, mon
     """The profile tier's ncu session is device time (the launch job holds the device lock while ncu replays): the
     job's own ``device_usage`` comes back as ``device_seconds`` (the run's device seconds add it), and the profiler
     lock's hold as ``profiler_seconds``. Here a stand-in for ncu writes the job's result as a worker would."""
-    exe = tmp_path / "ncu" / "bin" / "ncu"
-    exe.parent.mkdir(parents=True)
-    exe.write_text('#!/bin/sh\nfor a; do last=$a; done\nsleep 0.3\n'
-                   'echo \'{"ok": true, "device_usage": {"shared_s": 0.25, "exclusive_s": 1.5}}\' > "$last"\n')
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(ncu, "ncu_path", lambda: str(exe))
+    exe = _ncu_script(tmp_path, 'for a; do last=$a; done\nsleep 0.3\n'
+                           'echo \'{"ok": true, "device_usage": {"shared_s": 0.25, "exclusive_s": 1.5}}\' > "$last"\n')
+    monkeypatch.setattr(ncu, "ncu_path", lambda: exe)
     _record_lock(monkeypatch)
     s = ncu.profile_session(str(_marking_task(tmp_path)), timeout=120)
     # no CSV from the stand-in: the gated session and its retry, each with the job's 1.75 s
@@ -206,12 +209,8 @@ def test_an_autotuned_task_is_prewarmed_outside_the_lock_and_its_session_starts_
     autotuning results read from it; the folder is gone after the session. A task that does not autotune gets none."""
     from tritondx.tools.exec import sandbox
     from tritondx.tools.exec.sandbox import JobResult
-    exe = tmp_path / "ncu" / "bin" / "ncu"
-    exe.parent.mkdir(parents=True)
-    exe.write_text('#!/bin/sh\nenv | sed "s/^/NCUENV /"\nls "$TRITON_CACHE_DIR" | sed "s/^/CACHED /"\n'
-                   'shift $(($# - 5))\nexec "$@"\n')
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(ncu, "ncu_path", lambda: str(exe))
+    exe = _fake_ncu(tmp_path, before='ls "$TRITON_CACHE_DIR" | sed "s/^/CACHED /"\n')
+    monkeypatch.setattr(ncu, "ncu_path", lambda: exe)
     monkeypatch.delenv(ncu.PREWARM_ENV, raising=False)
     taken = _record_lock(monkeypatch)
     outs = _spy_sessions(monkeypatch)
