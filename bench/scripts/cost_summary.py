@@ -96,3 +96,37 @@ if sessions:
     print(f"profile tier ncu sessions: {len(sessions)}; profiler lock held {sum(held):.0f} s (median "
           f"{statistics.median(held):.1f} s, max {held[-1]:.1f} s); the launch jobs' steps: "
           + "  ".join(f"{k} {v:.0f}s" for k, v in sorted(tot.items(), key=lambda kv: -kv[1])))
+# the hardware checks' ncu processes (a HardwareCheck's "ncu_seconds" per part, in every run's report.json; one check
+# appears in several places of a report: counted once): the profiler lock's hold by part, and the prewarm runners
+# that ran outside it (hwcheck._Prewarm)
+parts: dict[str, dict] = {}
+
+
+def _walk(x) -> None:
+    if isinstance(x, dict):
+        ncu_s = x.get("ncu_seconds")
+        if isinstance(ncu_s, dict):
+            for p in ncu_s.values():
+                if isinstance(p, dict) and "lock_s" in p:
+                    parts[json.dumps(p, sort_keys=True)] = p
+        for v in x.values():
+            _walk(v)
+    elif isinstance(x, list):
+        for v in x:
+            _walk(v)
+
+
+for f in runs.glob("*/report.json"):
+    try:
+        _walk(json.loads(f.read_text()))
+    except (OSError, ValueError):
+        continue
+if parts:
+    ps = list(parts.values())
+    locks = sorted(float(p["lock_s"]) for p in ps)
+    by = {k: sum(float(p.get(k) or 0.0) for p in ps) for k in ("hello_s", "warmup_s", "calls_s", "exit_s")}
+    warm = [float(p["prewarm_s"]) for p in ps if "prewarm_s" in p]
+    print(f"hardware-check ncu processes: {len(ps)}; profiler lock held {sum(locks):.0f} s (median "
+          f"{statistics.median(locks):.1f} s, max {locks[-1]:.1f} s): "
+          + "  ".join(f"{k} {v:.0f}s" for k, v in sorted(by.items(), key=lambda kv: -kv[1]))
+          + (f"; prewarm runners {len(warm)}, {sum(warm):.0f} s outside the lock" if warm else ""))
