@@ -24,8 +24,8 @@ from tritondx.tools.evidence.records import ArtifactRef
 from tritondx.tools.verify.route import Limits, RoundFacts, decide, escalation_why  # noqa: F401 (callers)
 from tritondx.tools.verify.select import beats, measurements, pick, summarize_bench
 from tritondx.tools.verify.staged import confirm, contenders, screen_note
-from tritondx.tools.verify.timing import (HW_UNAVAILABLE, NCU_MISSING, claim_case, early_hardware, hardware_check,
-                                          initial_hardware, time_round)
+from tritondx.tools.verify.timing import (HW_UNAVAILABLE, NCU_MISSING, claim_case, discard_early, early_hardware,
+                                          hardware_check, initial_hardware, time_round, unused_device_seconds)
 from tritondx.tools.verify.verification import verify_all
 
 Next = Literal["rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "__end__"]
@@ -42,7 +42,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     cands = {c["id"]: c for c in state.get("candidates", [])}
     pending = [cands[i] for i in state.get("pending", []) if i in cands]
     gpu_seconds = state.get("gpu_seconds", 0.0)
-    device_seconds = state.get("device_seconds", 0.0)
+    # with the device seconds of early hardware measurements an earlier round discarded, ended since
+    device_seconds = state.get("device_seconds", 0.0) + unused_device_seconds(state["task_path"])
     round_no = state.get("round", 0)
 
     ph = Phases()
@@ -117,6 +118,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                 case, claimed = claim_case(timed.result, winner["id"])
                 early_case, early = hw_early.pop(winner["id"], (None, None))
                 if early is not None and early_case != case:
+                    discard_early(state["task_path"], early)
                     early = None
                 if claimed is None:   # no per-case times (not expected): the geomean claim at the first case
                     case, claimed = None, winner["speedup"]
@@ -135,7 +137,8 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                                                     f"confirmed: {hw.note}"})
                     passed = [c for c in passed if c["id"] != winner["id"]]
                     winner, why = None, None
-            for cid in hw_early:   # started for a contender that did not win (its job ends on its own)
+            for cid, (_, fut) in hw_early.items():   # started for a contender that did not win
+                discard_early(state["task_path"], fut)
                 log.info("hardware_check_unused", candidate=cid)
             if winner and why:
                 gain = prev["median_ms"] / winner["median_ms"]

@@ -180,15 +180,24 @@ def initial_hardware(task_path: str, backend: Backend, timeout: float = 900, spe
     return fut
 
 
+#: how an early measurement that no check will use ends (``discard_early``) when it had not measured the best yet
+NOT_NEEDED = "not needed: the contender it was started for did not win at this case"
+
+
 def hardware_measurement(task_path: str, best_path: str, backend: Backend, timeout: float = 900,
-                         initial: Future | None = None, case: dict[str, Any] | None = None) -> dict[str, Any]:
+                         initial: Future | None = None, case: dict[str, Any] | None = None,
+                         stop: threading.Event | None = None) -> dict[str, Any]:
     """ncu's summed kernel durations per call of the initial kernel and ``best_path`` (``verify/hwcheck.py``):
     a hwcheck job's answer with both parts, or ``{"ok": False, "note": ...}``. ``initial``: the initial
     kernel's measurement started earlier (``initial_hardware``); then this job measures the best alone, after
-    it (each under ncu in a process of its own either way, never at once, the original first)."""
+    it (each under ncu in a process of its own either way, never at once, the original first). ``stop`` set while the
+    initial half runs: the best is not measured (``discard_early``) and the initial half stays uncounted, for the check
+    that uses it."""
     if initial is None:
         return _hwcheck_job(task_path, backend, timeout, ["initial", "best"], best_path, case=case)
     first = initial.result()
+    if stop is not None and stop.is_set():
+        return {"ok": False, "note": NOT_NEEDED, "device_seconds": 0.0}
     if not first.get("ok"):
         return {**first, "device_seconds": _initial_device_seconds(initial)}
     res = _hwcheck_job(task_path, backend, timeout, ["best"], best_path, case=case)
@@ -197,6 +206,39 @@ def hardware_measurement(task_path: str, best_path: str, backend: Backend, timeo
 
 
 _early_jobs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tdx-hw-early")
+#: an early measurement's stop switch (``discard_early``), by its future
+_early_stops: weakref.WeakKeyDictionary[Future, threading.Event] = weakref.WeakKeyDictionary()
+#: device seconds of early measurements no check used, by task, until the run's next verifier step adds them
+_unused: dict[str, float] = {}
+_unused_lock = threading.Lock()
+
+
+def discard_early(task_path: str, fut: Future) -> None:
+    """An early measurement (``early_hardware``) that no check will use: the contender lost its full checks, or won at
+    another case. Cancelled if it has not started; stopped before its ncu session of the best if that has not started
+    (the initial half it waited on stays uncounted, for the check that uses it); otherwise it ends on its own and its
+    device seconds are kept for the run (``unused_device_seconds``): they were spent, and a run's cost says so."""
+    stop = _early_stops.get(fut)
+    if stop is not None:
+        stop.set()
+    if fut.cancel():
+        return
+    key = str(Path(task_path).resolve())
+
+    def count(f: Future) -> None:
+        try:
+            spent = float(f.result().get("device_seconds") or 0.0)
+        except Exception:  # noqa: BLE001 - a measurement that raised spent nothing this can count
+            return
+        with _unused_lock:
+            _unused[key] = _unused.get(key, 0.0) + spent
+    fut.add_done_callback(count)
+
+
+def unused_device_seconds(task_path: str) -> float:
+    """The device seconds of this task's discarded early measurements that have ended since the last call (once)."""
+    with _unused_lock:
+        return _unused.pop(str(Path(task_path).resolve()), 0.0)
 
 
 def early_hardware(task_path: str, best_path: str, backend: Backend, timeout: float = 900,
@@ -204,7 +246,10 @@ def early_hardware(task_path: str, best_path: str, backend: Backend, timeout: fl
     """``hardware_measurement`` of a would-be winner started now in the background (the verifier starts it for
     the fastest contender beside its full checks, after the initial half); ``hardware_check(measured=)``
     judges it against the claim once the round has picked its winner."""
-    return _early_jobs.submit(hardware_measurement, task_path, best_path, backend, timeout, initial, case)
+    stop = threading.Event()
+    fut = _early_jobs.submit(hardware_measurement, task_path, best_path, backend, timeout, initial, case, stop)
+    _early_stops[fut] = stop
+    return fut
 
 
 def hardware_check(task_path: str, best_path: str, claimed: float, backend: Backend,

@@ -331,3 +331,46 @@ def test_hwcheck_jobs_read_the_tasks_trusted_compiles(tmp_path, monkeypatch):
     monkeypatch.setattr(triton_cache, "enabled", lambda: False)   # no read-only sandbox: no layer
     timing._hwcheck_job(str(task), Cuda(), 60, ["initial"])
     assert seen[-1] == {}
+
+
+def test_an_early_measurement_discarded_before_its_best_runs_measures_nothing_more(tmp_path, monkeypatch):
+    """The contender it was started for lost its full checks while the initial half still ran: no ncu session of the
+    best follows (the batch's profiler lock is not held for a check nobody reads), and the initial half stays
+    uncounted for the check that uses it."""
+    gate = threading.Event()
+    fake = FakeJobs()
+    real = fake.__call__
+
+    def slow_initial(job, backend, timeout, **kw):
+        if "initial" in job["measure"]:
+            assert gate.wait(30)
+        return real(job, backend, timeout, **kw)
+    monkeypatch.setattr(timing, "run_device_job", slow_initial)
+    monkeypatch.setattr(timing, "_initial", {})
+    task, loser, winner = tmp_path / "task.py", tmp_path / "loser.py", tmp_path / "winner.py"
+    for p in (task, loser, winner):
+        p.write_text(f"# {p.stem}\n")
+    fut = timing.initial_hardware(str(task), Cuda())
+    early = timing.early_hardware(str(task), str(loser), Cuda(), initial=fut)
+    timing.discard_early(str(task), early)
+    gate.set()
+    assert early.result(timeout=30)["note"] == timing.NOT_NEEDED
+    assert [j["measure"] for j in fake.jobs] == [["initial"]]
+    assert timing.unused_device_seconds(str(task)) == 0.0
+    hw = timing.hardware_check(str(task), str(winner), 1.9, Cuda(), initial=fut)   # the round's actual winner
+    assert hw.confirmed and hw.device_seconds == 1.0   # the initial half counted here, once
+
+
+def test_an_early_measurement_discarded_after_it_ran_is_counted_for_the_run(tmp_path, monkeypatch):
+    fake = FakeJobs()
+    monkeypatch.setattr(timing, "run_device_job", fake)
+    monkeypatch.setattr(timing, "_initial", {})
+    task, loser = tmp_path / "task.py", tmp_path / "loser.py"
+    task.write_text("# task\n")
+    loser.write_text("# loser\n")
+    early = timing.early_hardware(str(task), str(loser), Cuda(), initial=timing.initial_hardware(str(task), Cuda()))
+    early.result(timeout=30)
+    timing.discard_early(str(task), early)
+    assert [j["measure"] for j in fake.jobs] == [["initial"], ["best"]]
+    assert timing.unused_device_seconds(str(task)) == 1.0   # both halves' device holds: spent, so counted
+    assert timing.unused_device_seconds(str(task)) == 0.0   # once
