@@ -35,13 +35,22 @@ class Cuda:
     name = "cuda"
 
 
-def test_the_initial_half_runs_once_per_task_and_the_check_then_measures_the_best_alone(tmp_path, monkeypatch):
-    fake = FakeJobs()
+def _setup(monkeypatch, tmp_path, *names: str, fake=None):
+    """The hwcheck jobs faked (``fake``, else a ``FakeJobs``), no initial half kept from another test, and a file per
+    name (``task``, ``best``, ...): (the fake, the files' paths)."""
+    fake = fake or FakeJobs()
     monkeypatch.setattr(timing, "run_device_job", fake)
     monkeypatch.setattr(timing, "_initial", {})
-    task, best = tmp_path / "task.py", tmp_path / "best.py"
-    task.write_text("# task\n")
-    best.write_text("# best\n")
+    paths = []
+    for n in names:
+        p = tmp_path / f"{n}.py"
+        p.write_text(f"# {n}\n")
+        paths.append(p)
+    return fake, paths
+
+
+def test_the_initial_half_runs_once_per_task_and_the_check_then_measures_the_best_alone(tmp_path, monkeypatch):
+    fake, (task, best) = _setup(monkeypatch, tmp_path, "task", "best")
     fut = timing.initial_hardware(str(task), Cuda())
     assert timing.initial_hardware(str(task), Cuda()) is fut     # a later round: the same measurement
     hw = timing.hardware_check(str(task), str(best), 1.9, Cuda(), initial=fut)
@@ -58,12 +67,7 @@ def test_the_initial_half_runs_once_per_task_and_the_check_then_measures_the_bes
 
 
 def test_an_initial_half_that_could_not_measure_leaves_the_claim_unconfirmed_and_runs_no_best(tmp_path, monkeypatch):
-    fake = FakeJobs(initial_ok=False)
-    monkeypatch.setattr(timing, "run_device_job", fake)
-    monkeypatch.setattr(timing, "_initial", {})
-    task, best = tmp_path / "task.py", tmp_path / "best.py"
-    task.write_text("# task\n")
-    best.write_text("# best\n")
+    fake, (task, best) = _setup(monkeypatch, tmp_path, "task", "best", fake=FakeJobs(initial_ok=False))
     hw = timing.hardware_check(str(task), str(best), 1.9, Cuda(), initial=timing.initial_hardware(str(task), Cuda()))
     assert not hw.confirmed and hw.note.startswith(timing.HW_UNAVAILABLE)
     assert [j["measure"] for j in fake.jobs] == [["initial"]]
@@ -338,18 +342,13 @@ def test_an_early_measurement_discarded_before_its_best_runs_measures_nothing_mo
     best follows (the batch's profiler lock is not held for a check nobody reads), and the initial half stays
     uncounted for the check that uses it."""
     gate = threading.Event()
-    fake = FakeJobs()
-    real = fake.__call__
 
-    def slow_initial(job, backend, timeout, **kw):
-        if "initial" in job["measure"]:
-            assert gate.wait(30)
-        return real(job, backend, timeout, **kw)
-    monkeypatch.setattr(timing, "run_device_job", slow_initial)
-    monkeypatch.setattr(timing, "_initial", {})
-    task, loser, winner = tmp_path / "task.py", tmp_path / "loser.py", tmp_path / "winner.py"
-    for p in (task, loser, winner):
-        p.write_text(f"# {p.stem}\n")
+    class SlowInitial(FakeJobs):
+        def __call__(self, job, backend, timeout, **kw):
+            if "initial" in job["measure"]:
+                assert gate.wait(30)
+            return super().__call__(job, backend, timeout, **kw)
+    fake, (task, loser, winner) = _setup(monkeypatch, tmp_path, "task", "loser", "winner", fake=SlowInitial())
     fut = timing.initial_hardware(str(task), Cuda())
     early = timing.early_hardware(str(task), str(loser), Cuda(), initial=fut)
     timing.discard_early(str(task), early)
@@ -362,12 +361,7 @@ def test_an_early_measurement_discarded_before_its_best_runs_measures_nothing_mo
 
 
 def test_an_early_measurement_discarded_after_it_ran_is_counted_for_the_run(tmp_path, monkeypatch):
-    fake = FakeJobs()
-    monkeypatch.setattr(timing, "run_device_job", fake)
-    monkeypatch.setattr(timing, "_initial", {})
-    task, loser = tmp_path / "task.py", tmp_path / "loser.py"
-    task.write_text("# task\n")
-    loser.write_text("# loser\n")
+    fake, (task, loser) = _setup(monkeypatch, tmp_path, "task", "loser")
     early = timing.early_hardware(str(task), str(loser), Cuda(), initial=timing.initial_hardware(str(task), Cuda()))
     early.result(timeout=30)
     timing.discard_early(str(task), early)
