@@ -131,3 +131,20 @@ def postgres_server():
 def pg_url(postgres_server) -> str:
     """postgresql://tdx:<password>@127.0.0.1:<port>/<a fresh database for this test>"""
     return postgres_server.url(postgres_server.create_db())
+
+
+@pytest.fixture
+def hw_pools(monkeypatch):
+    """Fresh thread pools for the hardware check's background halves (``timing._initial_jobs``, ``_early_jobs``): the
+    module's own pools are shared by every test of the session, and a half an earlier test left queued or waiting
+    would delay (or, for a discarded early measurement, cancel) this test's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tritondx.tools.verify import timing
+    pools = [ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"tdx-test-{n}") for n in ("initial", "early")]
+    monkeypatch.setattr(timing, "_initial_jobs", pools[0])
+    monkeypatch.setattr(timing, "_early_jobs", pools[1])
+    monkeypatch.setattr(timing, "_initial", {})
+    yield
+    for p in pools:
+        p.shutdown(wait=False, cancel_futures=True)
