@@ -1,7 +1,7 @@
 """Side-by-side GPU timing of a task's variants (runs inside the sandboxed worker, on CUDA).
 
-Method (bench/METHOD.md has the reasoning): every variant is warmed up (compiled, autotuned: exclusively where a
-variant autotunes, ``warmup_mode``) first; then for
+Method (bench/METHOD.md has the reasoning): every variant is warmed up (compiled, autotuned: an autotuner times its
+configs with the device to itself, ``warmup_mode``) first; then for
 several rounds the variants are timed in a shuffled order, each round a batch of calls timed
 with device events around every call, the L2 flushed (a 256 MB write) before every call, and the
 inputs rotated across several buffer sets when one set would fit in L2. A variant's time is the
@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-from tritondx.tools.exec.gpulock import aside, phase
+from tritondx.tools.exec.gpulock import aside, autotune_exclusive, phase
 from tritondx.tools.verify.guard import TimingSnapshot
 from tritondx.tools.verify.impl import Rejected
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype
@@ -184,13 +184,23 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
     return sets, n_sets, nbytes, flops, floor_s, all_fns, errors
 
 
-def warmup_mode(paths: list[str]) -> str:
-    """The device hold of the warm-up calls: ``exclusive`` where a variant (or the task) autotunes, else ``shared``.
-    An autotuned launcher's first call benchmarks its configs and keeps the fastest for the rest of the job: with other
-    jobs' kernels on the device meanwhile (a shared hold), that pick is noise, and every later timing of the job inherits
-    it. Seen on the H200 (corpus batch of 2026-12-03, ``cost_h200_20261203e`` call 2): the same autotuned initial kernel
-    (tbg_bnb_quant_global_transpose) timed 0.093 ms in its baselines job and 0.192 ms in its final bench. Compiles still
-    give the device back (``gpulock.compile_aside``: an exclusive hold steps aside too)."""
+def warmup_mode(paths: list[str], tuned_alone: bool = False) -> str:
+    """The device hold of the warm-up calls. An autotuned launcher's first call benchmarks its configs and keeps the
+    fastest for the rest of the job: with other jobs' kernels on the device meanwhile (a shared hold), that pick is
+    noise, and every later timing of the job inherits it. Seen on the H200 (corpus batch of 2026-12-03,
+    ``cost_h200_20261203e`` call 2): the same autotuned initial kernel (tbg_bnb_quant_global_transpose) timed 0.093 ms
+    in its baselines job and 0.192 ms in its final bench.
+
+    ``tuned_alone`` (``gpulock.autotune_exclusive`` took, for the warm-up): Triton's autotuners turn the hold exclusive
+    themselves while they time their configs, wherever they are defined (the task, a variant, a library either
+    imports), so the warm-up is ``shared``. Without it: ``exclusive`` where a source autotunes (its text,
+    ``triton_cache.autotunes``; an autotuner imported from a library is not seen there), else ``shared``. With the
+    whole warm-up exclusive (inputs, reference, every variant's calls), a corpus batch of 8 tasks held the device
+    exclusively 153-191 s of ~400 s (H200, 2026-12-04, ``cost_h200_20261204``; 92 s before that warm-up was
+    exclusive), and every judge waited behind it. Compiles give the device back either way (``gpulock.compile_aside``:
+    an exclusive hold steps aside too)."""
+    if tuned_alone:
+        return "shared"
     from tritondx.tools.exec.triton_cache import autotunes
     return "exclusive" if any(autotunes(p) for p in dict.fromkeys(paths)) else "shared"
 
@@ -219,10 +229,12 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
     timer = Timer(job.get("device", "cuda"))  # "cpu" only in the control-flow test (tests/cpu/core)
     results = []
     dtypes = [to_dtype(d) for d in orig.DTYPES][: int(job.get("max_dtypes", 1))]
-    warmup = warmup_mode([job["task"], *(v["path"] for v in variants)])
+    paths = [job["task"], *(v["path"] for v in variants)]
     for dtype in dtypes:
         for shape in [norm_shape(s) for s in orig.BENCH_SHAPES]:
-            with phase(warmup):  # inputs, reference and warm-up (compiles, autotuning) touch the device
+            # inputs, reference and warm-up (compiles, autotuning) touch the device
+            with autotune_exclusive(job.get("device", "cuda") != "cpu") as tuned_alone, \
+                    phase(warmup_mode(paths, tuned_alone)):
                 prepared = _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
             sets, n_sets, nbytes, flops, floor_s, all_fns, errors = prepared
             with phase("exclusive"):  # nothing else runs on the device while we time

@@ -198,6 +198,8 @@ def _holding(hold: _Hold, release):
     try:
         yield
     finally:
+        if getattr(_THREAD, "outer", None) is hold:   # left while turned exclusive (``upgrade``)
+            downgrade()
         _THREAD.hold = None
         with hold.lock:
             if not hold.aside:
@@ -256,6 +258,98 @@ def aside():
     finally:
         if stepped:
             step_back()
+
+
+def upgrade() -> bool:
+    """Turn the calling thread's shared hold exclusive until ``downgrade`` (or the phase's end): the shared hold is
+    given back, the device taken exclusively through the turnstile like any timer's, and the thread's hold is the
+    exclusive one meanwhile (a compile inside steps aside from it). For the part of a shared phase whose result
+    depends on having the device alone: an autotuner timing its configs (``autotune_exclusive``). False (a
+    no-op) outside a shared phase, when already turned, or when another thread of this process holds the device
+    too: the flock is one for all of them, and giving it up would take it from that thread (a bench job has one
+    device thread)."""
+    hold = current_hold()
+    if (hold is None or hold.fds is None or hold.mode == "exclusive" or hold.aside
+            or getattr(_THREAD, "outer", None) is not None):
+        return False
+    with _SHARED_CV:
+        alone = _SHARED["n"] == 1
+    if not alone or not step_aside(hold):
+        return False
+    t0 = time.monotonic()
+    try:
+        _acquire(hold.fds[0], hold.fds[1], "exclusive")
+    except BaseException:
+        step_back(hold)
+        raise
+    inner = _Hold("exclusive", hold.fds)
+    _USAGE["wait_s"] += inner.since - t0
+    _THREAD.outer = hold
+    _THREAD.hold = inner
+    return True
+
+
+def downgrade() -> None:
+    """End ``upgrade``: the exclusive hold is given back and the shared one taken again (it queues behind a waiting
+    timer like any shared hold); a no-op when the thread is not turned."""
+    outer = getattr(_THREAD, "outer", None)
+    if outer is None:
+        return
+    inner = _THREAD.hold
+    _THREAD.outer = None
+    _THREAD.hold = outer
+    if inner is not None:
+        with inner.lock:
+            if not inner.aside:
+                fcntl.flock(inner.fds[1], fcntl.LOCK_UN)
+                _USAGE["exclusive_s"] += time.monotonic() - inner.since
+            inner.aside = True
+    step_back(outer)
+
+
+@contextlib.contextmanager
+def autotune_exclusive(enabled: bool = True):
+    """For the block, Triton's autotuners time their configs with the device to themselves: ``Autotuner._bench`` (one
+    config's timing, after its compile when the config is new) turns the calling thread's shared hold exclusive
+    (``upgrade``), and the autotuner's ``run`` turns it back when it returns, so the configs of one tuning key are
+    timed in one exclusive hold and the kernel's other calls stay shared. The pick an autotuner keeps for the rest of
+    the job is then the one it would make on an idle device, whether the autotuner is in the task's own source or in
+    a library it imports. Yields whether it took (False where Triton has no such class, or ``enabled`` is False); the
+    class is restored after the block, so no timed call pays for the wrapper. An autotuner class that overrides
+    ``_bench`` or ``run`` is not covered."""
+    import functools
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        enabled = False
+    bench_fn = Autotuner.__dict__.get("_bench") if enabled else None
+    run_fn = Autotuner.__dict__.get("run") if enabled else None
+    if bench_fn is None or run_fn is None or getattr(bench_fn, "__tritondx_exclusive__", False):
+        yield bool(bench_fn is not None and getattr(bench_fn, "__tritondx_exclusive__", False))
+        return
+
+    @functools.wraps(bench_fn)
+    def _bench(self, *args, **kwargs):
+        upgrade()
+        return bench_fn(self, *args, **kwargs)
+
+    @functools.wraps(run_fn)
+    def run(self, *args, **kwargs):
+        depth = getattr(_THREAD, "tune_depth", 0)
+        _THREAD.tune_depth = depth + 1
+        try:
+            return run_fn(self, *args, **kwargs)
+        finally:
+            _THREAD.tune_depth = depth
+            if depth == 0:
+                downgrade()
+
+    _bench.__tritondx_exclusive__ = True
+    Autotuner._bench, Autotuner.run = _bench, run
+    try:
+        yield True
+    finally:
+        Autotuner._bench, Autotuner.run = bench_fn, run_fn
 
 
 #: "0": compiles keep the device hold (the measurement of what stepping aside changes: bench/METHOD.md)

@@ -110,3 +110,13 @@ def test_bench_names_the_variant_that_tampers(bench_mod, tmp_path):
         torch.Tensor.zero_ = zero
     assert err.value.klass == "timing_tampering"
     assert "variant cheat replaced torch.Tensor.zero_" in err.value.reason
+
+
+def test_where_autotuners_time_their_configs_alone_the_warm_up_stays_shared(bench_mod, tmp_path):
+    """With ``gpulock.autotune_exclusive`` in place the autotuners turn the hold exclusive themselves, wherever they
+    are defined; the source's text decides only without it."""
+    bench_job, _ = bench_mod
+    tuned = tmp_path / "tuned.py"
+    tuned.write_text("@triton.autotune(configs=[], key=['n'])\n")
+    assert bench_job.warmup_mode([str(tuned)], True) == "shared"
+    assert bench_job.warmup_mode([str(tuned)], False) == "exclusive"

@@ -454,3 +454,78 @@ def test_step_aside_outside_a_phase_is_a_noop_and_step_back_without_aside_too(tm
     assert gpulock.current_hold() is None
     with gpulock.phase("exclusive"):     # and the lock is free again
         pass
+
+
+def _other_fd(env):
+    import os
+    return os.open(f"{env['TRITONDX_LOCK_DIR']}/gpu.lock", os.O_RDWR | os.O_CREAT, 0o600)
+
+
+def _can(fd: int, kind: int) -> bool:
+    import fcntl
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
+
+
+def test_an_upgraded_shared_hold_is_exclusive_until_it_is_turned_back(tmp_path, env, monkeypatch):
+    """``upgrade`` inside a shared phase: no other job may hold the device, even shared; ``downgrade``: others may
+    hold it shared again, not exclusively; a phase left while upgraded gives everything back."""
+    import fcntl
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, env["TRITONDX_LOCK_DIR"])
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    assert gpulock.upgrade() is False          # outside a phase: nothing to turn
+    other = _other_fd(env)
+    with gpulock.phase("shared"):
+        assert _can(other, fcntl.LOCK_SH) and not _can(other, fcntl.LOCK_EX)
+        assert gpulock.upgrade() is True and gpulock.upgrade() is False
+        assert gpulock.current_hold().mode == "exclusive"
+        assert not _can(other, fcntl.LOCK_SH)
+        gpulock.downgrade()
+        assert gpulock.current_hold().mode == "shared"
+        assert _can(other, fcntl.LOCK_SH) and not _can(other, fcntl.LOCK_EX)
+        gpulock.downgrade()                     # not turned: a no-op
+        assert gpulock.upgrade() is True        # left turned: the phase's end gives it back
+    assert gpulock.current_hold() is None and _can(other, fcntl.LOCK_EX)
+    with gpulock.phase("exclusive"):
+        assert gpulock.upgrade() is False       # already exclusive
+    assert gpulock.usage()["exclusive_s"] > 0
+
+
+def test_autotuners_time_their_configs_alone_inside_a_shared_warm_up(tmp_path, env, monkeypatch):
+    """``autotune_exclusive``: Triton's ``Autotuner._bench`` (one config's timing) runs with the device held
+    exclusively, the rest of the autotuner's ``run`` turns back to shared when it returns, and the class is itself
+    again after the block (no timed call goes through the wrapper)."""
+    import fcntl
+    from triton.runtime.autotuner import Autotuner
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, env["TRITONDX_LOCK_DIR"])
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    other = _other_fd(env)
+    seen: list[tuple[str, bool]] = []
+
+    def fake_bench(self, *args, config=None, **kwargs):   # stands for timing one config on the device
+        seen.append((gpulock.current_hold().mode, _can(other, fcntl.LOCK_SH)))
+        return 1.0
+
+    def fake_run(self, *args, **kwargs):                  # a cache miss: every config timed, then the call
+        for c in ("a", "b"):
+            self._bench(config=c)
+        seen.append(("call", gpulock.current_hold().mode == "exclusive"))
+        return "ran"
+
+    monkeypatch.setattr(Autotuner, "_bench", fake_bench)
+    monkeypatch.setattr(Autotuner, "run", fake_run)
+    tuner = object.__new__(Autotuner)
+    with gpulock.autotune_exclusive() as took, gpulock.phase("shared"):
+        assert took is True
+        assert tuner.run() == "ran"
+        assert gpulock.current_hold().mode == "shared" and _can(other, fcntl.LOCK_SH)
+    assert seen == [("exclusive", False), ("exclusive", False), ("call", True)]
+    assert Autotuner._bench is fake_bench and Autotuner.run is fake_run
+    with gpulock.autotune_exclusive(False) as took:
+        assert took is False and Autotuner._bench is fake_bench
