@@ -246,8 +246,9 @@ def _baselines_aggregate(done: list[dict[str, Any]], results: list[dict[str, Any
     tms = [r["timing"] for r in results if r.get("timing")]
     if not tms:
         return {}
-    out: dict[str, Any] = {"baselines": {k: round(sum(t[k] for t in tms), 3) for k in
-                                         ("baselines_s", "baselines_overlapped_s", "baselines_wait_s")}}
+    out: dict[str, Any] = {"baselines": {k: round(sum(t.get(k, 0.0) for t in tms), 3) for k in
+                                         ("baselines_s", "baselines_overlapped_s", "baselines_wait_s",
+                                          "baselines_after_s")}}
     walls = [r["timing"]["wall_without_baselines_s"] for r in done if r.get("timing")]
     if walls:
         out["median_wall_without_baselines_s"] = statistics.median(walls)
@@ -314,6 +315,8 @@ def baselines_line(agg: dict[str, Any]) -> str:
     line = (f"baselines jobs (torch eager + torch.compile, jobs of their own): {b['baselines_s']:.0f} s in all, "
             f"{b['baselines_overlapped_s']:.0f} s overlapped with the runs or final benches, "
             f"{b['baselines_wait_s']:.0f} s waited for after them")
+    if b.get("baselines_after_s"):
+        line += f", {b['baselines_after_s']:.0f} s after the tasks' ends, their workers on the next tasks"
     if agg.get("median_wall_s") and agg.get("median_wall_without_baselines_s") is not None:
         line += (f"; median wall per task {agg['median_wall_s']:.0f} s, "
                  f"{agg['median_wall_without_baselines_s']:.0f} s without that wait")
@@ -544,6 +547,8 @@ class TaskTiming(BaseModel):
     baselines_s: float = 0.0       #: the baselines job's wall seconds (its child process, start to exit)
     baselines_overlapped_s: float = 0.0  #: of those, seconds during which the run or the final bench went on
     baselines_wait_s: float = 0.0  #: seconds the task waited for it after its run and final bench
+    #: seconds it went on after the task's end with the task's worker free for the next task (``BASELINES_DETACH_ENV``)
+    baselines_after_s: float = 0.0
     baselines_stopped: str = ""    #: why it was stopped before it answered ("" when it answered)
     wall_s: float = 0.0            #: the task's wall seconds, the wait included
     #: ``wall_s`` less the wait: what the task would take if the baselines cost nothing (its CPU and device
@@ -558,6 +563,11 @@ BASELINES_MAX_DELAY_S = 180.0
 BASELINES_START_ENV = "TRITONDX_BASELINES_START"
 #: host cores per concurrent task below which the baselines jobs wait for the runs' ends
 CORES_PER_TASK_BESIDE = 8
+#: "0": a task started its baselines job at its run's end (``end``) holds its worker until the job answers. Default:
+#: the worker goes on to the next task and the job's answer is joined to the task's entry when it comes
+#: (``PendingTask``). On the H200 corpus batches of 2026-12-04 (8 workers, ``cost_h200_20261204``) the tasks waited
+#: 393-522 s in all for their baselines jobs after their runs, up to 173 s per task, with their workers idle.
+BASELINES_DETACH_ENV = "TRITONDX_BASELINES_DETACH"
 
 
 def baselines_start(concurrent: int) -> str:
@@ -687,16 +697,30 @@ class BaselinesJob:
         return (self.t_end or time.monotonic()) - self.t0
 
 
-def _task_timing(t0: float, run_s: float, final_s: float, wait_s: float, job: BaselinesJob | None) -> TaskTiming:
-    """``TaskTiming`` from what was measured directly: the run, the final bench(es), the wait for the job."""
-    wall = time.monotonic() - t0
+def _task_timing(t0: float, run_s: float, final_s: float, wait_s: float, job: BaselinesJob | None,
+                 t_end: float | None = None) -> TaskTiming:
+    """``TaskTiming`` from what was measured directly: the run, the final bench(es), the wait for the job.
+    ``t_end``: when a detached task ended (its worker went on); the job's seconds after it are ``baselines_after_s``."""
+    wall = (t_end or time.monotonic()) - t0
     tm = TaskTiming(run_s=round(run_s, 3), final_bench_s=round(final_s, 3), wall_s=round(wall, 3),
                     baselines_wait_s=round(wait_s, 3), wall_without_baselines_s=round(wall - wait_s, 3))
     if job is not None:
+        after = max(0.0, (job.t_end or time.monotonic()) - t_end) if t_end is not None else 0.0
         tm.baselines_s = round(job.seconds, 3)
-        tm.baselines_overlapped_s = round(max(0.0, job.seconds - wait_s), 3)
+        tm.baselines_after_s = round(min(after, job.seconds), 3)
+        tm.baselines_overlapped_s = round(max(0.0, job.seconds - wait_s - after), 3)
         tm.baselines_stopped = job.stopped
     return tm
+
+
+class PendingTask:
+    """A task whose run and final bench are done while its baselines job still runs: its worker is free for the next
+    task, and ``finish()`` (called by the batch on a thread of its own) waits for the job and returns the task's
+    results.json entry. Its ``wall_s`` ends where the task ended, not where the job did (``baselines_after_s``)."""
+
+    def __init__(self, task: str, finish) -> None:
+        self.task = task
+        self.finish = finish
 
 
 class _Benches:
@@ -767,11 +791,13 @@ def _best_path(run_path: Path, task: str) -> str | None:
 
 
 def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | None, final_rounds: int,
-            env_extra: dict[str, str], not_after: float | None = None) -> dict[str, Any]:
+            env_extra: dict[str, str], not_after: float | None = None, detach: bool = False
+            ) -> "dict[str, Any] | PendingTask":
     """Optimize one task in its own process, with its baselines job (torch eager, torch.compile) beside it on
     a backend that times; after the run a final bench times the best kernel against the initial one (no
     torch.compile there); returns its results.json entry. ``env_extra`` goes over this process's environment
-    for all of them (GPU pinning, lock folder, checkpoint URL)."""
+    for all of them (GPU pinning, lock folder, checkpoint URL). ``detach``: a baselines job started at the run's
+    end is not waited for here: a ``PendingTask`` comes back instead, whose ``finish()`` waits for it."""
     run_path = Path(run_dir)
     name = Path(task).stem
     if not_after and time.time() > not_after:
@@ -802,10 +828,26 @@ def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | 
         best = _best_path(run_path, task)
         if best:  # best vs initial side by side; no best: the baselines job's initial timing is the answer
             final = bench.final(best)
-        base = bench.wait(lambda: job.result(timeout=max(1.0, not_after - time.time()) if not_after else None))
-        if not best and not (base and "shapes" in base):  # the initial kernel untimed: time it alone now
-            final = bench.final(None)
+        t_end = time.monotonic()
+
+        def conclude(final=final) -> dict[str, Any]:
+            base = bench.wait(lambda: job.result(timeout=max(1.0, not_after - time.time()) if not_after else None))
+            if not best and not (base and "shapes" in base):  # the initial kernel untimed: time it alone now
+                final = bench.final(None)
+            detached = t_end if detach and not beside else None
+            timing = _task_timing(t0, t_run - t0, bench.final_s, 0.0 if detached else bench.wait_s, job, detached)
+            return _entry(task, run_path, p, final, base, timing, env_extra)
+
+        if detach and not beside:
+            return PendingTask(name, conclude)
+        return conclude()
     timing = _task_timing(t0, t_run - t0, bench.final_s, bench.wait_s, job) if job else None
+    return _entry(task, run_path, p, final, base, timing, env_extra, t0)
+
+
+def _entry(task: str, run_path: Path, p: subprocess.CompletedProcess, final: dict[str, Any] | None,
+           base: dict[str, Any] | None, timing: TaskTiming | None, env_extra: dict[str, str],
+           t0: float | None = None) -> dict[str, Any]:
     entry = summarize_task(task, run_path, p.returncode, timing.wall_s if timing else time.monotonic() - t0,
                            final, p.stderr, base, timing)
     if env_extra.get("CUDA_VISIBLE_DEVICES"):
@@ -918,11 +960,13 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
     gpus = [] if ray_address else visible_gpus(be.name)
     slots = plan_slots(gpus, workers, out_dir)
     env_extra[BASELINES_START_ENV] = baselines_start(len(slots))
+    detach = env_extra[BASELINES_START_ENV] == "end" and os.environ.get(BASELINES_DETACH_ENV, "1") != "0"
     from tritondx.tools.verify.timing import HW_INITIAL_AT_ENV
     env_extra[HW_INITIAL_AT_ENV] = hw_initial_at(max(1, workers))   # tasks per device (Ray: num_gpus=1/workers)
     meta = {"suite": folder, "backend": be.name, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "python": sys.version.split()[0], "workers": max(1, workers),
-            "baselines_start": env_extra[BASELINES_START_ENV], "hw_initial_at": env_extra[HW_INITIAL_AT_ENV]}
+            "baselines_start": env_extra[BASELINES_START_ENV], "hw_initial_at": env_extra[HW_INITIAL_AT_ENV],
+            "baselines_detached": detach and not ray_address}
     if len(gpus) > 1:
         meta["gpus"] = gpus
     if ray_address:
@@ -982,18 +1026,26 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
             for s in slots:
                 free.put(s)
 
-            def one(task: str) -> dict[str, Any]:
+            def one(task: str) -> "dict[str, Any] | PendingTask":
                 slot = free.get()  # never waits long: the pool has exactly one thread per slot
                 try:
                     return run_one(task, str(out_dir / "runs" / Path(task).stem), be.name, extra_args,
-                                   final_rounds, {**slot, **env_extra}, not_after)
+                                   final_rounds, {**slot, **env_extra}, not_after, detach=detach)
                 finally:
                     free.put(slot)
 
-            with ThreadPoolExecutor(max_workers=len(slots)) as pool:
+            # a detached task's baselines job is waited for on a thread of its own (``PendingTask``)
+            with ThreadPoolExecutor(max_workers=len(slots)) as pool, \
+                    ThreadPoolExecutor(max_workers=max(1, len(todo)), thread_name_prefix="tdx-pending") as waiters:
                 futures = {pool.submit(one, t): t for t in todo}
-                for fut in as_completed(futures):
-                    on_result_held(fut.result())
+                while futures:
+                    for fut in as_completed(list(futures)):
+                        del futures[fut]
+                        got = fut.result()
+                        if isinstance(got, PendingTask):
+                            futures[waiters.submit(got.finish)] = got.task
+                            break
+                        on_result_held(got)
     finally:
         sampler.__exit__(None, None, None)
         held_meta()

@@ -32,7 +32,8 @@ if tm:
           f"{sum(t['baselines_s'] for t in tm):.0f} s, of which overlapped with the runs "
           f"{sum(t['baselines_overlapped_s'] for t in tm):.0f} s, waited for "
           f"{sum(t['baselines_wait_s'] for t in tm):.0f} s "
-          f"(per task max {max(t['baselines_wait_s'] for t in tm):.0f} s); final benches "
+          f"(per task max {max(t['baselines_wait_s'] for t in tm):.0f} s), after the tasks' ends with their workers "
+          f"on the next tasks {sum(t.get('baselines_after_s', 0.0) for t in tm):.0f} s; final benches "
           f"{sum(t['final_bench_s'] for t in tm):.0f} s")
 ratios = [r["initial_ms_ratio"] for r in rs if r.get("initial_ms_ratio")]
 if ratios:

@@ -315,3 +315,34 @@ def test_no_final_bench_when_the_runs_best_is_its_copy_of_the_initial_kernel(tmp
     assert best({"id": "r1c1", "path": str(copy)}) is None       # the same bytes as the task
     assert best({"id": "r1c1", "path": str(cand)}) == str(cand)
     assert best({"id": "r1c1", "path": str(task)}) is None
+
+
+@pytest.mark.parametrize("detach", ["1", "0"])
+def test_a_worker_goes_on_to_the_next_task_while_the_last_ones_baselines_job_runs(fake, tmp_path, detach):
+    """Baselines started at the run's end (a loaded host): by default the task ends with its final bench, its worker
+    starts the next task, and the job's answer is joined to the task's entry when it comes (``PendingTask``); its
+    seconds after the task's end are ``baselines_after_s``, never part of the task's wall. ``TRITONDX_BASELINES_DETACH=0``
+    holds the worker until the job answers."""
+    for name in ("t1", "t2"):   # three tasks on the fixture's two workers: the third waits for a free one
+        (tmp_path / "suite" / f"{name}.py").write_text("# one more task\n")
+    agg, res, ev, summary, wall = fake(run_s=1.0, base_s=2.5, final_s=0.3,
+                                       **{batch.BASELINES_START_ENV: "end", batch.BASELINES_DETACH_ENV: detach})
+    runs = sorted(ev["run"], key=lambda d: d["start"])
+    bases = sorted(ev["baselines"], key=lambda d: d["start"])
+    assert len(runs) == 3 and len(bases) == 3
+    first_base_end = min(b["end"] for b in bases[:2])
+    entries = {e["task"]: e for e in res["results"]}
+    assert all(e["status"] == "done" and e.get("vs_torch_compile") for e in entries.values()), json.dumps(entries)
+    first = entries["t0"]["timing"]
+    if detach == "1":
+        assert runs[2]["start"] < first_base_end, "the worker waited for its last task's baselines job"
+        assert first["baselines_after_s"] > 1.0 and first["baselines_wait_s"] == 0.0
+        assert first["wall_s"] < first["run_s"] + first["final_bench_s"] + 1.0
+        assert res["meta"]["baselines_detached"] is True
+        assert "after the tasks' ends" in summary
+    else:
+        assert runs[2]["start"] >= first_base_end - 0.05
+        assert first["baselines_after_s"] == 0.0 and first["baselines_wait_s"] > 1.0
+        assert res["meta"]["baselines_detached"] is False
+    assert abs(first["baselines_overlapped_s"] + first["baselines_wait_s"] + first["baselines_after_s"]
+               - first["baselines_s"]) < 0.1
