@@ -111,20 +111,32 @@ def _run(job: AheadCapture, timeout: float) -> None:
                  error=job.error[:200] or None)
 
 
-def complete(folder: Path, manifest: dict) -> Path:
-    """The job's capture in ``folder/partial`` made a capture folder: its files moved up into ``folder``, the
-    manifest (paths moved) written last and atomically, ``partial`` removed. Raises when a file is missing."""
+def place_capture(manifest: dict, folder: Path, move: bool) -> dict:
+    """A capture's files (every stage ``manifest`` lists) moved or copied into ``folder``, and the manifest with their
+    new paths written there last and atomically: a folder with a manifest has all its files. Raises
+    ``FileNotFoundError`` when a listed file is missing (nothing is written then but the files placed before it)."""
+    folder.mkdir(parents=True, exist_ok=True)
     for rec in manifest["launches"]:
         for stage, path in list(rec.get("stages", {}).items()):
             src = Path(path)
             if not src.is_file():
                 raise FileNotFoundError(f"the capture lists {src.name}, which is not there")
             dest = folder / src.name
-            os.replace(src, dest)
+            if move:
+                os.replace(src, dest)
+            else:
+                shutil.copyfile(src, dest)
             rec["stages"][stage] = str(dest)
     tmp = folder / "manifest.json.tmp"
     tmp.write_text(json.dumps(manifest, indent=1, default=str))
     os.replace(tmp, folder / "manifest.json")
+    return manifest
+
+
+def complete(folder: Path, manifest: dict) -> Path:
+    """The job's capture in ``folder/partial`` made a capture folder: its files moved up into ``folder``
+    (``place_capture``), ``partial`` removed. Raises when a file is missing."""
+    place_capture(manifest, folder, move=True)
     shutil.rmtree(folder / "partial", ignore_errors=True)
     return folder
 

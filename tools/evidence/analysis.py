@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -74,16 +73,8 @@ def reusable_capture(ir_dir: Path, task_path: str, target: str) -> Path | None:
 
 def copy_capture(src: Path, out_dir: Path) -> dict[str, Any]:
     """The capture in ``src`` as this tier's own folder ``out_dir`` (files copied, the manifest's paths
-    moved): every tier keeps its artifacts under its own name."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    man = json.loads((src / "manifest.json").read_text())
-    for rec in man["launches"]:
-        for stage, path in list(rec.get("stages", {}).items()):
-            dest = out_dir / Path(path).name
-            shutil.copyfile(path, dest)
-            rec["stages"][stage] = str(dest)
-    (out_dir / "manifest.json").write_text(json.dumps(man, indent=1, default=str))
-    return man
+    moved, ``ahead.place_capture``): every tier keeps its artifacts under its own name."""
+    return ahead.place_capture(json.loads((src / "manifest.json").read_text()), out_dir, move=False)
 
 
 def _capture(tier: Tier, task_path: str, target: str, run_dir: Path, out_dir: Path,

@@ -134,10 +134,9 @@ class _Prewarm:
                 runner.close()
             self.seconds = time.monotonic() - t0
 
-    def wait(self) -> Path:
-        """The cache folder, once the prewarm runner has ended."""
+    def wait(self) -> None:
+        """Until the prewarm runner has ended (its compiles and autotuning choice are in ``dir`` then)."""
         self._thread.join()
-        return self.dir
 
     def remove(self) -> None:
         self._thread.join()
