@@ -43,7 +43,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     pending = [cands[i] for i in state.get("pending", []) if i in cands]
     gpu_seconds = state.get("gpu_seconds", 0.0)
     # with the device seconds of early hardware measurements an earlier round discarded, ended since
-    device_seconds = state.get("device_seconds", 0.0) + unused_device_seconds(state["task_path"])
+    device_seconds = state.get("device_seconds", 0.0) + unused_device_seconds(run_dir(state))
     round_no = state.get("round", 0)
 
     ph = Phases()
@@ -118,7 +118,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                 case, claimed = claim_case(timed.result, winner["id"])
                 early_case, early = hw_early.pop(winner["id"], (None, None))
                 if early is not None and early_case != case:
-                    discard_early(state["task_path"], early)
+                    discard_early(run_dir(state), early)
                     early = None
                 if claimed is None:   # no per-case times (not expected): the geomean claim at the first case
                     case, claimed = None, winner["speedup"]
@@ -138,7 +138,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                     passed = [c for c in passed if c["id"] != winner["id"]]
                     winner, why = None, None
             for cid, (_, fut) in hw_early.items():   # started for a contender that did not win
-                discard_early(state["task_path"], fut)
+                discard_early(run_dir(state), fut)
                 log.info("hardware_check_unused", candidate=cid)
             if winner and why:
                 gain = prev["median_ms"] / winner["median_ms"]

@@ -208,12 +208,13 @@ def hardware_measurement(task_path: str, best_path: str, backend: Backend, timeo
 _early_jobs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tdx-hw-early")
 #: an early measurement's stop switch (``discard_early``), by its future
 _early_stops: weakref.WeakKeyDictionary[Future, threading.Event] = weakref.WeakKeyDictionary()
-#: device seconds of early measurements no check used, by task, until the run's next verifier step adds them
+#: device seconds of early measurements no check used, by run folder (two runs of one task in one process, as in the
+#: LangGraph server, count their own), until the run's next verifier step adds them
 _unused: dict[str, float] = {}
 _unused_lock = threading.Lock()
 
 
-def discard_early(task_path: str, fut: Future) -> None:
+def discard_early(run: str | Path, fut: Future) -> None:
     """An early measurement (``early_hardware``) that no check will use: the contender lost its full checks, or won at
     another case. Cancelled if it has not started; stopped before its ncu session of the best if that has not started
     (the initial half it waited on stays uncounted, for the check that uses it); otherwise it ends on its own and its
@@ -223,7 +224,7 @@ def discard_early(task_path: str, fut: Future) -> None:
         stop.set()
     if fut.cancel():
         return
-    key = str(Path(task_path).resolve())
+    key = str(Path(run).resolve())
 
     def count(f: Future) -> None:
         try:
@@ -235,10 +236,11 @@ def discard_early(task_path: str, fut: Future) -> None:
     fut.add_done_callback(count)
 
 
-def unused_device_seconds(task_path: str) -> float:
-    """The device seconds of this task's discarded early measurements that have ended since the last call (once)."""
+def unused_device_seconds(run: str | Path) -> float:
+    """The device seconds of the discarded early measurements of the run in folder ``run`` that have ended since the
+    last call (once)."""
     with _unused_lock:
-        return _unused.pop(str(Path(task_path).resolve()), 0.0)
+        return _unused.pop(str(Path(run).resolve()), 0.0)
 
 
 def early_hardware(task_path: str, best_path: str, backend: Backend, timeout: float = 900,

@@ -325,3 +325,18 @@ def test_the_winners_hardware_check_runs_at_that_case_and_confirms_a_gain_the_fi
     assert hw["claimed"] == pytest.approx(1.404, abs=1e-3) and hw["shape"] == [8192, 50257]
     assert "[8192, 50257]" in hw["note"]
     assert jobs and all(j.get("shape") == [8192, 50257] and j.get("dtype") == "torch.float16" for j in jobs), jobs
+
+
+def test_a_discarded_early_measurements_device_seconds_go_to_its_own_run_once(tmp_path):
+    """An early hardware measurement that ran although no check used it (``timing.discard_early`` could not cancel it)
+    still cost device seconds: they go to the run that started it, once, and not to another run of the same task."""
+    from concurrent.futures import Future
+
+    from tritondx.tools.verify import timing
+    run_a, run_b = tmp_path / "run_a", tmp_path / "run_b"
+    done = Future()
+    done.set_result({"ok": True, "device_seconds": 2.5})   # already ended: cannot be cancelled
+    timing.discard_early(run_a, done)
+    assert timing.unused_device_seconds(run_b) == 0.0
+    assert timing.unused_device_seconds(run_a) == 2.5
+    assert timing.unused_device_seconds(run_a) == 0.0
