@@ -41,7 +41,7 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -1037,15 +1037,15 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
             # a detached task's baselines job is waited for on a thread of its own (``PendingTask``)
             with ThreadPoolExecutor(max_workers=len(slots)) as pool, \
                     ThreadPoolExecutor(max_workers=max(1, len(todo)), thread_name_prefix="tdx-pending") as waiters:
-                futures = {pool.submit(one, t): t for t in todo}
-                while futures:
-                    for fut in as_completed(list(futures)):
-                        del futures[fut]
+                running = {pool.submit(one, t) for t in todo}
+                while running:
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in done:
                         got = fut.result()
                         if isinstance(got, PendingTask):
-                            futures[waiters.submit(got.finish)] = got.task
-                            break
-                        on_result_held(got)
+                            running.add(waiters.submit(got.finish))
+                        else:
+                            on_result_held(got)
     finally:
         sampler.__exit__(None, None, None)
         held_meta()

@@ -299,11 +299,7 @@ def downgrade() -> None:
     _THREAD.outer = None
     _THREAD.hold = outer
     if inner is not None:
-        with inner.lock:
-            if not inner.aside:
-                fcntl.flock(inner.fds[1], fcntl.LOCK_UN)
-                _USAGE["exclusive_s"] += time.monotonic() - inner.since
-            inner.aside = True
+        step_aside(inner)   # gives the exclusive hold back (a no-op if a compile has it aside now)
     step_back(outer)
 
 
