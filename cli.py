@@ -257,6 +257,9 @@ def batch(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="run the tasks on Ray: a cluster "
                                               "address (host:port, ray://host:10001), auto (the running cluster) "
                                               "or local (a fresh single-node instance); one GPU per task on cuda"),
+    accept_unmeasured: bool = typer.Option(False, "--accept-unmeasured",
+                                           help="as optimize's: without timing (CPU), each task's result is its "
+                                                "first verified candidate instead of the initial kernel"),
     checkpoint_url: Optional[str] = _url_option(),
 ) -> None:
     """Optimize every task in a folder, headless and resumable; write results.json and summary.md."""
@@ -269,6 +272,8 @@ def batch(
         extra += ["--max-rounds", str(max_rounds)]
     if all_tiers:
         extra += ["--all-tiers"]
+    if accept_unmeasured:   # each task's `tritondx optimize` gets it
+        extra += ["--accept-unmeasured"]
     out_dir = out or f"runs/batch-{Path(folder).name}"
     agg = run_batch(folder, out_dir, backend=backend, workers=workers, extra_args=extra,
                     only=only.split(",") if only else None, deadline_s=deadline, shuffle=shuffle,
@@ -326,15 +331,13 @@ def capture(
     kernels by time share and write one oracle-mode task per selected kernel."""
     from pathlib import Path
 
-    from tritondx.tools.intake.capture import capture as _capture, parse_share
+    from tritondx.tools.intake.capture import capture as _capture, conclude, parse_share
     summary = _capture(list(ctx.args), Path(out), top=top, min_share=parse_share(min_share))
-    for t in summary["tasks"]:
-        typer.echo(f"task: {t['task']} ({t['kernel']}, {t['share']:.1%} of {summary['timing_label']})")
-    for t in summary["skipped"]:
-        typer.echo(f"skipped: {t['kernel']}: {t['reason']}")
-    if summary["exit_code"]:
-        typer.echo(f"note: the program exited with code {summary['exit_code']}")
-    typer.echo(f"next: tritondx batch {out}")
+    lines, code = conclude(summary, out)   # the exit status is the program's, with what failed
+    for stream, text in lines:
+        typer.echo(text, err=stream == "err")
+    if code:
+        sys.exit(code)
 
 
 @app.command()

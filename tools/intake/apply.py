@@ -272,6 +272,41 @@ def _git_root(path: Path) -> Path | None:
     return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
 
 
+def _tag(f: dict[str, Any]) -> str:
+    """A finding, one line, with the version it was read from (the report's "read from")."""
+    msg = " ".join(str(f.get("message", "")).split())[:160]
+    return f"[{f.get('tier')}] {f.get('detector')}: {msg} [read from {f.get('subject') or 'initial'}]"
+
+
+def evidence_for_change(report: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The findings that argue for the chosen version, and those read from the chosen version itself.
+
+    For the change: the findings the chosen candidate and its parents were made for (``motivated_by``), and
+    those the report's closure marks fixed (gone when the detector was re-run on the chosen version). A
+    finding read from the chosen version is about the result (``grid_too_small`` on the block the rewrite
+    picked argues against it, not for it): listed apart, never as evidence. Each is tagged with the version
+    it was read from."""
+    best_id = (report.get("best") or {}).get("id") or "initial"
+    cands = {c.get("id"): c for c in report.get("candidates", [])}
+    chain, cid = [], best_id
+    while cid in cands and cid not in chain:
+        chain.append(cid)
+        cid = cands[cid].get("parent")
+    cited = {fid: c for c in chain for fid in cands[c].get("motivated_by") or []}
+    fixed = {r.get("finding"): r for r in report.get("closure") or [] if r.get("status") == "fixed"}
+    why, about = [], []
+    for f in report.get("findings") or []:
+        fid = f.get("id")
+        read_from = f.get("subject") or "initial"
+        if best_id != "initial" and read_from != best_id and (fid in cited or fid in fixed):
+            how = [f"cited by {cited[fid]}"] if fid in cited else []
+            how += [f"gone from {best_id}"] if fid in fixed else []
+            why.append(f"{_tag(f)} ({'; '.join(how)})")
+        elif best_id != "initial" and read_from == best_id:
+            about.append(_tag(f))
+    return why, about
+
+
 def _evidence(report: dict[str, Any], speed: dict[str, Any]) -> str:
     best = report.get("best") or {}
     lines = []
@@ -286,11 +321,17 @@ def _evidence(report: dict[str, Any], speed: dict[str, Any]) -> str:
     ok = sum(1 for c in report.get("candidates", []) if c.get("verified"))
     rej = sum(1 for c in report.get("candidates", []) if c.get("verified") is False)
     lines.append(f"Verified against the original kernel (oracle mode): {ok} candidates passed, {rej} rejected.")
-    finds = report.get("findings") or []
-    if finds:
-        lines.append("Evidence:")
-        for f in finds[:6]:
-            lines.append(f"- [{f.get('tier')}] {f.get('detector')}: {' '.join(str(f.get('message', '')).split())[:160]}")
+    why, about = evidence_for_change(report)
+    if why:
+        lines.append("Evidence for the change:")
+        lines += [f"- {w}" for w in why[:6]]
+    else:
+        lines.append("Evidence for the change: no finding cited by this candidate or fixed by it "
+                     "(see the run's report.md).")
+    if about:
+        lines.append(f"Still reported on the chosen version {best.get('id')} (about the result, not evidence "
+                     "for it):")
+        lines += [f"- {a}" for a in about[:3]]
     return "\n".join(lines)
 
 

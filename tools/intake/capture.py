@@ -21,7 +21,7 @@ import structlog
 
 from tritondx.errors import TritonDXError
 from tritondx.tools.intake.hook import DIR_ENV
-from tritondx.tools.intake.records import CaptureFile, KernelSummary
+from tritondx.tools.intake.records import CaptureFile, KernelSummary, LaunchFailure, ProgramError
 
 log = structlog.get_logger(__name__)
 
@@ -172,10 +172,11 @@ def capture(command: list[str], out: Path, top: int | None = None, min_share: fl
     rc = run_program(command, records_dir)
     files = load_records(records_dir)
     ranked, timing = summarize(files)
-    if not ranked:
-        raise CaptureError(" ".join(command)[:80], f"recorded no Triton kernel launch (exit code {rc})")
+    if not ranked and rc == 0:
+        raise CaptureError(" ".join(command)[:80], "recorded no Triton kernel launch (exit code 0)")
     chosen = select(ranked, top, min_share)
-    print_table(ranked, timing, chosen, console)
+    if ranked:
+        print_table(ranked, timing, chosen, console)
     written, skipped = [], []
     used_names: set[str] = set()
     for s in chosen:
@@ -190,6 +191,76 @@ def capture(command: list[str], out: Path, top: int | None = None, min_share: fl
                             "launches": s.launches, "signatures": len(s.groups), "total_ms": s.total_ms,
                             "share": s.share, "sites": s.sites} for s in ranked],
                "tasks": written, "skipped": skipped,
-               "errors": sorted({e for f in files for e in f.errors})}
+               "errors": sorted({e for f in files for e in f.errors}),
+               "failures": [f.model_dump() for f in _failures(files)],
+               "program_error": next((f.program_error.model_dump() for f in files if f.program_error), None)}
     (out / "capture.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+# ---- how the capture ended: exit status and its last lines ---------------------------------------------------
+
+def _failures(files: list[CaptureFile]) -> list[LaunchFailure]:
+    """Failed launches over all processes, one per kernel (counts summed)."""
+    out: dict[str, LaunchFailure] = {}
+    for f in files:
+        for x in f.failures:
+            if x.kernel in out:
+                out[x.kernel].count += x.count
+            else:
+                out[x.kernel] = x.model_copy()
+    return list(out.values())
+
+
+def failure_line(f: LaunchFailure) -> str:
+    """One line naming the kernel and why its launch failed."""
+    where = f"{f.name} ({_short(f.file)}:{f.def_line})"
+    if f.interpreter and f.interpreter_unsupported:
+        return (f"kernel {where} cannot run under the Triton interpreter (TRITON_INTERPRET=1): {f.why}; "
+                f"capture this program on a GPU")
+    if f.interpreter:
+        return f"kernel {where} failed under the Triton interpreter (TRITON_INTERPRET=1): {f.why}"
+    return f"kernel {where} failed: {f.why}"
+
+
+def exit_status(rc: int) -> int:
+    """The program's exit status as a process exit code (killed by signal N: 128+N, as a shell says)."""
+    return 128 - rc if rc < 0 else rc
+
+
+def conclude(summary: dict, out: Path | str) -> tuple[list[tuple[str, str]], int]:
+    """The capture's last lines (``("out" | "err", text)``) and its exit status, which is the program's: a
+    program that failed makes the capture fail, with what failed (the kernel whose launch raised, and why;
+    else the program's uncaught exception) instead of a consequence of it. ``next: tritondx batch`` only
+    when a task was written."""
+    lines: list[tuple[str, str]] = []
+    for t in summary["tasks"]:
+        lines.append(("out", f"task: {t['task']} ({t['kernel']}, {t['share']:.1%} of {summary['timing_label']})"))
+    for t in summary["skipped"]:
+        lines.append(("out", f"skipped: {t['kernel']}: {t['reason']}"))
+    rc = summary["exit_code"]
+    failures = [LaunchFailure(**f) for f in summary.get("failures") or []]
+    perr = ProgramError(**summary["program_error"]) if summary.get("program_error") else None
+    if not rc:
+        for f in failures:   # the program handled it (a fallback, a test that expected it): said, not fatal
+            lines.append(("err", f"tritondx: warning: {failure_line(f)}"))
+    if summary["tasks"]:
+        lines.append(("out", f"next: tritondx batch {out}"))
+    elif not rc:
+        lines.append(("out", "no task written: nothing for `tritondx batch`"))
+    if not rc:
+        return lines, 0
+    head = f"the program exited with code {rc}" + ("" if summary["kernels"] else " before any Triton launch")
+    crashed = ([f for f in failures if perr and perr.error == f.error] or failures[-1:])
+    if crashed:
+        f = crashed[0]
+        more = [x.name for x in failures if x is not f]
+        what = failure_line(f) + (f" (other kernels that failed: {', '.join(more)})" if more else "")
+    elif perr:
+        what = perr.error + (f" at {perr.at}" if perr.at else "")
+    else:
+        what = "its own output above says why"
+    if not summary["tasks"]:
+        what += "; no task written"
+    lines.append(("err", f"tritondx: error: {head}: {what}"))
+    return lines, exit_status(rc)

@@ -55,6 +55,8 @@ class Recorder:
         self.timing = "wall"
         self.lock = threading.Lock()
         self.errors: list[str] = []
+        self.failures: list[dict] = []           # launches that raised (hook.describe_failure)
+        self.program_error: dict | None = None   # the program's uncaught exception (sys.excepthook)
 
     # -- kernel identity and source ------------------------------------------------------------------------
     def kernel_info(self, jitfn) -> tuple[str, dict]:
@@ -106,15 +108,23 @@ class Recorder:
             group["sites"][site] = group["sites"].get(site, 0) + 1
             _state.current = {"group": group, "start": None}
         t0 = time.perf_counter()
+        raised = None
         try:
             _state.busy = False
             return original(jitfn, *args, **kwargs)
+        except Exception as exc:   # recorded (what failed, where, why), then the program sees it unchanged
+            raised = exc
+            raise
         finally:
             wall = (time.perf_counter() - t0) * 1e3
             _state.busy = True
             try:
                 cur, _state.current = getattr(_state, "current", None), None
-                if group is not None:
+                if raised is not None:
+                    failure = self.failure(key, info, site, bound, raised)
+                    if group is not None:
+                        group["failed"] = failure["error"]
+                elif group is not None:
                     if cur and cur.get("end") is not None:
                         self.pending.append((group, cur["start"], cur["end"]))
                         if len(self.pending) >= 512:
@@ -129,6 +139,18 @@ class Recorder:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
             finally:
                 _state.busy = False
+
+    def failure(self, key: str, info: dict, site: str, bound: dict, exc: BaseException) -> dict:
+        """The first failed launch of each kernel (later ones are counted): what was raised, at which line of
+        the kernel, and why, in words (tools/intake/capture.py prints it as one line)."""
+        for f in self.failures:
+            if f["kernel"] == key:
+                f["count"] += 1
+                return f
+        f = {"kernel": key, "name": info["name"], "file": info["file"], "def_line": info["def_line"], "site": site,
+             "count": 1, "interpreter": _interpreting(), **describe_failure(exc, info, bound)}
+        self.failures.append(f)
+        return f
 
     # -- Triton's launch hooks (GPU path) -------------------------------------------------------------------
     def enter_hook(self, metadata):
@@ -168,14 +190,76 @@ class Recorder:
         except Exception as exc:
             self.errors.append(f"drain: {type(exc).__name__}: {exc}")
         data = {"pid": os.getpid(), "argv": sys.argv, "timing": self.timing,
-                "interpreter": os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"),
+                "interpreter": _interpreting(),
                 "kernels": list(self.kernels.values()), "groups": list(self.groups.values()),
-                "overflow": self.overflow, "errors": self.errors[:20]}
+                "overflow": self.overflow, "errors": self.errors[:20], "failures": self.failures,
+                "program_error": self.program_error}
         os.makedirs(self.out_dir, exist_ok=True)
         path = os.path.join(self.out_dir, f"capture-{os.getpid()}.json")
         with open(path + ".tmp", "w") as f:
             json.dump(data, f, default=str)
         os.replace(path + ".tmp", path)
+
+
+# ---- a failed launch ------------------------------------------------------------------------------------------
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception: the interpreter wraps the kernel's own error (``InterpreterError(repr(e))``)."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        nxt = exc.__cause__ or (exc.__context__ if not exc.__suppress_context__ else None)
+        if nxt is None:
+            break
+        exc = nxt
+    return exc
+
+
+def _frame_in(exc: BaseException, file: str) -> tuple[int, str] | None:
+    """The deepest traceback line of ``exc`` in ``file`` (the kernel's source file): (line, its text)."""
+    import linecache
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        fn = tb.tb_frame.f_code.co_filename
+        if os.path.abspath(fn) == file:
+            found = (tb.tb_lineno, linecache.getline(fn, tb.tb_lineno).strip())
+        tb = tb.tb_next
+    return found
+
+
+def describe_failure(exc: BaseException, info: dict, bound: dict | None = None) -> dict:
+    """What a failed launch raised (``error``: one line), the kernel line it failed at, and ``why``.
+
+    Under the interpreter (TRITON_INTERPRET=1) a scalar argument is a plain Python number, not a typed
+    Triton scalar as in compiled code: a kernel calling a method on one (``gate_multiplier.to(tl.float32)``,
+    Liger-Kernel's swiglu and rms_norm) raises ``'float' object has no attribute 'to'``. That case is named
+    as such; any other error is reported as raised."""
+    import re
+    root = _root_cause(exc)
+    error = " ".join(f"{type(root).__name__}: {root}".split())[:300]
+    at = _frame_in(root, info["file"]) or _frame_in(exc, info["file"])
+    out = {"error": error, "line": at[0] if at else None, "line_text": at[1][:160] if at else ""}
+    where = f"line {at[0]} (`{at[1][:100]}`)" if at else "the kernel"
+    m = re.match(r"'(float|int|bool)' object has no attribute '(\w+)'", str(root))
+    if _interpreting() and isinstance(root, AttributeError) and m:
+        names = [n for n, v in (bound or {}).items() if type(v).__name__ == m.group(1)
+                 and at and re.search(rf"\b{re.escape(n)}\s*\.\s*{m.group(2)}\b", at[1])]
+        line = f"line {at[0]}" if at else "the kernel"
+        call = f"`{names[0]}.{m.group(2)}(...)`" if names else f"`.{m.group(2)}` on a scalar argument"
+        arg = f"the scalar argument {names[0]}" if names else "a scalar argument"
+        out["why"] = (f"{line} calls {call}, but the interpreter passes {arg} as a plain Python {m.group(1)} "
+                      f"(compiled Triton makes it a typed scalar): {error}")
+        out["interpreter_unsupported"] = True
+    elif _interpreting():
+        out["why"] = f"the interpreter raised {error} at {where}"
+    else:
+        out["why"] = f"its launch raised {error}" + (f" at {where}" if at else "")
+    return out
 
 
 # ---- argument description ---------------------------------------------------------------------------------
@@ -449,6 +533,24 @@ def install(out_dir: str | None = None) -> Recorder | None:
         knobs.runtime.launch_exit_hook.add(rec.exit_hook)
     except (ImportError, AttributeError):
         pass
+    previous = sys.excepthook
+
+    def excepthook(kind, value, tb, _previous=previous):
+        try:   # the program's own failure, for capture's last line
+            root = _root_cause(value)
+            where = None
+            t = value.__traceback__
+            while t is not None:   # the deepest frame outside triton and torch
+                fn = t.tb_frame.f_code.co_filename
+                if "/triton/" not in fn and "/torch/" not in fn:
+                    where = f"{fn}:{t.tb_lineno}"
+                t = t.tb_next
+            rec.program_error = {"error": " ".join(f"{type(root).__name__}: {root}".split())[:300], "at": where}
+        except Exception:
+            pass
+        _previous(kind, value, tb)
+
+    sys.excepthook = excepthook
     atexit.register(rec.dump)
     _RECORDER = rec
     return rec

@@ -89,6 +89,31 @@ class GroupRecord(BaseModel):
     options: dict[str, Any] = {}
     grid: Optional[list[int]] = None
     written: list[str] = []
+    failed: str = ""            # the launch raised this (hook.describe_failure): no written tensors to read
+
+
+class LaunchFailure(BaseModel):
+    """A kernel whose launch raised (the first such launch; ``count``: all of them)."""
+
+    kernel: str
+    name: str
+    file: str
+    def_line: int
+    site: str = ""
+    count: int = 1
+    interpreter: bool = False
+    error: str
+    line: Optional[int] = None
+    line_text: str = ""
+    why: str = ""
+    interpreter_unsupported: bool = False
+
+
+class ProgramError(BaseModel):
+    """The program's uncaught exception (recorded by the hook's ``sys.excepthook``)."""
+
+    error: str
+    at: Optional[str] = None
 
 
 class CaptureFile(BaseModel):
@@ -102,6 +127,8 @@ class CaptureFile(BaseModel):
     groups: list[GroupRecord]
     overflow: dict[str, int] = {}
     errors: list[str] = []
+    failures: list[LaunchFailure] = []
+    program_error: Optional[ProgramError] = None
 
 
 class KernelSummary(BaseModel):

@@ -98,7 +98,9 @@ def keep_groups(s: KernelSummary) -> tuple[list[GroupRecord], int]:
     """The signatures with the structure of the most time-consuming one, one per shape key."""
     groups = [g for g in s.groups if g.grid is not None and g.written]
     if not groups:
-        why = ("no launch wrote any of its tensors" if all(not g.written for g in s.groups)
+        failed = [g.failed for g in s.groups if g.failed]
+        why = (f"its launch failed ({failed[0]})" if failed and all(g.failed or not g.written for g in s.groups)
+               else "no launch wrote any of its tensors" if all(not g.written for g in s.groups)
                else "its grid could not be evaluated")
         raise CaptureError(s.kernel.name, f"cannot be made a task: {why}")
     ref = _structure(groups[0])

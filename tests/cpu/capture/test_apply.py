@@ -22,8 +22,10 @@ def _run_folder(task, tmp_path, edits: list[tuple[str, str]], edit, report: dict
     rep = {"task": task.stem, "task_path": str(task), "backend": "interpreter", "kernel_class": "elementwise",
            "tiers_used": ["triage"], "speed": "not measured", "speedup": None,
            "best": {"id": "r1c1", "family": "launch_config"},
-           "candidates": [{"id": "r1c1", "family": "launch_config", "verified": True}],
-           "findings": [{"tier": "triage", "detector": "tiny_block", "message": "BLOCK=128: tiny programs"}]}
+           "candidates": [{"id": "r1c1", "family": "launch_config", "verified": True,
+                           "motivated_by": ["triage.tiny_block:scale_add_kernel"]}],
+           "findings": [{"id": "triage.tiny_block:scale_add_kernel", "tier": "triage", "detector": "tiny_block",
+                         "message": "BLOCK=128: tiny programs", "subject": "initial"}]}
     (run / "report.json").write_text(json.dumps(report or rep))
     return run
 
@@ -71,7 +73,9 @@ def test_commit_carries_the_evidence_and_says_speed_was_not_measured(captured, u
         assert r.returncode == 0, r.stderr[-2000:]
         msg = git(user_repo, "log", "-1", "--format=%B").stdout
         assert msg.startswith("tritondx: optimize scale_add_kernel (speed not measured)")
-        assert "Rewrite: launch_config" in msg and "tiny_block" in msg and "oracle mode" in msg
+        assert "Rewrite: launch_config" in msg and "oracle mode" in msg
+        assert "Evidence for the change:\n- [triage] tiny_block: BLOCK=128: tiny programs [read from initial] " \
+               "(cited by r1c1)" in msg
         assert "SCALE_BLOCK = 1024" in (user_repo / "mykernels.py").read_text()
     finally:  # the module's other tests read the captured file as it was
         git(user_repo, "reset", "-q", "--hard", head)
@@ -97,9 +101,8 @@ def test_capture_batch_apply_end_to_end(captured, user_repo, tmp_path, tdx, run_
     out, _ = captured
     bdir = tmp_path / "batch"
     r = tdx("batch", str(out), "--backend", "interpreter", "--out", str(bdir), "--max-rounds", "1",
-            "--only", "scale_add_kernel", cwd=tmp_path, timeout=1400,
-            # without timing the result is the initial kernel unless a verified candidate is accepted unmeasured
-            env={"TRITONDX_ACCEPT_UNMEASURED": "1"})
+            "--only", "scale_add_kernel", "--accept-unmeasured", cwd=tmp_path, timeout=1400)
+    # without timing the result is the initial kernel unless a verified candidate is accepted unmeasured
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads((bdir / "results.json").read_text())["results"]
     assert [e["status"] for e in res] == ["done"]
