@@ -282,7 +282,7 @@ WRITE_BACK = {"out_dir": "folder", "ceilings_file": "file"}
 
 def _job_reads(job: dict[str, Any]) -> list[str]:
     """Folders a job reads its task and candidates from."""
-    reads = [job.get("task"), job.get("candidate")] + [v.get("path") for v in
+    reads = [job.get("task"), job.get("candidate"), job.get("instrumented")] + [v.get("path") for v in
                                                        (job.get("variants") or []) + (job.get("candidates") or [])
                                                        if isinstance(v, dict)] + list(job.get("tasks") or [])
     return [str(Path(r).parent) for r in reads if isinstance(r, str) and r]

@@ -53,6 +53,8 @@ def _job_fn(kind: str):
         from tritondx.tools.bench.capture import capture as fn
     elif kind == "launch":
         from tritondx.tools.bench.launch import run_launch as fn
+    elif kind == "tune":
+        from tritondx.tools.tune.job import tune as fn
     elif kind == "ceilings":
         from tritondx.tools.bench.bench import measure_ceilings as fn
     else:

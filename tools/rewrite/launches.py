@@ -128,6 +128,7 @@ class _Def:
     carrier: tuple | None = None          # (scope fn or None, name): the binding whose reads are its uses
     kernel_fn: cst.FunctionDef | None = None   # autotune / heuristic / kernel default: the kernel
     owner: str = ""                       # signature default: the function whose signature holds it
+    expr: cst.BaseExpression | None = None   # computed: the expression that computes it (the tuner scales it)
 
 
 @dataclass
@@ -197,6 +198,10 @@ class _Analyzer:
 
         ``name(...)`` of a nested or module-level function; ``Cls.apply(...)`` of a module-level
         ``torch.autograd.Function`` subclass enters its ``forward(ctx, ...)``."""
+        if isinstance(func, cst.Name) and func.value not in self.functions:
+            alias = [v for top, v in self.module_assign.get(func.value, []) if top]
+            if len(alias) == 1 and isinstance(alias[0], cst.Attribute) and alias[0].attr.value == "apply":
+                func = alias[0]     # ``fn = Cls.apply`` at module level: calls of fn enter Cls.forward
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value == "apply":
             cls = self.classes.get(func.value.value)
             fwd = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"),
@@ -326,7 +331,7 @@ class _Analyzer:
         if value is not None:
             return _Def(kind if kind != "literal" else "local" if scope.fn is not None else kind, e, scope,
                         value=value, chain=chain + [f"folded {code_of(e)}"], carrier=carrier)
-        return _Def("computed", None, scope, chain=chain + [f"computed {code_of(e)}"], carrier=carrier)
+        return _Def("computed", None, scope, chain=chain + [f"computed {code_of(e)}"], carrier=carrier, expr=e)
 
     def _owner_of_param(self, name: str, scope: _Scope) -> cst.FunctionDef | None:
         s = scope

@@ -1,0 +1,238 @@
+"""Job ``tune`` (inside the sandboxed worker): record the launches, then screen and time many configurations.
+
+1. The task's ``launch()`` runs once on the benchmark inputs (GPU; the first check shape under the interpreter)
+   with every launch recorded (``record.py``): which kernels ran, their values, their share of the device time.
+2. The knobs of the kernels that carry the time (``hot_share`` of the device time or more) are searched
+   (``search.py``). Each configuration is the instrumented task loaded afresh with the knobs set
+   (``knob.CURRENT``): its first call compiles, its outputs are compared with the initial kernel's on the same
+   inputs (a mismatch fails it), then it is timed like the bench times: L2 flushed before every call, device events,
+   the median of ``calls`` calls, with the device held exclusively while it is timed.
+3. The fastest few and the initial kernel are timed again, interleaved over three rounds in a shuffled order, and
+   their outputs of the last timed call compared again.
+
+Without a GPU nothing is timed: the as-launched configuration and each tile knob one step either way are run for
+correctness only, and the result says speed was not measured. The screen only chooses what the verifier's full
+checks and bench see; it decides nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype, tolerance_entries
+from tritondx.tools.tune import knob as knobmod
+from tritondx.tools.tune.record import recording
+from tritondx.tools.tune.search import Searcher, Trial, domains, top
+
+#: a kernel's knobs are searched when it carries this share of the recorded device time (or of the calls, on CPU)
+HOT_SHARE = 0.10
+#: the device time one configuration's timed calls aim at
+TIME_TARGET_MS = 10.0
+#: fastest configurations timed again, interleaved with the initial kernel
+FINAL_TOP = 5
+
+
+def _outputs(x: Any) -> list[torch.Tensor]:
+    return [t for t in as_tuple(x) if isinstance(t, torch.Tensor)]
+
+
+def _mismatch(outs: list[torch.Tensor], refs: list[torch.Tensor], tols: dict[int, tuple[float, float]]) -> str:
+    from tritondx.tools.verify.compare import compare
+    if len(outs) != len(refs):
+        return f"{len(outs)} outputs, the initial kernel returns {len(refs)}"
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        atol, rtol = tols.get(i, tols.get(-1, (1e-5, 1e-5)))
+        bad = compare(o, r, atol, rtol)
+        if bad:
+            return f"output {i}: {bad['reason']}"
+    return ""
+
+
+class _Env:
+    """What every configuration is run and checked against."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.cuda = job.get("device", "cpu").startswith("cuda")
+        self.device = job.get("device", "cpu")
+        self.orig = load_module(job["task"], "orig")
+        self.inst_path = job["instrumented"]
+        shapes = self.orig.BENCH_SHAPES if self.cuda else self.orig.CHECK_SHAPES
+        self.shape = norm_shape(shapes[0])
+        self.dtype = to_dtype(self.orig.DTYPES[0])
+        self.inputs = as_tuple(self.orig.make_inputs(self.shape, self.dtype, 1, self.device))
+        self.tols = tolerance_entries(self.orig, self.dtype)
+        if self.cuda:
+            from tritondx.tools.bench.bench import Timer
+            self.timer = Timer(self.device)
+        self.mods: dict[tuple, Any] = {}
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def poison(self, refs: list[torch.Tensor]) -> None:
+        """Fill the allocator's free blocks of the outputs' sizes, so an output a configuration does not write
+        holds no earlier answer."""
+        for r in refs:
+            junk = torch.full((max(r.numel() * r.element_size(), 1),), 0x7F, dtype=torch.uint8, device=r.device)
+            del junk
+
+    def module(self, cfg: dict[str, tuple[str, int]]):
+        key = tuple(sorted(cfg.items()))
+        if key not in self.mods:
+            knobmod.CURRENT = dict(cfg)
+            self.mods[key] = load_module(self.inst_path, "tune")
+        return self.mods[key]
+
+    def call(self, mod, cfg: dict[str, tuple[str, int]]):
+        knobmod.CURRENT = dict(cfg)
+        return mod.launch(*self.inputs)
+
+    def time(self, fn, est_ms: float | None = None) -> float:
+        from tritondx.tools.exec.gpulock import phase
+        with phase("exclusive"):
+            if est_ms is None:
+                est_ms = statistics.median(self.timer.calls(fn, 3))
+            n = max(5, min(100, int(TIME_TARGET_MS / max(est_ms, 1e-3))))
+            return statistics.median(self.timer.calls(fn, n))
+
+
+def _as_knobs(cfg: dict[str, int], how: dict[str, str]) -> dict[str, tuple[str, int]]:
+    return {k: (how[k], int(v)) for k, v in cfg.items()}
+
+
+def tune(job: dict[str, Any]) -> dict[str, Any]:
+    from tritondx.tools.exec.gpulock import phase
+    t_start = time.monotonic()
+    env = _Env(job)
+    how = {k["key"]: k["how"] for k in job["knobs"]}
+    # 1. the launches, found by running them; the initial kernel's outputs are the screen's reference
+    with phase("shared"):
+        with recording(cuda=env.cuda) as rec:
+            refs = [t.detach().clone() for t in _outputs(env.orig.launch(*env.inputs))]
+            env.sync()
+        if env.cuda:   # a second recorded call: the first one compiled (its device time includes nothing of that,
+            with recording(cuda=True) as rec:   # but autotuners time their configs in it)
+                _outputs(env.orig.launch(*env.inputs))
+                env.sync()
+    launches = rec.launches
+    hot = {r.kernel for r in launches if r.share >= HOT_SHARE}
+    knobs = [k for k in job["knobs"] if any(p.split(".", 1)[0] in hot for p in k["params"])]
+    launched: dict[str, int | None] = {}
+    for k in knobs:
+        vals = set()
+        for p in k["params"]:
+            kern, name = p.split(".", 1)
+            for r in launches:
+                if r.kernel == kern:
+                    v = r.constexprs.get(name, r.options.get(name))
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        vals.add(v)
+        launched[k["key"]] = vals.pop() if len(vals) == 1 else None
+    doms = domains(knobs, launched)
+    errors: dict[str, str] = {}
+
+    def evaluate(cfg: dict[str, int]) -> float | None:
+        kc = _as_knobs(cfg, how)
+        label = ",".join(f"{k}={v}" for k, v in sorted(cfg.items())) or "as launched"
+        try:
+            with phase("shared"):
+                mod = env.module(kc)
+                env.poison(refs)
+                outs = _outputs(env.call(mod, kc))
+                env.sync()
+                bad = _mismatch(outs, refs, env.tols)
+            if bad:
+                errors[label] = "mismatch: " + bad[:300]
+                return None
+            if not env.cuda:
+                return 1.0      # correct; not timed (the search's order only)
+            ms = env.time(lambda: env.call(mod, kc))
+            return ms
+        except Exception as exc:  # a configuration that does not compile or faults is screened out
+            errors[label] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:240] if str(exc) else ''}"
+            env.mods.pop(tuple(sorted(kc.items())), None)
+            if env.cuda:
+                try:
+                    torch.cuda.synchronize()
+                except Exception:
+                    raise   # a CUDA fault poisons the context: the job ends, the parent classifies it
+            return None
+
+    budget = float(job.get("budget_s", 60.0))
+    if env.cuda:
+        trials = Searcher(doms, evaluate, budget, max_trials=int(job.get("max_trials", 120))).search()
+    else:
+        trials = _screen_only(doms, evaluate, budget)
+    for t in trials:
+        label = ",".join(f"{k}={v}" for k, v in sorted(t.config.items())) or "as launched"
+        if t.status == "failed":
+            t.note = errors.get(label, "")
+    final: dict[str, Any] = {}
+    if env.cuda:
+        final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs)
+    return {"ok": True, "launches": [r.model_dump() for r in launches], "hot": sorted(hot),
+            "domains": [{"key": d.key, "kind": d.kind, "values": d.values, "start": d.start, "launched": d.launched}
+                        for d in doms],
+            "launched_values": launched, "trials": [t.model_dump() for t in trials], "final": final,
+            "timed": env.cuda, "shape": env.shape if not isinstance(env.shape, tuple) else list(env.shape),
+            "dtype": str(env.dtype), "wall_s": round(time.monotonic() - t_start, 2), "budget_s": budget}
+
+
+def _screen_only(doms, evaluate, budget_s: float) -> list[Trial]:
+    """No timer: the as-launched configuration and each tile knob one step either way, for correctness."""
+    t0 = time.monotonic()
+    out: list[Trial] = []
+    cfgs: list[dict[str, int]] = [{}]
+    for d in doms:
+        if d.kind in ("tile", "count"):
+            i = d.values.index(d.start)
+            cfgs += [{d.key: d.values[j]} for j in (i + 1, i - 1) if 0 <= j < len(d.values)]
+    for cfg in cfgs:
+        if time.monotonic() - t0 > budget_s:
+            out.append(Trial(config=cfg, status="over_budget", phase="screen"))
+            continue
+        ok = evaluate(cfg)
+        out.append(Trial(config=cfg, status="ok" if ok is not None else "failed", phase="screen"))
+    return out
+
+
+def _final(env: _Env, best: list[Trial], how: dict[str, str], refs: list[torch.Tensor]) -> dict[str, Any]:
+    """The initial kernel and the fastest configurations, timed again interleaved (3 shuffled rounds); the last
+    timed call's outputs of each compared with the initial kernel's."""
+    from tritondx.tools.exec.gpulock import phase
+    fns: dict[str, Any] = {"initial": lambda: env.orig.launch(*env.inputs)}
+    labels: dict[str, dict[str, int]] = {}
+    for i, t in enumerate(best):
+        kc = _as_knobs(t.config, how)
+        mod = env.module(kc)
+        fns[f"c{i}"] = (lambda m=mod, c=kc: env.call(m, c))
+        labels[f"c{i}"] = t.config
+    rounds: dict[str, list[float]] = {k: [] for k in fns}
+    rng = random.Random(0)
+    ests = {k: None for k in fns}
+    for _ in range(3):
+        order = list(fns)
+        rng.shuffle(order)
+        for k in order:
+            ms = env.time(fns[k], ests[k])
+            ests[k] = ests[k] or ms
+            rounds[k].append(ms)
+    checked: dict[str, str] = {}
+    for k, fn in fns.items():
+        with phase("shared"):
+            env.poison(refs)
+            outs = _outputs(fn())
+            env.sync()
+            checked[k] = _mismatch(outs, refs, env.tols)
+    out = {}
+    for k, meds in rounds.items():
+        med = statistics.median(meds)
+        out[k] = {"config": labels.get(k, {}), "median_ms": med, "rounds_ms": meds,
+                  "spread": (max(meds) - min(meds)) / med if med > 0 else 0.0, "timed_output": checked[k] or "equal"}
+    return out

@@ -1,0 +1,23 @@
+"""What an instrumented task reads for each tunable value (``space.instrument``), inside the tune job only.
+
+``CURRENT`` maps a knob's key to ``("scale", k)`` (the value where it is defined, times 2**k) or ``("set", v)``;
+a key not in it keeps the task's own value. The job sets it before it loads a configuration's module (module-level
+definitions read it on import) and before each call (definitions in the launcher read it on every call).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CURRENT: dict[str, tuple[str, int]] = {}
+
+
+def knob(key: str, default: Any) -> Any:
+    c = CURRENT.get(key)
+    if c is None:
+        return default
+    how, v = c
+    if how == "set":
+        return v
+    base = int(default)
+    return max(1, base << v) if v >= 0 else max(1, base >> -v)

@@ -1,0 +1,155 @@
+"""The tuner, orchestrator side: knobs (static), one sandboxed ``tune`` job, the winners as readable sources.
+
+``tune_task(task, folder, backend)`` returns a ``TuneResult``: the launches found by running the task, the
+knobs searched and those left alone (and why), every configuration tried (screened out and why), and the winners,
+each written as a candidate source where every value is changed where it is defined. Only winners that beat the
+initial kernel in the job's interleaved final timing by more than its measured spread become candidates; the
+verifier's full checks and bench decide whether one is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, Field
+
+from tritondx.tools.backends.base import Backend
+from tritondx.tools.tune import space as spacemod
+
+log = structlog.get_logger(__name__)
+
+#: the job's search budget (device-job seconds after its set-up) and its hard timeout
+DEFAULT_BUDGET_S = 45.0
+#: at most this many winners become candidates
+MAX_WINNERS = 2
+#: a winner must beat the initial kernel by this much (and by the final timing's spread)
+MIN_GAIN = 1.03
+
+
+class Winner(BaseModel):
+    config: dict[str, int]
+    label: str                       # "BLOCK_M 128->1, num_warps 4->8"
+    median_ms: float
+    initial_ms: float
+    speedup: float
+    spread: float
+    source: str = ""
+
+
+class TuneResult(BaseModel):
+    ran: bool = False
+    timed: bool = False
+    error: str = ""
+    launches: list[dict[str, Any]] = Field(default_factory=list)
+    hot: list[str] = Field(default_factory=list)
+    knobs: list[dict[str, Any]] = Field(default_factory=list)
+    skipped: list[dict[str, Any]] = Field(default_factory=list)
+    trials: list[dict[str, Any]] = Field(default_factory=list)
+    final: dict[str, Any] = Field(default_factory=dict)
+    winners: list[Winner] = Field(default_factory=list)
+    seconds: float = 0.0
+    device_seconds: float = 0.0
+    budget_s: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.trials:
+            out[t["status"]] = out.get(t["status"], 0) + 1
+        return out
+
+
+def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = DEFAULT_BUDGET_S,
+              timeout: float | None = None) -> TuneResult:
+    from tritondx.tools.verify.jobs import job_error, run_device_job
+    source = Path(task_path).read_text()
+    try:
+        space = spacemod.build(source)
+        instrumented = spacemod.instrument(source)
+    except Exception as exc:   # a source the analysis cannot read: no search, the run goes on
+        return TuneResult(error=f"launch analysis failed: {type(exc).__name__}: {exc}"[:300])
+    out = TuneResult(knobs=[k.model_dump() for k in space.knobs], skipped=[s.model_dump() for s in space.skipped],
+                     budget_s=budget_s)
+    if not space.knobs:
+        out.error = "no tunable launch value (see skipped)" if space.skipped else "no launch found from launch()"
+    folder.mkdir(parents=True, exist_ok=True)
+    inst = folder / "instrumented_task.py"
+    inst.write_text(instrumented)
+    job = {"kind": "tune", "task": str(Path(task_path).resolve()), "instrumented": str(inst.resolve()),
+           "knobs": out.knobs, "budget_s": budget_s if backend.can_time else min(budget_s, 60.0),
+           "device": backend.torch_device}
+    r, seconds, device_s = run_device_job(job, backend, timeout or (budget_s * 3 + 120))
+    out.seconds, out.device_seconds = round(seconds, 2), round(device_s, 2)
+    if not (r.ok and r.result and r.result.get("ok")):
+        klass, reason = job_error(r)
+        out.error = f"tune job: {klass}: {reason}"[:400]
+        (folder / "tune.json").write_text(out.model_dump_json(indent=1))
+        return out
+    res = r.result
+    out.ran, out.timed = True, bool(res.get("timed"))
+    out.launches, out.hot, out.trials, out.final = res["launches"], res["hot"], res["trials"], res.get("final", {})
+    values = {k: v for k, v in (res.get("launched_values") or {}).items() if v is not None}
+    init = out.final.get("initial")
+    if out.timed and init:
+        base = init["median_ms"]
+        ranked = sorted((v for k, v in out.final.items() if k != "initial"), key=lambda v: v["median_ms"])
+        for v in ranked:
+            if v["timed_output"] != "equal" or not v["config"]:
+                continue
+            noise = max(v["spread"], init["spread"], MIN_GAIN - 1)
+            if base / v["median_ms"] < 1 + noise:
+                continue
+            try:
+                src = spacemod.emit(source, v["config"])
+            except Exception as exc:  # noqa: BLE001 - an emit that fails loses this winner only
+                log.warning("tune_emit_failed", config=v["config"], error=str(exc)[:200])
+                continue
+            out.winners.append(Winner(config=v["config"], label=spacemod.describe(space, v["config"], values),
+                                      median_ms=v["median_ms"], initial_ms=base, speedup=base / v["median_ms"],
+                                      spread=v["spread"], source=src))
+            if len(out.winners) >= MAX_WINNERS:
+                break
+    (folder / "tune.json").write_text(json.dumps({**out.model_dump(exclude={"winners"}),
+                                                  "winners": [w.model_dump(exclude={"source"})
+                                                              for w in out.winners]}, indent=1, default=str))
+    return out
+
+
+def table(res: TuneResult, space_labels: dict[str, str] | None = None, limit: int = 5) -> str:
+    """The search as one compact markdown block: launches, knobs, configurations tried/screened out, best few."""
+    if not res.ran:
+        return f"Launch tuner: not run ({res.error})." if res.error else ""
+    lines = []
+    launch_bits = [f"`{l['kernel']}` grid {'x'.join(map(str, l['grid'])) or '?'} x{l['calls']}"
+                   + (f" ({100 * l['share']:.0f}% of device time)" if res.timed else "") for l in res.launches[:4]]
+    lines.append("Launches found by running `launch()`: " + "; ".join(launch_bits) + ".")
+    if res.knobs:
+        lines.append("Knobs: " + ", ".join(f"{k['key']} ({k['kind']})" for k in res.knobs
+                                           if any(p.split('.', 1)[0] in res.hot for p in k['params'])) + "; left alone: "
+                     + (", ".join(f"{s['param']} ({s['why'][:50]})" for s in res.skipped[:4]) or "none") + ".")
+    c = res.counts()
+    lines.append(f"Configurations: {len(res.trials)} tried in one job ({res.seconds:.0f} s, budget {res.budget_s:.0f} s): "
+                 + ", ".join(f"{n} {s}" for s, n in sorted(c.items())) + "."
+                 + ("" if res.timed else " Speed not measured (no GPU): configurations were checked for "
+                                         "correctness only."))
+    fails = [t for t in res.trials if t["status"] == "failed" and t.get("note")]
+    if fails:
+        lines.append("Screened out, e.g.: " + "; ".join(f"{_cfg(t['config'])}: {t['note'][:80]}" for t in fails[:2]) + ".")
+    if res.timed and res.final:
+        lines.append("")
+        lines.append("| configuration | median (ms) | vs initial | spread | timed output |")
+        lines.append("|---|---|---|---|---|")
+        init = res.final.get("initial", {}).get("median_ms")
+        rows = sorted(res.final.items(), key=lambda kv: kv[1]["median_ms"])[:limit + 1]
+        for k, v in rows:
+            ratio = f"{init / v['median_ms']:.2f}x" if init else "-"
+            lines.append(f"| {'initial' if k == 'initial' else _cfg(v['config'])} | {v['median_ms']:.4f} | {ratio} | "
+                         f"{100 * v['spread']:.0f}% | {v['timed_output'][:40]} |")
+    return "\n".join(lines)
+
+
+def _cfg(cfg: dict[str, int]) -> str:
+    return ", ".join(f"{k.split('.', 1)[-1]}={'x' if isinstance(v, int) and False else ''}{v}"
+                     for k, v in sorted(cfg.items())) or "as launched"

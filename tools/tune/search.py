@@ -1,0 +1,179 @@
+"""The order the tuner tries configurations in, under a budget (pure: the job passes ``evaluate``).
+
+A configuration maps a knob's key to its exponent (scale knobs: the value where it is defined times 2**k) or its
+value (set knobs); a key left out keeps the task's own value. ``evaluate(config)`` returns the measured time, or
+``None`` when the configuration failed (compile error, wrong output, fault).
+
+1. **Sweeps**: each knob alone, up and down from the task's value, a direction ending after two steps that do
+   not improve on the best of that knob or at the first failure (larger tiles stop compiling, smaller ones can stop
+   being correct) - what ``triton.autotune`` users write by hand, without its fixed list.
+2. **Combination** of every knob's best.
+3. **Line search** from the best so far (Inductor's coordinate descent, with runs): each knob moved one step in
+   either direction, kept moving while it improves; rounds until nothing improves or the budget ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+#: the largest tile a configuration may have per kernel, in elements (registers: 128 threads x 255 regs x ~4)
+MAX_TILE_ELEMS = 1 << 17
+WARPS = (1, 2, 4, 8, 16)
+STAGES = (1, 2, 3, 4, 5)
+#: an improvement smaller than this is noise for the search's own decisions (the verifier's bench decides later)
+MIN_STEP_GAIN = 0.02
+
+
+@dataclass
+class Domain:
+    """One knob's values: ``values`` in order (exponents or option values), ``start`` the task's own."""
+    key: str
+    kind: str                      # tile, count, warps, stages
+    values: list[int]
+    start: int
+    kernel: str = ""
+    launched: int | None = None    # a tile's value as launched (for the per-kernel tile bound)
+
+
+class Trial(BaseModel):
+    config: dict[str, int]
+    status: str                    # ok, failed, over_budget, too_large
+    ms: float | None = None
+    note: str = ""
+    phase: str = ""
+
+
+def domains(knobs: list[dict], launched: dict[str, int | None]) -> list[Domain]:
+    """Each knob's values (``knobs``: ``Knob`` dumps; ``launched``: key -> its value in the recorded launch)."""
+    out = []
+    for k in knobs:
+        kernel = k["params"][0].split(".", 1)[0]
+        if k["how"] == "set":
+            cur = launched.get(k["key"]) or k.get("value") or (4 if k["kind"] == "warps" else 3)
+            pool = WARPS if k["kind"] == "warps" else STAGES
+            vals = sorted(set(pool) | {int(cur)})
+            out.append(Domain(k["key"], k["kind"], vals, int(cur), kernel))
+            continue
+        v = launched.get(k["key"])
+        if v is None:
+            v = k.get("value")
+        lo_val = 16 if k.get("dot") else 1
+        hi_val = 64 if k["kind"] == "count" else 1 << 16
+        exps = [e for e in range(-8, 9)
+                if v is None or lo_val <= (v << e if e >= 0 else v >> -e) <= hi_val and (e >= 0 or v >> -e << -e == v)]
+        if v is None:
+            exps = [e for e in range(-3, 4)]
+        if len(exps) > 1:
+            out.append(Domain(k["key"], k["kind"], exps, 0, kernel, v))
+    return out
+
+
+def _tile_ok(cfg: dict[str, int], doms: list[Domain]) -> bool:
+    per: dict[str, int] = {}
+    start: dict[str, int] = {}
+    for d in doms:
+        if d.kind != "tile" or d.launched is None:
+            continue
+        e = cfg.get(d.key, 0)
+        per[d.kernel] = per.get(d.kernel, 1) * max(1, d.launched << e if e >= 0 else d.launched >> -e)
+        start[d.kernel] = start.get(d.kernel, 1) * d.launched
+    return all(n <= max(MAX_TILE_ELEMS, start[k]) for k, n in per.items())
+
+
+@dataclass
+class Searcher:
+    doms: list[Domain]
+    evaluate: Callable[[dict[str, int]], float | None]
+    budget_s: float
+    max_trials: int = 200
+    clock: Callable[[], float] = time.monotonic
+    trials: list[Trial] = field(default_factory=list)
+    _seen: dict[tuple, float | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.t0 = self.clock()
+
+    def left(self) -> bool:
+        return self.clock() - self.t0 < self.budget_s and len(self.trials) < self.max_trials
+
+    def norm(self, cfg: dict[str, int]) -> dict[str, int]:
+        starts = {d.key: d.start for d in self.doms}
+        return {k: v for k, v in sorted(cfg.items()) if starts.get(k) != v}
+
+    def run_one(self, cfg: dict[str, int], phase: str) -> float | None:
+        cfg = self.norm(cfg)
+        key = tuple(cfg.items())
+        if key in self._seen:
+            return self._seen[key]
+        if not _tile_ok(cfg, self.doms):
+            self._seen[key] = None
+            self.trials.append(Trial(config=cfg, status="too_large", phase=phase,
+                                     note=f"a kernel's tile over {MAX_TILE_ELEMS} elements"))
+            return None
+        if not self.left():
+            return None
+        t = self.evaluate(cfg)
+        self._seen[key] = t
+        self.trials.append(Trial(config=cfg, status="ok" if t is not None else "failed", ms=t, phase=phase))
+        return t
+
+    def best(self) -> tuple[dict[str, int], float | None]:
+        ok = [t for t in self.trials if t.ms is not None]
+        if not ok:
+            return {}, None
+        b = min(ok, key=lambda t: t.ms)
+        return dict(b.config), b.ms
+
+    def search(self) -> list[Trial]:
+        base = self.run_one({}, "as launched")
+        if base is None:
+            return self.trials
+        # 1. sweeps
+        per_knob: dict[str, int] = {}
+        for d in sorted(self.doms, key=lambda d: {"tile": 0, "count": 1, "warps": 2, "stages": 3}[d.kind]):
+            i0 = d.values.index(d.start)
+            best_v, best_t = d.start, base
+            for step in (1, -1):
+                misses, i = 0, i0 + step
+                while 0 <= i < len(d.values) and misses < 2 and self.left():
+                    t = self.run_one({d.key: d.values[i]}, "sweep")
+                    if t is None:
+                        break
+                    if t < best_t * (1 - MIN_STEP_GAIN):
+                        best_v, best_t, misses = d.values[i], t, 0
+                    else:
+                        misses += 1
+                    i += step
+            if best_v != d.start:
+                per_knob[d.key] = best_v
+        # 2. every knob's best together
+        if len(per_knob) > 1:
+            self.run_one(per_knob, "combined")
+        # 3. line search from the best so far
+        improved = True
+        while improved and self.left():
+            improved = False
+            cur, cur_t = self.best()
+            for d in self.doms:
+                for step in (1, -1):
+                    pos = d.values.index(cur.get(d.key, d.start))
+                    moved = False
+                    while 0 <= pos + step < len(d.values) and self.left():
+                        trial = dict(cur, **{d.key: d.values[pos + step]})
+                        t = self.run_one(trial, "line")
+                        if t is None or cur_t is None or t >= cur_t * (1 - MIN_STEP_GAIN):
+                            break
+                        cur, cur_t, pos, moved, improved = self.norm(trial), t, pos + step, True, True
+                    if moved:
+                        break
+        return self.trials
+
+
+def top(trials: list[Trial], n: int) -> list[Trial]:
+    """The ``n`` fastest distinct configurations that ran."""
+    ok = sorted((t for t in trials if t.ms is not None), key=lambda t: t.ms)
+    return ok[:n]

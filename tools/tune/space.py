@@ -1,0 +1,272 @@
+"""A task's launch knobs, each where its value is defined; the instrumented source; a configuration's source.
+
+Static (libcst, on the orchestrator's side: no task code runs here). ``launches.py`` finds every launch reachable
+from ``launch()`` (through helpers, closures and ``autograd.Function.apply``) and where each launch value is
+defined; ``tunables.py`` says which constexprs are tiles. A tile's knob **scales** its definition by a power of two
+(a literal, a local, a helper's return, or a computed expression such as ``triton.next_power_of_2(N)``), so the
+launcher's grid, buffers and other launches that read the same definition move with it; ``num_warps`` and
+``num_stages`` knobs **set** the option (at its definition, or at the call). A value that an assert or a
+``view``/``reshape`` also reads, that some kernel uses as a layout constant, or that an autotuner already tunes, is
+left alone, and ``Space.skipped`` says why.
+
+``instrument`` writes the source the tune job loads (each knob read through ``tools/tune/knob.py``); ``emit`` writes
+the readable source of one configuration (the values written where they are defined, nothing else changed).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import libcst as cst
+from pydantic import BaseModel, Field
+
+from tritondx.tools.rewrite.cst_util import add_call_kwargs, code_of, dotted, kwarg
+from tritondx.tools.rewrite.launch_edit import _cdiv_divisors
+from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs
+from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
+from tritondx.tools.tune.tunables import dot_operands, host_semantic, kernel_roles
+
+KnobKind = Literal["tile", "count", "warps", "stages"]
+#: the name the instrumented source reads knobs through
+KNOB_FN = "_tdx_knob"
+
+
+class Knob(BaseModel):
+    key: str                         # "kernel.PARAM" of the first launch that reads it
+    kind: KnobKind
+    how: Literal["scale", "set"]
+    params: list[str] = Field(default_factory=list)   # "kernel.PARAM" of every launch value it moves
+    value: int | None = None         # its static value where the source has one
+    where: str = ""                  # "local BLOCK_M in argmax, line 120: 128"
+    dot: bool = False                # sizes a tl.dot operand: stays >= 16
+
+
+class Skipped(BaseModel):
+    param: str                       # "kernel.PARAM"
+    why: str
+
+
+class Space(BaseModel):
+    knobs: list[Knob] = Field(default_factory=list)
+    skipped: list[Skipped] = Field(default_factory=list)
+
+    def knob(self, key: str) -> Knob:
+        return next(k for k in self.knobs if k.key == key)
+
+    def for_kernels(self, kernels: set[str]) -> list[Knob]:
+        return [k for k in self.knobs if any(p.split(".", 1)[0] in kernels for p in k.params)]
+
+
+class _Plan:
+    """The nodes to wrap (node id -> key) and the options to add to calls (call id -> {option: key})."""
+
+    def __init__(self) -> None:
+        self.wrap: dict[int, str] = {}
+        self.add: dict[int, dict[str, str]] = {}
+        self.defaults: dict[str, int] = {}   # key -> value written when an option is added at the call
+
+
+def _has_loop(kfn: cst.FunctionDef) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            nonlocal found
+            found = True
+
+        def visit_While(self, n: cst.While) -> None:
+            nonlocal found
+            found = True
+
+    kfn.body.visit(V())
+    return found
+
+
+def _kernel_globals(res) -> set[str]:
+    out: set[str] = set()
+    for kfn in res.an.kernels.values():
+        class V(cst.CSTVisitor):
+            def visit_Name(self, n: cst.Name) -> None:
+                out.add(n.value)
+        kfn.body.visit(V())
+    return out
+
+
+def _analyse(source: str) -> tuple[Space, _Plan, object]:
+    res = _analysis(source, _task_dtypes(source))
+    an = res.an
+    space, plan = Space(), _Plan()
+    in_kernels = _kernel_globals(res)
+    # pass 1: every use of each definition, so a definition some launch reads as a layout constant is left alone
+    uses: dict[int, list[tuple[object, str, str]]] = {}
+    for s in res.sites:
+        roles = kernel_roles(s.kfn)
+        for p, d in s.params.items():
+            if p in OPTIONS:
+                continue
+            node = d.node if d.node is not None and d.value is not None else d.expr
+            if node is not None:
+                uses.setdefault(id(node), []).append((s, p, roles.get(p, "other")))
+    by_key: dict[str, Knob] = {}
+    for s in res.sites:
+        name = f"{s.kernel}"
+        if autotune_configs(s.kfn) is not None:
+            for p in s.params:
+                space.skipped.append(Skipped(param=f"{name}.{p}", why="the kernel is autotuned (its configs tune it)"))
+            continue
+        roles = kernel_roles(s.kfn)
+        dots = dot_operands(s.kfn)
+        for p, d in s.params.items():
+            pname = f"{name}.{p}"
+            if p in OPTIONS:
+                if p == "num_stages" and not _has_loop(s.kfn):
+                    continue                       # no loop to pipeline: stages change nothing
+                kind: KnobKind = "warps" if p == "num_warps" else "stages"
+                arg = kwarg(s.call, p)
+                static = d.node is not None and d.value is not None and d.kind in ("literal", "local")
+                node = d.node if static else arg
+                if node is not None:
+                    key = plan.wrap.get(id(node)) or pname
+                    plan.wrap[id(node)] = key
+                    where = f"{d.kind} {d.name or p} = {code_of(node)[:60]}"
+                else:
+                    key = pname
+                    plan.add.setdefault(id(s.call), {})[p] = key
+                    plan.defaults[key] = d.value or (4 if p == "num_warps" else 3)
+                    where = f"not passed (Triton's default {plan.defaults[key]}): written at the call"
+                k = by_key.setdefault(key, Knob(key=key, kind=kind, how="set", value=d.value, where=where))
+                k.params.append(pname)
+                continue
+            role = roles.get(p, "other")
+            if role not in ("tile", "count"):
+                if role == "semantic":
+                    space.skipped.append(Skipped(param=pname, why="the kernel uses it as a layout constant "
+                                                                  "(reshape, view, assert or index split)"))
+                continue
+            if d.kind in ("autotune_config", "heuristic"):
+                space.skipped.append(Skipped(param=pname, why=f"set by {d.kind.replace('_', ' ')}"))
+                continue
+            node = d.node if d.node is not None and d.value is not None else d.expr
+            if node is None:
+                space.skipped.append(Skipped(param=pname, why=f"{d.kind}: {'; '.join(d.chain)[:120]}"))
+                continue
+            if role == "count" and not any(q == "grid" for o, q in res.users.get(id(node), []) if o is s) \
+                    and not any(o is s and q == "grid" for o, q in res.users.get(id(d.node) if d.node is not None
+                                                                              else -1, [])):
+                space.skipped.append(Skipped(param=pname, why="a loop count the grid does not follow"))
+                continue
+            other = [f"{o.kernel}.{q}" for o, q, r in uses.get(id(node), []) if r == "semantic"]
+            if other:
+                space.skipped.append(Skipped(param=pname, why=f"also a layout constant of {', '.join(other)}"))
+                continue
+            host = host_semantic(d.scope.fn if d.scope is not None else None, d.name)
+            if host:
+                space.skipped.append(Skipped(param=pname, why=f"part of the data layout: {host}"))
+                continue
+            if d.kind == "module_constant" and d.name in in_kernels:
+                space.skipped.append(Skipped(param=pname, why=f"module constant {d.name} is read inside a kernel"))
+                continue
+            key = plan.wrap.get(id(node)) or pname
+            plan.wrap[id(node)] = key
+            if d.kind == "literal":               # a call literal: cdiv divisors of the same value in its grid
+                for n in _cdiv_divisors(s.grid_value, d.value):
+                    plan.wrap[id(n)] = key
+            line = an.line(node) if hasattr(an, "line") else 0
+            where = (f"{d.kind} {d.name + ' ' if d.name else ''}in {d.scope.qual if d.scope else '<module>'}"
+                     f", line {line}: {code_of(node)[:60]}")
+            k = by_key.setdefault(key, Knob(key=key, kind=role, how="scale", value=d.value, where=where,
+                                             dot=p in dots))
+            k.dot = k.dot or p in dots
+            k.params.append(pname)
+    space.knobs = list(by_key.values())
+    return space, plan, an.module
+
+
+def build(source: str) -> Space:
+    """The task's knobs and what was left alone (and why)."""
+    return _analyse(source)[0]
+
+
+class _Rewrite(cst.CSTTransformer):
+    def __init__(self, plan: _Plan, leaf) -> None:
+        self.plan, self.leaf = plan, leaf
+
+    def on_leave(self, original, updated):
+        key = self.plan.wrap.get(id(original))
+        if key is not None and isinstance(updated, cst.BaseExpression):
+            return self.leaf(key, updated)
+        adds = self.plan.add.get(id(original))
+        if adds and isinstance(updated, cst.Call):
+            vals = {p: self.leaf(k, cst.Integer(str(self.plan.defaults[k]))) for p, k in adds.items()}
+            return add_call_kwargs(updated, vals)
+        return updated
+
+
+def _after_future(module: cst.Module, stmts: list[cst.BaseStatement]) -> cst.Module:
+    body = list(module.body)
+    at = 0
+    for i, st in enumerate(body):
+        if isinstance(st, cst.SimpleStatementLine) and any(
+                isinstance(b, cst.ImportFrom) and b.module is not None and dotted(b.module) == "__future__"
+                for b in st.body):
+            at = i + 1
+    if at == 0 and body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+            and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        at = 1
+    body[at:at] = stmts
+    return module.with_changes(body=body)
+
+
+def instrument(source: str) -> str:
+    """The source with every knob read through ``tritondx.tools.tune.knob`` (the tune job's configurations)."""
+    _, plan, module = _analyse(source)
+
+    def leaf(key: str, expr: cst.BaseExpression) -> cst.BaseExpression:
+        return cst.Call(func=cst.Name(KNOB_FN), args=[cst.Arg(cst.SimpleString(repr(key))), cst.Arg(expr)])
+
+    out = module.visit(_Rewrite(plan, leaf))
+    imp = cst.parse_statement(f"from tritondx.tools.tune.knob import knob as {KNOB_FN}\n")
+    return _after_future(out, [imp]).code
+
+
+def emit(source: str, config: dict[str, int]) -> str:
+    """The readable source of one configuration: ``config`` maps a knob's key to its power-of-two exponent (scale
+    knobs) or value (set knobs); each is written where the value is defined."""
+    space, plan, module = _analyse(source)
+    how = {k.key: k.how for k in space.knobs}
+
+    def leaf(key: str, expr: cst.BaseExpression) -> cst.BaseExpression:
+        if key not in config:
+            return expr
+        v = int(config[key])
+        if how[key] == "set":
+            return cst.Integer(str(v))
+        if v == 0:
+            return expr
+        if isinstance(expr, cst.Integer):
+            base = int(expr.value, 0)
+            return cst.Integer(str(max(1, base << v if v > 0 else base >> -v)))
+        inner = code_of(expr)
+        inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({inner})"
+        return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else f"max({inner} // {1 << -v}, 1)")
+
+    return module.visit(_Rewrite(plan, leaf)).code
+
+
+def describe(space: Space, config: dict[str, int], values: dict[str, int] | None = None) -> str:
+    """``BLOCK_M 128->1, num_warps 4->8`` (``values``: each knob's value as launched, where the source has none)."""
+    parts = []
+    for k in space.knobs:
+        if k.key not in config:
+            continue
+        v = int(config[k.key])
+        cur = (values or {}).get(k.key, k.value)
+        label = k.key.split(".", 1)[1]
+        if k.how == "set":
+            if cur is not None and v == cur:
+                continue
+            parts.append(f"{label} {cur if cur is not None else '?'}->{v}")
+        elif v:
+            new = (max(1, cur << v if v > 0 else cur >> -v) if cur is not None else None)
+            parts.append(f"{label} {cur}->{new}" if cur is not None else f"{label} x{2.0 ** v:g}")
+    return ", ".join(parts) or "as launched"
