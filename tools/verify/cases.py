@@ -26,6 +26,7 @@ from tritondx.tools.task.module import as_tuple, dtype_name, norm_shape, to_dtyp
 from tritondx.tools.verify import shapes as sh
 from tritondx.tools.verify.branches import Branch, Walk, added_branches, walk_launch
 from tritondx.tools.verify.buffers import random_fill, written_buffers
+from tritondx.tools.verify.evaluator import reads_state, state_names
 from tritondx.tools.verify.stress import all_finite, apply_values, stress_kinds
 
 #: seeds per listed shape and dtype (derived cases get one)
@@ -166,6 +167,7 @@ class _Planner:
         self._walks: dict[tuple[str, str], Walk | None] = {}      # the candidate's launcher per size
         self._inputs: dict[tuple[str, str], tuple | None] = {}
         self.blocks = self._block_constants()
+        self.state = state_names(self.cand_tree)   # module-level names a call may change (issue 34)
         self.constants = set(self.blocks)   # sizes branch tests compare against (grown by the walks)
         self.beyond: dict[tuple[str, bool], tuple[int, ...]] = {}   # side -> first size past the budget
         self.exhausted: dict[str, bool] = {}                          # dtype -> the size search ran to its end
@@ -399,13 +401,26 @@ class _Planner:
             return None
         return "the search stopped at its case limit"
 
+    def state_read(self, bc: BranchCoverage) -> list[str]:
+        """Module-level names that may change between calls (``evaluator.state_names``) the branch's test reads."""
+        try:
+            return reads_state(bc.branch.test, self.state)
+        except SyntaxError:
+            return []
+
     def _finish_branches(self) -> None:
         for bc in self.branches:
             if bc.branch.cuda_side is not None:
                 bc.status = "dynamic" if bc.branch.needs else "dead"
                 continue
             miss = self.missing(bc)
-            if not miss:
+            state = self.state_read(bc)
+            if state and miss:   # reads state a call may change: the calls that ran decide (line trace)
+                bc.status = "dynamic"
+                bc.note = (f"its test reads module-level state kept across calls ({', '.join(state)}): "
+                           "no input size decides it (never dead code); sides checked by a line trace of the "
+                           "checked calls")
+            elif not miss:
                 bc.status = "covered"
             elif "dynamic" in bc.reached:
                 bc.status = "dynamic"

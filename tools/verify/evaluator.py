@@ -285,16 +285,58 @@ def _dtype_attr(name: str) -> torch.dtype | None:
     return None
 
 
+#: calls that make a mutable container (a module-level name bound to one is state, not a constant)
+_MUTABLE_CALLS = {"list", "dict", "set", "bytearray", "defaultdict", "collections.defaultdict", "Counter",
+                  "collections.Counter", "deque", "collections.deque", "OrderedDict", "collections.OrderedDict",
+                  "itertools.count", "count", "SimpleNamespace", "types.SimpleNamespace", "array.array"}
+_MUTABLE_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+
+
+def state_names(tree: ast.Module) -> set[str]:
+    """Module-level names that may hold state across calls (issue 34): bound to a mutable container (a list,
+    dict or set display or comprehension, ``list()``, ``collections.Counter()``, ...) or rebound by a function
+    (``global``, ``nonlocal``). Their value at import says nothing about a later call (``_CALLS = [0]`` that
+    ``launch`` increments): they are no constants, and a test that reads one is decided by the calls that ran."""
+    out: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+        else:
+            continue
+        if isinstance(value, _MUTABLE_DISPLAYS) or \
+                (isinstance(value, ast.Call) and (dotted(value.func) or "") in _MUTABLE_CALLS):
+            for t in targets:
+                out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+    return out
+
+
+def reads_state(test: str | ast.AST, names: set[str]) -> list[str]:
+    """The names of ``names`` that an expression (source text or a node) reads."""
+    node = ast.parse(test, mode="eval") if isinstance(test, str) else test
+    return sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in names})
+
+
 def module_constants(tree: ast.Module) -> dict[str, Any]:
-    """Module-level ``NAME = <constant expression>`` values, in order (``BLOCK = 1024``, ``HALF = BLOCK // 2``)."""
+    """Module-level ``NAME = <constant expression>`` values, in order (``BLOCK = 1024``, ``HALF = BLOCK // 2``);
+    never a name that may hold state across calls (:func:`state_names`)."""
     env: dict[str, Any] = {}
     ev = Evaluator(env)
+    state = state_names(tree)
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            if stmt.targets[0].id in state:
+                continue
             v = ev.eval(stmt.value)
             if v is not UNKNOWN and isinstance(v, (*_NUMBER_TYPES, str, tuple)) and _safe_value(v):
                 env[stmt.targets[0].id] = v
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            if stmt.target.id in state:
+                continue
             v = ev.eval(stmt.value)
             if v is not UNKNOWN and isinstance(v, (*_NUMBER_TYPES, str)):
                 env[stmt.target.id] = v

@@ -18,6 +18,7 @@ alive (an output sharing memory with an earlier one is a cache).
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import random
@@ -41,6 +42,8 @@ from tritondx.tools.verify.contract import OriginalContract
 from tritondx.tools.verify.flip import credit, flip_branches, flip_cases, flipped_source
 from tritondx.tools.verify.coverage import trace_decides, trace_verdict
 from tritondx.tools.verify.compare import compare, is_constant, sensitivity, unchanged
+from tritondx.tools.verify.evaluator import state_names
+from tritondx.tools.verify.records import DECIDED
 from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
 from tritondx.tools.verify.impl import _OOM_TEXT, Rejected, _check_inputs, device_phase
@@ -126,6 +129,49 @@ def _check_diag(diag: dict, where: str, allowed: set[str]) -> None:
 
 
 log = structlog.get_logger()
+
+# --- the checks, by name, in the order a candidate meets them (``Judge.trail``; issue 34) ---------------------------
+PLAN = "case plan (listed shapes, derived sizes per dimension, branch sides, value stress; fresh seeds per call)"
+IMPORT = "candidate import (timing functions, threads)"
+CALL_OK = "launch() ran without error"
+LAUNCHES = "launch count"
+STREAM = "side stream"
+THREADS = "threads"
+OPS = "torch op recorder (all threads)"
+TIMING = "timing functions"
+HOOKS = "launch hooks"
+MUTATION = "input mutation"
+LAYOUT = "output layout"
+VALUES = "values vs reference (judge)"
+STALE = "stale / cached outputs"
+KERNELS_OFF = "kernels-off (all / random subset)"
+STATE = "state across calls (module-level state launch() changed)"
+STREAMED = "streamed op evidence"
+COVERAGE = "branch coverage (every side of an added branch reached)"
+TRACE = "line trace (dynamic branch sides run)"
+FLIP = "device flip"
+RUNNER = "runner process (crash, memory, time limit)"
+#: the check a rejection class comes from (a class no entry names: the check that ran last)
+DECIDES = {"exception": CALL_OK, "compile_error": CALL_OK, "out_of_bounds": CALL_OK, "illegal_memory_access": CALL_OK,
+           "out_of_memory": CALL_OK, "no_triton_kernel": LAUNCHES, "side_stream": STREAM, "threads": THREADS,
+           "torch_compute": OPS, "host_compute": OPS, "timing_tampering": TIMING, "verifier_tampering": HOOKS,
+           "import_error": IMPORT, "mutates_inputs": MUTATION, "lazy_output": LAYOUT, "aliased_output": LAYOUT,
+           "wrong_output": LAYOUT, "mismatch": VALUES, "caches_outputs": STALE, "not_from_triton": KERNELS_OFF,
+           "state_across_calls": STATE, "segfault": RUNNER, "crashed": RUNNER, "killed": RUNNER, "timeout": RUNNER,
+           "no_result": RUNNER, "no_checks": PLAN}
+
+
+def decided_trail(trail: list[str], klass: str) -> list[str]:
+    """``trail`` (the checks run, in order) with the one that decided a rejection of class ``klass`` marked:
+    the class's own check (``DECIDES``) where it ran, else the last check run."""
+    trail = list(trail) or [PLAN]
+    which = DECIDES.get(klass)
+    i = trail.index(which) if which in trail else len(trail) - 1
+    if which is not None and which not in trail:
+        trail.append(which)
+        i = len(trail) - 1
+    trail[i] += DECIDED.format(klass=klass)
+    return trail
 
 #: how a candidate fails a derived case that may be the original's failure too (then the case is
 #: outside the original's contract): wrong values, a raise or a kernel that does not compile at that size
@@ -230,12 +276,29 @@ class Judge:
         self.evidence: list[str] = []
         self._case = None     # the case being checked (a failure on it may be outside the original's contract)
         self.steps = Phases()   # seconds per step of the checks (``STEPS``), reported with the verdict
+        self.trail: list[str] = []       # the checks that ran, in the order they first ran (``ran``)
+        self.state: dict[str, str] = {}  # module-level names launch() changed (the runner's) -> the first call
+        self.state_exempt: set[str] = set()   # state the original keeps too (by name): not the candidate's addition
+
+    def _ran(self, *names: str) -> None:
+        for n in names:
+            if n not in self.trail:
+                self.trail.append(n)
+
+    def rejected_trail(self, klass: str) -> list[str]:
+        """The checks run, in order, the one that decided this rejection marked (``decided_trail``)."""
+        return decided_trail(self.trail, klass)
 
     def run(self) -> dict[str, Any]:
         cases = self.cases
         self.plan = None
+        orig_src = Path(self.job["task"]).read_text()
+        try:
+            self.state_exempt = state_names(ast.parse(orig_src))
+        except SyntaxError:
+            self.state_exempt = set()
+        self._ran(PLAN)
         if cases is None:
-            orig_src = Path(self.job["task"]).read_text()
             cand_src = Path(self.job["candidate"]).read_text()
             # listed shapes, derived sizes, both sides of every added branch, value stress; fresh seeds
             self.plan = plan_checks(self.orig, orig_src, cand_src, self.device,
@@ -250,15 +313,20 @@ class Judge:
             self.contract = OriginalContract(self.job["task"], self.orig, self.device, [os.getcwd()])
         try:
             self._check(cases, self.job["candidate"])
+            self._state_check()
             if self.plan is not None:   # the CUDA side of added device-kind tests, on a non-CUDA device
+                self._ran(COVERAGE)
                 unchecked = self.plan.rejection()
                 if unchecked:   # rejected anyway: no flipped cases to run
                     raise Rejected(*unchecked)
+                if flip_branches(self.plan.branches, self.device):
+                    self._ran(FLIP)
                 self._flipped()
         finally:
             if own_contract:
                 self.contract.close()
         evidence = self.evidence
+        self._ran(STREAMED)
         streamed = sorted({op for op in evidence if op} - self._allowed_all())
         if any(op.startswith(HOST_READ_PREFIX) for op in streamed):
             raise Rejected("host_compute", f"the recorder streamed host reads of tensor data {streamed[:6]}")
@@ -266,10 +334,14 @@ class Judge:
             raise Rejected("torch_compute", f"the recorder streamed torch compute ops {streamed[:6]} "
                                             "(outputs must come from Triton kernels)")
         # every case passed; an added branch side no case reached still leaves code unchecked
+        if self.plan is not None:
+            self._ran(COVERAGE)
         unchecked = self.plan.rejection() if self.plan is not None else None
         if unchecked:
             raise Rejected(*unchecked)
         if self.plan is not None:  # branches the judge could not evaluate: the runner's line trace, against it
+            if any(bc.status == "dynamic" for bc in self.plan.branches):
+                self._ran(TRACE)
             traced = trace_verdict(self.plan.branches, self.lines, spots=self.spots,
                                    kernel_lines_traced=self._kernel_lines_traced())
             if traced:
@@ -277,6 +349,26 @@ class Judge:
         return {"passed": True, "checks": self.records, "ran": self.ran(),
                 "coverage": self.plan.summary() if self.plan is not None else [],
                 "scope": self.plan.scope if self.plan is not None else "full"}
+
+    def _note_state(self, diag: dict, where: str) -> None:
+        """Module-level names a call changed (the runner's ``StateWatch``), kept with the first call that did."""
+        for name in diag.get("state") or []:
+            if isinstance(name, str) and name.split(".")[0] not in self.state_exempt:
+                self.state.setdefault(name[:120], where)
+
+    def _state_check(self) -> None:
+        """State across calls (issue 34): a launcher whose calls change module-level state the original does not
+        keep (a call counter in a list, a dict of seen shapes, an attribute added to torch) may compute differently
+        on later calls than on the ones checked here (a benchmark times hundreds). Rejected: its checked calls do
+        not speak for its other calls."""
+        self._ran(STATE)
+        if self.state:
+            names = sorted(self.state)
+            first = self.state[names[0]]
+            raise Rejected("state_across_calls", f"launch() changed module-level state across calls "
+                                                 f"({', '.join(names[:6])}; first on {first}): a call may compute "
+                                                 "differently from the calls checked (a counter, a cache); a "
+                                                 "launcher keeps no state the original does not keep")
 
     @contextlib.contextmanager
     def _held(self):
@@ -302,6 +394,7 @@ class Judge:
         try:
             with self.steps.time("runner"):
                 runner, zygote = self._new_runner(candidate, flip)
+            self._ran(IMPORT)
             self._hello(runner.hello)
             groups: dict[tuple, list] = {}
             for c in cases:
@@ -397,11 +490,10 @@ class Judge:
         return True
 
     def ran(self) -> list[str]:
-        return ["values vs reference (judge)", "fresh seeds per call", "kernels-off (all / random subset)",
-                "input mutation", "stale / cached outputs", "launch count", "torch op recorder (all threads)",
-                "timing functions", "output layout"] + \
-            ([f"device flip ({self.flipped} cases with the added device-kind tests at their CUDA value)"]
-             if self.flipped else []) + \
+        """The checks that ran, in the order they first ran (``trail``), with what the device flip and the widened
+        comparison add."""
+        return [t if t != FLIP else f"device flip ({self.flipped} cases with the added device-kind tests at their "
+                                    f"CUDA value)" for t in self.trail if t != FLIP or self.flipped] + \
             ([f"within tolerance only with the reference's own rounding sensitivity added (ill-conditioned "
               f"elements, compare.sensitivity): {'; '.join(self.widened[:3])}"
               + (f" and {len(self.widened) - 3} more" if len(self.widened) > 3 else "")] if self.widened else [])
@@ -460,6 +552,9 @@ class Judge:
                     if off is None:
                         off = kernels_off()
                 diag = ans.get("diag") or {}
+                self._ran(CALL_OK, LAUNCHES, STREAM, THREADS, OPS, TIMING, HOOKS)
+                self._note_state(diag, where)
+                self._note_state(off.get("diag") or {}, where + " (kernels-off call)")
                 if traced:   # lines a runner sends unasked are never read
                     ran = {x for x in diag.get("lines") or [] if isinstance(x, int)}
                     self.lines |= ran
@@ -468,6 +563,7 @@ class Judge:
                     if case.flipped:
                         self.flip_lines.append((case.label(), ran))
                 _check_diag(diag, where, self.allowed)
+                self._ran(MUTATION)
                 for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
                     if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape
                                                         or t.dtype != s.dtype or not unchanged(t, s)):
@@ -491,6 +587,7 @@ class Judge:
         if len(outs) != len(refs):
             raise Rejected("wrong_output", f"{where}: launch() returned {len(outs)} outputs, reference {len(refs)}")
         launches = ans["diag"]["launches"]
+        self._ran(LAYOUT, VALUES, STALE, KERNELS_OFF)
         # a kernels-off call that really skipped something: every launch, or >= 1 of those the plain call made
         # A kernels-off call proves "not from Triton" only when no launch of it ran: with a random
         # subset skipped, an honest kernel's output can stay right when the skipped launch did not
@@ -559,7 +656,7 @@ def verify(job: dict[str, Any]) -> dict[str, Any]:
     try:
         result = judge.run()
     except Rejected as exc:
-        result = {"passed": False, "class": exc.klass, "error": exc.reason}
+        result = {"passed": False, "class": exc.klass, "error": exc.reason, "ran": judge.rejected_trail(exc.klass)}
     return seal.sign(key, {**result, "steps": judge.step_seconds()})
 
 
@@ -633,11 +730,11 @@ def verify_round(job: dict[str, Any], key: str, pool=None, orig=None) -> dict[st
                 raise Rejected("exception", plan_error)
             result = judge.run()
         except Rejected as exc:
-            result = {"passed": False, "class": exc.klass, "error": exc.reason}
+            result = {"passed": False, "class": exc.klass, "error": exc.reason, "ran": judge.rejected_trail(exc.klass)}
         finally:
             timer.cancel()
         if fired:
-            result = {"passed": False, "class": "timeout",
+            result = {"passed": False, "class": "timeout", "ran": judge.rejected_trail("timeout"),
                       "error": f"the candidate's checks did not finish within {per_timeout:.0f} s"}
         u1 = usage()
         result = {**result, "seconds": round(time.monotonic() - t0, 3), "steps": judge.step_seconds(),

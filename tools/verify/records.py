@@ -7,6 +7,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 
+#: how the check that decided a rejection is marked in a verdict's list of checks run (``Verdict.ran``)
+DECIDED = " [decided: {klass}]"
+DECIDED_TAG = DECIDED.split("{")[0]
+
+
 class CheckRecord(BaseModel):
     """One judged call of a candidate: the case, what the runner reported, how it was judged."""
 
@@ -30,7 +35,10 @@ class Verdict(BaseModel):
     backend: str
     checks: int = 0
     records: list[CheckRecord] = Field(default_factory=list)
-    ran: list[str] = Field(default_factory=list)   # names of the check families that ran
+    #: the checks that ran, in the order they ran; on a rejection the one that decided is marked
+    #: ``[decided: CLASS]`` (``judge.decided_trail``; ``decided_by`` names it)
+    ran: list[str] = Field(default_factory=list)
+    decided_by: str = ""
     coverage: list[str] = Field(default_factory=list)  # cases, dropped cases, added branches (verify/cases.py)
     seconds: float = 0.0          # the job's wall time (start-up, imports, compiles, waits included)
     device_s: float = 0.0         # of which the job held the device (tools/exec/gpulock.py phases)

@@ -15,6 +15,7 @@ Python thread started later gets its own op recorder, and the timing functions a
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import stat
@@ -124,6 +125,124 @@ def _line_trace(path: str, lines: set, spots: set | None = None, watch: frozense
         sys.settrace(old)
         threading.settrace(old)  # type: ignore[arg-type]
 
+#: modules whose attributes a candidate could keep state in; attributes added after the runner started are watched
+FOREIGN_MODULES = ("builtins", "sys", "math", "functools", "itertools", "collections", "operator", "torch",
+                   "triton", "triton.language")
+#: elements of a small tensor whose contents are hashed (a counter kept in device memory); larger ones by metadata
+STATE_TENSOR_ELEMS = 4096
+#: most values one fingerprint visits (a huge container is cut there: its length and identity still count)
+STATE_BUDGET = 200000
+
+
+class StateWatch:
+    """What the candidate keeps at module level across calls (issue 34): a fingerprint of its module's names
+    (containers and plain values by content, small tensors by contents, the candidate's functions by their
+    defaults, attributes and closure cells, its classes and their instances by their attributes) and of the
+    attributes it added to a few shared modules (``torch.x = [0]``). ``changed()`` after a call: the names whose
+    fingerprint that call changed. Triton's own objects (kernels, autotuners: compile caches) are not looked into.
+    Like every answer of the runner, only evidence against the candidate: the judge decides."""
+
+    def __init__(self, mod, path: str, torch) -> None:
+        self.mod, self.path, self.torch = mod, path, torch
+        self.foreign = {m: set(vars(sys.modules[m])) for m in FOREIGN_MODULES if m in sys.modules}
+        self.last: dict | None = None
+
+    def start(self) -> None:
+        """The fingerprint after the import (module initialisation is not state kept across calls)."""
+        self.last = self.snapshot()
+
+    def snapshot(self) -> dict:
+        self.budget = STATE_BUDGET
+        out = {}
+        for k, v in list(vars(self.mod).items()):
+            if not (k.startswith("__") and k.endswith("__")):
+                out[k] = self._fp(v, 0, frozenset())
+        for m, keys in self.foreign.items():
+            mod = sys.modules.get(m)
+            for k in set(vars(mod)) - keys if mod is not None else ():
+                out[f"{m}.{k}"] = self._fp(vars(mod).get(k), 0, frozenset())
+        return out
+
+    def changed(self) -> list[str]:
+        if self.last is None:
+            return []
+        now = self.snapshot()
+        names = sorted(k for k in set(now) | set(self.last) if now.get(k, "<unbound>") != self.last.get(k, "<unbound>")
+                       and not (k not in self.last and (now[k][0] in _DEFINITIONS or k.startswith(_OURS))))
+        self.last = now
+        return names
+
+    def _fp(self, v, depth: int, seen: frozenset):   # noqa: C901 - one case per kind of value
+        self.budget -= 1
+        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+            return (type(v).__name__, v if not isinstance(v, (str, bytes)) or len(v) < 4096 else hash(v))
+        if self.budget < 0 or depth > 8:
+            return ("cut", type(v).__name__, id(v), len(v) if hasattr(v, "__len__") else -1)
+        if id(v) in seen:
+            return ("cycle", id(v))
+        seen = seen | {id(v)}
+        torch = self.torch
+        fp = lambda x: self._fp(x, depth + 1, seen)   # noqa: E731
+        import types
+        if isinstance(v, torch.Tensor):
+            meta = (tuple(v.shape), str(v.dtype), str(v.device), v._version)
+            if v.device.type == "meta" or v.numel() > STATE_TENSOR_ELEMS or v.is_sparse:
+                return ("tensor", meta, v.data_ptr() if v.device.type != "meta" else 0)
+            try:
+                flat = v.detach().to("cpu").clone().reshape(-1)
+                raw = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
+                return ("tensor", meta, hash(bytes(raw.tolist())))
+            except Exception:  # noqa: BLE001 - an exotic dtype: its metadata only
+                return ("tensor", meta, v.data_ptr())
+        mod_name = getattr(type(v), "__module__", "") or ""
+        if mod_name.startswith("triton"):   # a kernel, an autotuner: Triton's own caches change as it compiles
+            return ("triton", type(v).__name__, id(v))
+        if isinstance(v, (list, tuple)) or type(v).__name__ == "deque":
+            return (type(v).__name__, tuple(fp(x) for x in list(v)))
+        if isinstance(v, (set, frozenset)):
+            return (type(v).__name__, tuple(sorted(repr(fp(x)) for x in v)))
+        if isinstance(v, dict):
+            return (type(v).__name__, tuple(sorted((repr(fp(k)), repr(fp(x))) for k, x in list(v.items()))))
+        if isinstance(v, bytearray):
+            return ("bytearray", bytes(v))
+        if isinstance(v, types.ModuleType):
+            return ("module", v.__name__)
+        if isinstance(v, types.FunctionType):
+            if v.__code__.co_filename != self.path:
+                return ("function", getattr(v, "__qualname__", ""), id(v))
+            cells = tuple(fp(c.cell_contents) if _cell_set(c) else ("empty",) for c in (v.__closure__ or ()))
+            return ("function", id(v), id(v.__code__), fp(v.__defaults__), fp(v.__kwdefaults__),
+                    fp(dict(vars(v))), cells)
+        if isinstance(v, type):
+            if v.__module__ != self.mod.__name__:
+                return ("type", v.__qualname__, id(v))
+            return ("class", id(v), fp({k: x for k, x in vars(v).items() if not k.startswith("__")}))
+        if type(v).__name__ == "count" and mod_name == "itertools":
+            return ("count", repr(v))
+        if isinstance(v, (types.SimpleNamespace, functools.partial)) or mod_name == self.mod.__name__:
+            if isinstance(v, functools.partial):
+                return ("partial", fp(v.func), fp(v.args), fp(v.keywords))
+            return ("object", type(v).__qualname__, id(v), fp(dict(getattr(v, "__dict__", {}))))
+        return ("opaque", type(v).__qualname__, id(v))
+
+
+#: kinds of value a name may newly get during a call without being state: a class, module, function or object of
+#: another module (the Triton interpreter binds its helpers, typing names and sentinels in a kernel's module on its
+#: first launch)
+_DEFINITIONS = ("type", "module", "function", "triton", "opaque")
+#: flags of the runner's own interpreter patches (``interpreter_memcheck``, ``interpreter_libdevice``), which the
+#: interpreter copies into a kernel's module with its own names
+_OURS = ("_tdx_", "_tritondx_")
+
+
+def _cell_set(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
 class Runner:
     def __init__(self, candidate: str, hello: dict, evidence_fd: int) -> None:
         import torch
@@ -160,11 +279,13 @@ class Runner:
         spec = importlib.util.spec_from_file_location("candidate", candidate)
         self.mod = importlib.util.module_from_spec(spec)
         sys.modules["candidate"] = self.mod   # triton's JIT looks the module up for globals
+        self.state = StateWatch(self.mod, candidate, torch)   # shared modules' attributes before the import
         spec.loader.exec_module(self.mod)
         if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
             from tritondx.tools.task.module import round_robin_autotuners
             round_robin_autotuners(self.mod)
         self.import_threads = len(self.threads)
+        self.state.start()
 
     def call(self, args: list, skip_mask: list, skip_rest: bool, profile: bool = False,
              trace: bool = False) -> dict:
@@ -201,6 +322,10 @@ class Runner:
                 diag["kernel_error"] = f"kernel {guard.kernel_error_name} failed: {type(exc).__name__}: " \
                                        f"{_first_line(exc)}"
             diag["traceback"] = traceback.format_exc(limit=4)[-1500:]
+        try:   # module-level state this call changed (issue 34): the judge rejects a launcher that keeps any
+            diag["state"] = self.state.changed()
+        except Exception as exc:  # noqa: BLE001 - a value whose fingerprint fails is state the judge cannot check
+            diag["state"] = [f"(unreadable module state: {type(exc).__name__})"]
         diag.update(launches=guard.launches, skipped=guard.skipped, side_stream=guard.side_stream_launches,
                     hooked=guard.hooked_launches, forbidden=guard.forbidden_ops(), ops=sorted(set(guard.ops)),
                     tampered=guard.tampered(), threads=list(self.threads),

@@ -14,7 +14,7 @@ from tritondx.tools.exec.gpulock import JOB_ALONE_ENV, held_seconds
 from tritondx.tools.exec.sandbox import run_job
 from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error, run_device_job
 from tritondx.tools.verify.policy import check as policy_check
-from tritondx.tools.verify.records import CheckRecord, Verdict
+from tritondx.tools.verify.records import DECIDED, DECIDED_TAG, CheckRecord, Verdict
 
 log = structlog.get_logger(__name__)
 
@@ -32,7 +32,7 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
     bad = policy_check(cand_src, orig_src) if static_policy and candidate_path != task_path else None
     if bad:
         return Verdict(candidate_id=candidate_id, passed=False, klass=bad[0], reason=bad[1], backend=backend.name,
-                       ran=["static policy"])
+                       ran=[STATIC + DECIDED.format(klass=bad[0])], decided_by=STATIC)
     key = seal.new_key()
     job = {"kind": "verify", "task": str(Path(task_path).resolve()), "candidate": str(Path(candidate_path).resolve()),
            "device": backend.torch_device, "include_bench": include_bench, "allowed_ops": allowed_ops or []}
@@ -40,7 +40,7 @@ def verify_candidate(task_path: str, candidate_path: str, candidate_id: str, bac
         memory_bytes = DEFAULT_MEMORY_BYTES.get(backend.name)
     r, seconds, device_s = run_device_job(job, backend, timeout, memory_bytes, extra_env={seal.SEAL_ENV: key},
                                           candidate=candidate_id)
-    ran = (["static policy"] if static_policy else []) + list((r.result or {}).get("ran") or [])
+    ran = ([STATIC] if static_policy else []) + judge_ran(r.result, key)
     verdict = _single_verdict(r, key, candidate_id, backend, seconds, device_s, ran)
     verdict.steps = judge_steps(r.result, key)
     return verdict
@@ -58,8 +58,33 @@ def _single_verdict(r, key: str, candidate_id: str, backend: Backend, seconds: f
                        records=records, ran=ran, coverage=list(r.result.get("coverage") or []), seconds=seconds,
                        device_s=device_s, speed_measured=False)
     klass, reason = job_error(r)
+    ran = with_decision(ran, klass)
     return Verdict(candidate_id=candidate_id, passed=False, klass=klass, reason=reason[:600], backend=backend.name,
-                   seconds=seconds, device_s=device_s, ran=ran)
+                   seconds=seconds, device_s=device_s, ran=ran, decided_by=decided_by(ran))
+
+
+#: the first check, run here before any job
+STATIC = "static policy"
+
+
+def judge_ran(answer: dict | None, key: str) -> list[str]:
+    """The checks the judge ran, in order (``Judge.trail``; on a rejection the deciding one marked): from a sealed
+    answer only (an unsealed one, a runner's forgery, says nothing about what ran)."""
+    if not isinstance(answer, dict) or not seal.valid(key, answer):
+        return []
+    return [str(x) for x in answer.get("ran") or [] if isinstance(x, str)]
+
+
+def with_decision(ran: list[str], klass: str) -> list[str]:
+    """``ran`` with the deciding check marked: as the judge marked it, or, when no check of the judge's says so (the
+    job died, timed out or sent nothing), the job itself."""
+    if any(DECIDED_TAG in x for x in ran):
+        return ran
+    return ran + [f"judge job ({klass})" + DECIDED.format(klass=klass)]
+
+
+def decided_by(ran: list[str]) -> str:
+    return next((x.split(DECIDED_TAG)[0] for x in ran if DECIDED_TAG in x), "")
 
 
 def judge_steps(answer: dict | None, key: str) -> dict[str, float]:
@@ -75,7 +100,7 @@ def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: 
                   scope: str = "full") -> Verdict:
     """One candidate's verdict out of a round job's answer (``judge.verify_round``), for the ``scope``
     the orchestrator asked for (a sealed answer for another scope is not this verdict)."""
-    ran = (["static policy"] if ran_static else []) + list((r or {}).get("ran") or [])
+    ran = ([STATIC] if ran_static else []) + judge_ran(r, key)
     device_s = held_seconds((r or {}).get("device_usage"))
     if r and r.get("passed") is True:
         if not seal.valid(key, r):
@@ -91,8 +116,9 @@ def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: 
                        ran=ran, coverage=list(r.get("coverage") or []), seconds=seconds, device_s=device_s,
                        speed_measured=False, scope=scope)
     klass, reason = (r.get("class", "error"), r.get("error", "")) if r else ("no_result", "the judge sent no verdict")
+    ran = with_decision(ran, klass)
     return Verdict(candidate_id=c["id"], passed=False, klass=klass, reason=str(reason)[:600], backend=backend.name,
-                   seconds=seconds, device_s=device_s, ran=ran)
+                   seconds=seconds, device_s=device_s, ran=ran, decided_by=decided_by(ran))
 
 
 def verify_round(task_path: str, candidates: list[dict], backend: Backend, allowed_ops: list[str], timeout: float,
@@ -110,7 +136,8 @@ def verify_round(task_path: str, candidates: list[dict], backend: Backend, allow
             else None
         if bad:
             out[c["id"]] = Verdict(candidate_id=c["id"], passed=False, klass=bad[0], reason=bad[1],
-                                   backend=backend.name, ran=["static policy"])
+                                   backend=backend.name, ran=[STATIC + DECIDED.format(klass=bad[0])],
+                                   decided_by=STATIC)
         else:
             todo.append(c)
     if todo:
