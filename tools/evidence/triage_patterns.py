@@ -5,7 +5,8 @@ Each check returns ``(detector, message, line, suggests, severity, kernel, metri
 
 - ``pow_constant_exponent``: ``libdevice.pow(x, 2)`` in a kernel (a product does it exactly) -> cheap_math
 - ``fixed_program_count``: a grid-stride kernel (``range(pid, n, tl.num_programs(0))``) launched on a literal
-  number of programs (a core count of some other device) -> grid_to_cores
+  number of programs (a core count of some other device), or on ``min(..., C)`` programs -> grid_to_cores,
+  grid_per_item
 - ``causal_mask_every_tile``: a ``rows[:, None] >= cols[None, :]`` mask built from the loop index on every
   iteration of a loop over key tiles -> causal_split
 - ``tiny_autotune_space``: ``@triton.autotune`` with one or two distinct configs -> autotune_widen
@@ -126,6 +127,21 @@ def int_constant(e: ast.expr, host: ast.FunctionDef, tree: ast.Module) -> int | 
     return None
 
 
+def capped_count(e: ast.expr, host: ast.FunctionDef, tree: ast.Module) -> int | None:
+    """C for a grid element ``min(<anything>, C)`` (either order) with C an integer constant: a program count
+    capped at a number chosen for some device."""
+    if isinstance(e, ast.Name):   # a name assigned once in the host function
+        vals = [n.value for n in ast.walk(host) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == e.id]
+        e = vals[0] if len(vals) == 1 else e
+    if isinstance(e, ast.Call) and _name(e.func) == "min" and len(e.args) == 2 and not e.keywords:
+        vals = [int_constant(a, host, tree) for a in e.args]
+        known = [v for v in vals if v is not None]
+        if len(known) == 1 and known[0] > 0:
+            return known[0]
+    return None
+
+
 def grid_element(host: ast.FunctionDef, call: ast.Call, axis: int) -> ast.expr | None:
     grid = call.func.slice
     if isinstance(grid, ast.Name):
@@ -150,14 +166,19 @@ def program_count_patterns(tree: ast.Module, sm_count: int = 132) -> list[Patter
                 continue
             e = grid_element(host, call, loop[0])
             n = int_constant(e, host, tree) if e is not None else None
+            capped = n is None and e is not None and capped_count(e, host, tree)
+            if capped:
+                n = capped
             if n is None:
                 continue
+            how = f"on at most {n} programs (min(..., {n}))" if capped else f"on a fixed {n} programs"
             out.append(Pattern("fixed_program_count",
                                f"{fn.name} walks its work with a stride of the program count ({loop[1]}) but is "
-                               f"launched on a fixed {n} programs (a core count of some device): "
+                               f"launched {how} (a core count of some device): "
                                f"{'fewer programs than' if n < sm_count else 'not sized to'} the {sm_count} SMs "
-                               "here, whatever the problem size", call.lineno, ["grid_to_cores"],
-                               "high" if n < sm_count else "low", fn.name, {"programs": n, "sm_count": sm_count}))
+                               "here, whatever the problem size", call.lineno, ["grid_to_cores", "grid_per_item"],
+                               "high" if n < sm_count else "low", fn.name,
+                               {"programs": n, "sm_count": sm_count, "capped": bool(capped)}))
     return out
 
 
