@@ -7,6 +7,15 @@ with device events around every call, the L2 flushed (a 256 MB write) before eve
 inputs rotated across several buffer sets when one set would fit in L2. A variant's time is the
 median over its rounds of the per-round medians; the spread is (max - min) / median of those.
 Roofline: the bytes and FLOPs the task must move/do over the device's measured ceilings.
+
+Timed outputs (issue 34): the outputs of the calls that are timed are checked too. In every round the last timed
+call of each variant and one call picked at random (``secrets``) are kept and compared with the task's reference on
+the same input set (made before any variant ran, at the task's tolerance); a candidate whose timed outputs differ is
+named in its entry (``outputs_checked.mismatch``) and rejected by the orchestrator (``timing.time_round``:
+``timed_output_mismatch``). A launcher that computes less from its 40th call on passes every check the judge makes on
+a few calls, and is wrong where it is timed. The initial kernel is checked the same way: where its own timed outputs
+differ from the reference (a task whose launcher writes into its inputs, so repeated calls drift), the candidates of
+that shape are not held to it and the entry says so.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import secrets
 import statistics
 import time
 from pathlib import Path
@@ -22,9 +32,11 @@ from typing import Any, Callable
 import torch
 
 from tritondx.tools.exec.gpulock import aside, autotune_exclusive, phase
+from tritondx.tools.verify.compare import compare as _compare, sensitivity as _sensitivity
 from tritondx.tools.verify.guard import TimingSnapshot
 from tritondx.tools.verify.impl import Rejected
-from tritondx.tools.task.module import as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype
+from tritondx.tools.task.module import (as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype,
+                                        tolerance)
 
 # Captured before any candidate is imported: candidates cannot swap the clock under us.
 _Event = torch.cuda.Event
@@ -139,8 +151,73 @@ def _inductor_aside():
     return inductor
 
 
+class TimedOutputs:
+    """The outputs of the timed calls (module docstring): per variant, its last call's and one random call's
+    (set index, outputs), and the reference of every input set, made before any variant ran."""
+
+    def __init__(self, orig, sets: list, dtype) -> None:
+        self.orig, self.sets, self.dtype = orig, sets, dtype
+        self.refs = [as_tuple(orig.reference(*[t.clone() if isinstance(t, torch.Tensor) else t for t in s]))
+                     for s in sets]
+        self.last: dict[str, tuple[int, Any]] = {}
+        self.picked: dict[str, tuple[int, Any]] = {}
+        self.pick_at: dict[str, int] = {}
+        self.checked: dict[str, int] = {}
+        self.mismatch: dict[str, str] = {}
+
+    def keep(self, vid: str, call: int, j: int, out: Any) -> None:
+        if vid not in self.pick_at:   # a warm-up or estimate call: nothing kept (no output held between batches)
+            return
+        self.last[vid] = (j, out)
+        if self.pick_at[vid] == call:
+            self.picked[vid] = (j, out)
+
+    def arm(self, vid: str, first_call: int, n: int) -> None:
+        """The next ``n`` calls of ``vid`` are timed from call number ``first_call``: pick one of them at random."""
+        self.pick_at[vid] = first_call + secrets.randbelow(max(n, 1))
+        self.picked.pop(vid, None)
+        self.last.pop(vid, None)
+
+    def check(self, vid: str, where: str) -> None:
+        """Compare the kept outputs of ``vid``'s last timed batch with the reference; the first mismatch is kept."""
+        for what, kept in (("last timed call", self.last.get(vid)), ("a random timed call", self.picked.get(vid))):
+            if kept is None or vid in self.mismatch:
+                continue
+            j, out = kept
+            bad = self._differs(out, j)
+            self.checked[vid] = self.checked.get(vid, 0) + 1
+            if bad:
+                self.mismatch[vid] = f"{where}, {what} (input set {j}): {bad}"
+        self.last.pop(vid, None)
+        self.picked.pop(vid, None)
+        self.pick_at.pop(vid, None)
+
+    def _differs(self, out: Any, j: int) -> str | None:
+        outs, refs = as_tuple(out), self.refs[j]
+        if len(outs) != len(refs):
+            return f"{len(outs)} outputs, reference {len(refs)}"
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            if not isinstance(r, torch.Tensor):
+                continue
+            if not isinstance(o, torch.Tensor):
+                return f"output {i} is {type(o).__name__}, not a tensor"
+            atol, rtol = tolerance(self.orig, self.dtype, output=i)
+            bad = _compare(o, r, atol, rtol)
+            if bad and r.is_floating_point():   # the reference's own rounding sensitivity, as the judge allows
+                try:
+                    floor = _sensitivity(self.orig.reference, list(self.sets[j]), refs, 0x34)[i]
+                except Exception:  # noqa: BLE001 - the user's reference: the plain comparison stands
+                    floor = None
+                if floor is not None:
+                    bad = _compare(o, r, atol, rtol, floor=floor)
+            if bad:
+                return f"output {i}: {bad['reason']}"
+        return None
+
+
 def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job):
-    """Inputs (rotated sets when one set fits in L2), roofline counts, the callables to time, warmed up."""
+    """Inputs (rotated sets when one set fits in L2), roofline counts, the callables to time (each keeps its outputs
+    for ``TimedOutputs``), the reference of every set, warmed up."""
     device = job.get("device", "cuda")
     first = as_tuple(orig.make_inputs(shape, dtype, 1, device))
     in_bytes = tensor_bytes(first)
@@ -150,6 +227,7 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
     nbytes, flops = roofline_counts(orig, shape, dtype, first, outs)
     del outs
     floor_s = floor_seconds(nbytes, flops, dtype, ceilings)
+    timed = TimedOutputs(orig, sets, dtype)   # before any variant runs on the sets
     fns: dict[str, Callable[[], Any]] = {}
     counters = {v["id"]: 0 for v in variants}
     for v in variants:
@@ -157,7 +235,10 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
 
         def fn(_launch=launch, _vid=v["id"]):
             counters[_vid] += 1
-            return _launch(*sets[counters[_vid] % n_sets])
+            j = counters[_vid] % n_sets
+            out = _launch(*sets[j])
+            timed.keep(_vid, counters[_vid], j, out)
+            return out
 
         fns[v["id"]] = fn
     extra = {}
@@ -181,7 +262,8 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
         except Exception as exc:  # a baseline that cannot run is reported, not fatal
             errors[vid] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             del all_fns[vid]
-    return sets, n_sets, nbytes, flops, floor_s, all_fns, errors
+    timed.counters = counters
+    return sets, n_sets, nbytes, flops, floor_s, all_fns, errors, timed
 
 
 def warmup_mode(paths: list[str], tuned_alone: bool = False) -> str:
@@ -236,7 +318,8 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
             with autotune_exclusive(job.get("device", "cuda") != "cpu") as tuned_alone, \
                     phase(warmup_mode(paths, tuned_alone)):
                 prepared = _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
-            sets, n_sets, nbytes, flops, floor_s, all_fns, errors = prepared
+            sets, n_sets, nbytes, flops, floor_s, all_fns, errors, timed = prepared
+            variant_ids = {v["id"] for v in variants}   # (not the torch baselines)
             with phase("exclusive"):  # nothing else runs on the device while we time
                 calls: dict[str, int] = {}
                 host_us: dict[str, float] = {}
@@ -254,14 +337,25 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
                     order = list(all_fns)
                     rng.shuffle(order)
                     for vid in order:
+                        if vid in variant_ids:
+                            timed.arm(vid, timed.counters[vid] + 1, calls[vid])
                         per_round[vid].append(statistics.median(timer.calls(all_fns[vid], calls[vid])))
                         tampered = _tampered()
                         if tampered:
                             raise Rejected("timing_tampering", f"variant {vid} replaced {', '.join(tampered)} "
                                                                "while it was timed")
+                        if vid in variant_ids:   # after the batch's last event: the comparison is not timed
+                            timed.check(vid, f"round {len(per_round[vid])}")
             entry = {"shape": list(shape) if isinstance(shape, tuple) else shape, "dtype": str(dtype),
                      "bytes": nbytes, "flops": flops, "floor_ms": floor_s * 1e3, "input_sets": n_sets,
                      "variants": {}, "errors": errors}
+            # the timed outputs: held to the reference only where the initial kernel's own timed outputs match it
+            baseline_ok = "initial" not in timed.checked or "initial" not in timed.mismatch
+            entry["outputs_check"] = (
+                "outputs of the timed calls (each round's last call and one random call per variant) compared with "
+                "the reference on the same inputs" if baseline_ok else
+                f"timed outputs not held to the reference: the initial kernel's own differ "
+                f"({timed.mismatch['initial'][:200]})")
             for vid, meds in per_round.items():
                 med = statistics.median(meds)
                 spread = (max(meds) - min(meds)) / med if med > 0 else 0.0
@@ -273,6 +367,10 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
                     "achieved_flops_per_s": flops / (med * 1e-3) if med > 0 and flops else None,
                     "impossible": bool(med < 0.8 * floor_s * 1e3),
                 }
+                if vid in variant_ids:
+                    entry["variants"][vid]["outputs_checked"] = {
+                        "calls": timed.checked.get(vid, 0),
+                        "mismatch": timed.mismatch.get(vid) if baseline_ok and vid != "initial" else None}
             results.append(entry)
             del sets, prepared, all_fns
             torch.cuda.empty_cache()

@@ -9,10 +9,17 @@ from pydantic import BaseModel
 
 from tritondx.errors import TaskFormatError
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.verify.records import HardwareCheck, Verdict
+from tritondx.tools.verify.records import DECIDED, HardwareCheck, Verdict
 from tritondx.tools.verify.select import beats, summarize_bench
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING, hardware_check, time_round
 from tritondx.tools.verify.verification import verify_all
+
+
+#: the checks after the judge's, in the order they run (``Verdict.ran``)
+BENCH = "benchmark job (timing functions, side by side with the initial kernel)"
+TIMED_OUTPUTS = "timed outputs vs reference (bench job: each round's last call and one random call)"
+ROOFLINE = "roofline floor (bench)"
+HARDWARE = "hardware check (ncu kernel durations)"
 
 
 class FileCheck(BaseModel):
@@ -37,26 +44,33 @@ def check_candidate_file(task_path: str, candidate_path: str, backend: Backend, 
     verdict = verify_all(task_path, [cand], backend, probe.get("ops", []), timeout, 1)[0]
     if not verdict.passed or not backend.can_time:
         return FileCheck(verdict=verdict, timing="" if verdict.passed else "not timed: rejected")
+    ran = list(verdict.ran)
+
+    def rejected(klass: str, reason: str, check: str, **kw) -> FileCheck:
+        trail = ran + [check + DECIDED.format(klass=klass)]
+        return FileCheck(verdict=verdict.model_copy(update={"passed": False, "klass": klass, "reason": reason,
+                                                            "ran": trail, "decided_by": check}), **kw)
+
     timed = time_round(task_path, {}, [cand], backend, bench_rounds, bench_timeout)
     if not timed.survivors or timed.result is None:
         bad = timed.rejected[0] if timed.rejected else {"klass": "bench_failed", "reason": timed.error}
-        return FileCheck(verdict=verdict.model_copy(update={"passed": False, "klass": bad["klass"],
-                                                            "reason": bad["reason"]}))
+        check = TIMED_OUTPUTS if bad["klass"] == "timed_output_mismatch" else BENCH
+        return rejected(bad["klass"], bad["reason"], check)
+    ran += [BENCH, TIMED_OUTPUTS, ROOFLINE]
     summary = summarize_bench(timed.result, ["initial", cand["id"]])
     s = summary.get(cand["id"])
     if s and s["impossible"]:
-        return FileCheck(verdict=verdict.model_copy(update={"passed": False, "klass": "faster_than_roofline",
-                                                            "reason": "measured time is below what the roofline "
-                                                                      "allows"}))
+        return rejected("faster_than_roofline", "measured time is below what the roofline allows", ROOFLINE)
     speedup = summary["initial"]["median_ms"] / s["median_ms"] if s else None
     why = beats(timed.result, summary, cand["id"], "initial")
     if not why:
-        return FileCheck(verdict=verdict.model_copy(update={"speed_measured": True}), speedup=speedup,
+        return FileCheck(verdict=verdict.model_copy(update={"speed_measured": True, "ran": ran}), speedup=speedup,
                          timing="not measurably faster than the initial kernel")
     hw = hardware_check(task_path, cand["path"], speedup, backend) if backend.nsight_compute else None
     if hw is not None and not hw.confirmed and not hw.note.startswith((NCU_MISSING, HW_UNAVAILABLE)):
-        return FileCheck(verdict=verdict.model_copy(update={
-            "passed": False, "klass": "hardware_unconfirmed",
-            "reason": f"claimed {speedup:.2f}x not confirmed: {hw.note}"}), speedup=speedup, timing=why, hardware=hw)
-    return FileCheck(verdict=verdict.model_copy(update={"speed_measured": True}), speedup=speedup, timing=why,
-                     hardware=hw)
+        return rejected("hardware_unconfirmed", f"claimed {speedup:.2f}x not confirmed: {hw.note}", HARDWARE,
+                        speedup=speedup, timing=why, hardware=hw)
+    if hw is not None:
+        ran.append(HARDWARE)
+    return FileCheck(verdict=verdict.model_copy(update={"speed_measured": True, "ran": ran}), speedup=speedup,
+                     timing=why, hardware=hw)

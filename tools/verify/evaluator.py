@@ -294,10 +294,12 @@ _MUTABLE_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, as
 
 def state_names(tree: ast.Module) -> set[str]:
     """Module-level names that may hold state across calls (issue 34): bound to a mutable container (a list,
-    dict or set display or comprehension, ``list()``, ``collections.Counter()``, ...) or rebound by a function
+    dict or set display or comprehension, ``list()``, ``collections.Counter()``, an instance of a class of the
+    module, ...) or rebound by a function
     (``global``, ``nonlocal``). Their value at import says nothing about a later call (``_CALLS = [0]`` that
     ``launch`` increments): they are no constants, and a test that reads one is decided by the calls that ran."""
     out: set[str] = set()
+    classes = {s.name for s in tree.body if isinstance(s, ast.ClassDef)}   # an instance of one holds attributes
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign):
             targets, value = stmt.targets, stmt.value
@@ -306,7 +308,7 @@ def state_names(tree: ast.Module) -> set[str]:
         else:
             continue
         if isinstance(value, _MUTABLE_DISPLAYS) or \
-                (isinstance(value, ast.Call) and (dotted(value.func) or "") in _MUTABLE_CALLS):
+                (isinstance(value, ast.Call) and (dotted(value.func) or "") in _MUTABLE_CALLS | classes):
             for t in targets:
                 out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
     for node in ast.walk(tree):

@@ -83,12 +83,33 @@ def time_round(task_path: str, best: dict, passed: list[dict], backend: Backend,
             result, error, seconds = bench_variants(task_path, out.variants, backend, rounds=rounds, timeout=timeout)
             out.seconds += seconds
             out.device_seconds += (result or {}).get("device_seconds", 0.0)
+    if result is not None:   # the outputs of the calls it timed (bench.TimedOutputs), against the reference
+        for cid, why in timed_mismatches(result).items():
+            if cid in out.survivors:
+                log.warning("timed_output_mismatch", candidate=cid, reason=why[:200])
+                out.rejected.append({"id": cid + ":timing", "candidate_id": cid, "passed": False,
+                                     "klass": "timed_output_mismatch", "backend": backend.name,
+                                     "reason": f"the outputs of the calls the benchmark timed differ from the "
+                                               f"reference: {why}"[:600]})
+                out.survivors.remove(cid)
     if result is None:
         log.warning("bench_failed", error=error)
         out.rejected += [{"id": cid, "candidate_id": cid, "passed": False, "klass": "bench_failed",
                           "reason": error[:600], "backend": backend.name} for cid in out.survivors]
         out.survivors = []
     out.result, out.error = result, error
+    return out
+
+
+def timed_mismatches(result: dict[str, Any]) -> dict[str, str]:
+    """Variant id -> the first case where the outputs of its timed calls differed from the reference (the bench job's
+    ``outputs_checked``, ``tools/bench/bench.py``)."""
+    out: dict[str, str] = {}
+    for entry in result.get("shapes") or []:
+        for vid, v in (entry.get("variants") or {}).items():
+            bad = (v.get("outputs_checked") or {}).get("mismatch") if isinstance(v, dict) else None
+            if bad and vid not in out:
+                out[vid] = f"shape {entry.get('shape')} {entry.get('dtype')}: {bad}"
     return out
 
 
