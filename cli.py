@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -275,6 +277,7 @@ def batch(
     if accept_unmeasured:   # each task's `tritondx optimize` gets it
         extra += ["--accept-unmeasured"]
     out_dir = out or f"runs/batch-{Path(folder).name}"
+    _BATCH_RESUME[:] = [f"tritondx batch {folder} --out {out_dir}"]
     agg = run_batch(folder, out_dir, backend=backend, workers=workers, extra_args=extra,
                     only=only.split(",") if only else None, deadline_s=deadline, shuffle=shuffle,
                     ray_address=ray_address, checkpoint_url=url)
@@ -366,17 +369,136 @@ def _usage_errors() -> tuple[type, ...]:
     return tuple(out)
 
 
-def main() -> None:
+TMP_PREFIX = "tritondx-run-"
+
+
+def own_temp_folder() -> str:
+    """Every temporary folder this process and its children make (sandboxed jobs' scratch folders, a capture's
+    boot folder, ...) goes into one folder of its own, ``$TMPDIR/tritondx-run-<pid>-*``, removed when the process
+    ends (normally, on an error, on SIGTERM or Ctrl-C). One left by a process that was killed outright (SIGKILL)
+    is removed by the next tritondx command that starts."""
+    import atexit
+    import shutil
+    import tempfile
+    base = tempfile.gettempdir()
+    sweep_temp_folders(base)
+    root = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=base)
+    os.environ["TMPDIR"] = root
+    tempfile.tempdir = root
+    atexit.register(shutil.rmtree, root, True)  # registered first: runs after every other exit handler
+    return root
+
+
+def sweep_temp_folders(base: str) -> list[str]:
+    """Remove the temporary folders of tritondx processes that no longer exist; returns them."""
+    import shutil
+    gone = []
+    for p in Path(base).glob(f"{TMP_PREFIX}*"):
+        pid = p.name[len(TMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or not p.is_dir() or p.is_symlink():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(p, ignore_errors=True)
+            gone.append(str(p))
+        except OSError:  # alive (another user's)
+            pass
+    return gone
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt (finally blocks and exit handlers run)."""
+
+
+#: the signal that stopped this process (typer answers a KeyboardInterrupt with a plain return of 130)
+_STOPPED_BY: list[int] = []
+
+
+def _on_signal(signum, frame) -> None:
+    import signal
+    _STOPPED_BY[:] = [signum]
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+#: what continues an interrupted batch (set by the batch verb; a single run is named by runner.ACTIVE_RUN)
+_BATCH_RESUME: list[str] = []
+
+
+def resume_hint() -> str:
+    """The command that continues what this process was doing when it was interrupted, or ""."""
+    if _BATCH_RESUME:
+        return f"continue the batch (its finished tasks are kept) with: {_BATCH_RESUME[0]}"
+    runner = sys.modules.get("tritondx.runner")
+    active = getattr(runner, "ACTIVE_RUN", None) if runner else None
+    if active:
+        return f"continue the run from its last checkpoint with: tritondx resume {active[0]}"
+    return ""
+
+
+def _interrupted(term: bool) -> None:
+    """One line saying what stopped and how to continue, then the exit: the exit handlers (judge servers,
+    temporary folders) run now, and threads still waiting on a job do not hold the process up."""
+    import atexit
+    hint = resume_hint()
+    typer.echo(f"tritondx: {'stopped (SIGTERM)' if term else 'interrupted'}" + (f"; {hint}" if hint else ""),
+               err=True)
+    code = 143 if term else 130
     try:
-        app(standalone_mode=False)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        atexit._run_exitfuncs()
+    except BaseException:  # a second Ctrl-C during the clean-up: go
+        pass
+    os._exit(code)
+
+
+def main() -> None:
+    """The command line: in a temporary folder of its own, with SIGTERM and Ctrl-C answered by one line (both
+    put back as they were when it returns, for a caller in the same process)."""
+    import signal
+    import tempfile
+    before = (os.environ.get("TMPDIR"), tempfile.tempdir)
+    own_temp_folder()
+    handlers = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):  # never one ignored
+                handlers[sig] = signal.signal(sig, _on_signal)
+    except ValueError:  # not the main thread (an embedding caller): its own handlers stay
+        pass
+    try:
+        _main()
+    finally:
+        for sig, h in handlers.items():
+            signal.signal(sig, h)
+        if before[0] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before[0]
+        tempfile.tempdir = before[1]
+
+
+def _main() -> None:
+    import signal
+    try:
+        rv = app(standalone_mode=False)
+        if _STOPPED_BY:  # typer returned 130 for the KeyboardInterrupt the signal raised
+            _interrupted(_STOPPED_BY[0] == signal.SIGTERM)
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
     except TritonDXError as exc:
         if _debug["on"]:
             traceback.print_exc()
         typer.echo(f"tritondx: error: {exc}", err=True)
         sys.exit(2)
-    except (typer.Abort, KeyboardInterrupt):
+    except typer.Abort as exc:  # click turns Ctrl-C (and SIGTERM: Terminated) into Abort
+        if isinstance(exc.__cause__, KeyboardInterrupt) or _STOPPED_BY:
+            _interrupted(isinstance(exc.__cause__, Terminated) or _STOPPED_BY == [signal.SIGTERM])
         typer.echo("tritondx: aborted", err=True)
         sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _interrupted(isinstance(exc, Terminated))
     except SystemExit:
         raise
     except Exception as exc:  # the last line of defence: one line unless --debug

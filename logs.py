@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,11 +46,120 @@ def progress_line(_logger: Any, _name: str, event: dict[str, Any]) -> str:
         parts.append(str(event["node"]))
     if event.get("round") is not None:
         parts.append(f"round {event['round']}")
+    if event.get("event") == STILL_RUNNING:  # the heartbeat: "still running (40 s): checking 3 candidates ..."
+        parts.append(f"still running ({event.get('seconds')} s): {event.get('doing')}")
+        return " ".join(parts)
     parts.append(str(event.get("event", "")))
     parts += [f"{k}={_short(v)}" for k, v in event.items() if k not in _IDS and not k.startswith("_")
               and v not in (None, "", [], {})]
     line = " ".join(parts)
     return line if len(line) <= LINE_MAX else line[: LINE_MAX - 3] + "..."
+
+
+#: when this process last printed a progress line on stderr (time.monotonic())
+_LAST_LINE = [time.monotonic()]
+
+
+class _Stamp(logging.Filter):
+    """Notes when a line reaches the terminal (the last filter of the console handler)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        _LAST_LINE[0] = time.monotonic()
+        return True
+
+
+STILL_RUNNING = "still_running"
+HEARTBEAT_ENV = "TRITONDX_HEARTBEAT_S"
+HEARTBEAT_S = 20.0
+
+
+def heartbeat_every() -> float:
+    """Seconds of silence after which a run says what is still running: ``TRITONDX_HEARTBEAT_S`` or 20."""
+    try:
+        return max(0.5, float(os.environ.get(HEARTBEAT_ENV) or HEARTBEAT_S))
+    except ValueError:
+        return HEARTBEAT_S
+
+
+def _doing(node: str, state: Any) -> str:
+    """What a node that has just started on ``state`` is doing, in words."""
+    state = state if isinstance(state, dict) else {}
+    if node == "triage":
+        from tritondx.tools.verify.api import probe_timeout
+        return (f"running the task once in a sandbox to check it (stopped after {probe_timeout():.0f} s; "
+                "TRITONDX_PROBE_TIMEOUT sets the limit)")
+    if node == "verifier":
+        pending = list(state.get("pending") or [])
+        where = " under the Triton interpreter" if state.get("backend") == "interpreter" else ""
+        if pending:
+            return f"checking {len(pending)} candidate(s) ({', '.join(pending)}){where}"
+        return f"checking the round's candidates{where}"
+    return {"rewriter": "writing the next round's candidates",
+            "profiler": "profiling the best kernel so far",
+            "ir_analyst": "compiling the kernel and reading its IR",
+            "compiler_expert": "compiling the kernel with the compiler's pass dumps",
+            "approval": "waiting for a person's answer"}.get(node, "working")
+
+
+class Heartbeat:
+    """While a run's graph works, a line on stderr (and in log.jsonl) whenever nothing was printed for
+    ``every`` seconds: which node runs, for how long, and what it is doing. Fed with LangGraph's task
+    events (``stream_mode="tasks"``: a task's start carries its input state, its end a result or error)."""
+
+    def __init__(self, every: float | None = None) -> None:
+        self.every = every or heartbeat_every()
+        self.running: dict[str, tuple[str, float, str, Any]] = {}  # task id -> node, started, doing, round
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def task_event(self, ev: Any) -> None:
+        if not isinstance(ev, dict) or "id" not in ev:
+            return
+        with self._lock:
+            if "input" in ev:
+                state = ev.get("input")
+                rnd = state.get("round") if isinstance(state, dict) else None
+                try:
+                    doing = _doing(str(ev.get("name")), state)
+                except Exception:  # progress only: never stops a run
+                    doing = "working"
+                self.running[ev["id"]] = (str(ev.get("name")), time.monotonic(), doing, rnd)
+            else:
+                self.running.pop(ev["id"], None)
+
+    def beat(self) -> None:
+        """Say what runs, if nothing was printed for ``every`` seconds."""
+        now = time.monotonic()
+        if now - _LAST_LINE[0] < self.every:
+            return
+        with self._lock:
+            running = list(self.running.values())
+        if not running:
+            return
+        log = structlog.get_logger(PROJECT_LOGGER)
+        for node, started, doing, rnd in running:
+            log.info(STILL_RUNNING, node=node, round=rnd if node in ("verifier", "rewriter") else None,
+                     seconds=int(now - started), doing=doing)
+        _LAST_LINE[0] = now
+
+    def _loop(self) -> None:
+        while not self._stop.wait(min(1.0, self.every / 4)):
+            try:
+                self.beat()
+            except Exception:  # progress only
+                pass
+
+    def __enter__(self) -> "Heartbeat":
+        _LAST_LINE[0] = time.monotonic()
+        self._thread = threading.Thread(target=self._loop, name="tdx-heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
 
 
 class ProjectOnly(logging.Filter):
@@ -84,6 +194,8 @@ def setup_logging(log_file: Path | None, verbose: bool = False) -> None:
         h.setLevel(level)
         h.addFilter(ProjectOnly())
         h.addFilter(RedactingFilter())  # stdlib records (httpx, openai, langgraph) are redacted too
+        if h is console:
+            h.addFilter(_Stamp())  # last: only lines that are printed count (the heartbeat's silence)
         root.addHandler(h)
     # third-party loggers stop at warnings (no findfont debug flood); the project's at info or debug
     root.setLevel(logging.WARNING)

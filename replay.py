@@ -246,7 +246,7 @@ def _finish(run_dir: Path, final: dict[str, Any], waiting: list, t0: float) -> d
 def resume(run: str | Path, approver=None, verbose: bool = False) -> dict[str, Any]:
     """Continue a paused (or interrupted) run from its latest checkpoint."""
     from tritondx.logs import setup_logging
-    from tritondx.runner import drive
+    from tritondx.runner import drive, set_active_run
     t0 = time.time()
     with Run(run, readonly=True) as r:
         snap = r.graph.get_state(r.config())
@@ -255,6 +255,7 @@ def resume(run: str | Path, approver=None, verbose: bool = False) -> dict[str, A
             return {"status": "finished", "run_dir": str(r.dir), "best": (snap.values.get("best") or {}).get("id")}
     with Run(run) as r:
         snap = r.graph.get_state(r.config())
+        set_active_run(r.dir)
         setup_logging(r.dir / "log.jsonl", verbose)
         if snap.interrupts:
             if approver is None:
@@ -272,9 +273,10 @@ def resume(run: str | Path, approver=None, verbose: bool = False) -> dict[str, A
 def replay(run: str | Path, checkpoint: str, approver=None, verbose: bool = False) -> dict[str, Any]:
     """Re-execute from a checkpoint in the same thread (input None); the run folder's outputs are rewritten."""
     from tritondx.logs import setup_logging
-    from tritondx.runner import drive
+    from tritondx.runner import drive, set_active_run
     t0 = time.time()
     with Run(run) as r:
+        set_active_run(r.dir)
         setup_logging(r.dir / "log.jsonl", verbose)
         snap = r.find(checkpoint)
         cid = snap.config["configurable"]["checkpoint_id"]
@@ -318,7 +320,7 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
     from tritondx.graph import builder
     from tritondx.checkpoints import open_checkpointer, store_url, thread_id_for
     from tritondx.logs import setup_logging
-    from tritondx.runner import drive, new_run_dir
+    from tritondx.runner import drive, new_run_dir, set_active_run
     from tritondx.tools.backends.base import get_backend
     for t in (stop_after_tier, tier):
         if t is not None and t not in TIERS:
@@ -342,6 +344,7 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
         raise TritonDXError(f"checkpoint {cid} is the end of the run: pass --tier to force a tier, "
                             "or fork from an earlier checkpoint")
     new_dir = new_run_dir(meta["task"], out)
+    set_active_run(new_dir)
     setup_logging(new_dir / "log.jsonl", verbose)
     for item in src_dir.iterdir():  # the files the state names: task copy, candidates, artifacts
         if item.name in _NOT_COPIED or item.resolve() == new_dir.resolve():

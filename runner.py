@@ -18,13 +18,21 @@ from tritondx.config import RunConfig
 from tritondx.errors import TaskFormatError, TritonDXError
 from tritondx.checkpoints import thread_id_for
 from tritondx.graph import RUNNER_WRITES_REPORT, builder
-from tritondx.logs import setup_logging
+from tritondx.logs import Heartbeat, setup_logging
 from tritondx import IMPORTED_AT
 from tritondx.tools.evidence import ahead
 from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task.spec import load_task
 
 RUNS_DIR = Path(os.environ.get("TRITONDX_RUNS", "runs"))
+
+
+#: the run folder this process works on now (the CLI's interrupt line names it: `tritondx resume FOLDER`)
+ACTIVE_RUN: list[str] = []
+
+
+def set_active_run(folder: Path | str) -> None:
+    ACTIVE_RUN[:] = [str(folder)]
 
 
 # Files whose presence means a folder already holds a run (or the start of one).
@@ -77,8 +85,15 @@ def drive(graph, graph_input: Any, config: dict[str, Any], approver: Approver | 
     it pauses). Returns the state values and the requests still waiting for an answer."""
     # the caller writes the report files when the graph ends (finish), not the ending node (graph.py)
     config = {**config, "configurable": {**config["configurable"], RUNNER_WRITES_REPORT: True}}
+    beat = Heartbeat()
+
+    def run(inp: Any, conf: dict[str, Any]) -> None:  # invoke, with the task events feeding the heartbeat
+        with beat:
+            for ev in graph.stream(inp, conf, durability="sync", stream_mode="tasks"):
+                beat.task_event(ev)
+
     try:
-        graph.invoke(graph_input, config, durability="sync")
+        run(graph_input, config)
         latest = {"configurable": {"thread_id": config["configurable"]["thread_id"], RUNNER_WRITES_REPORT: True},
                   "recursion_limit": config.get("recursion_limit", 200)}
         while True:
@@ -86,7 +101,7 @@ def drive(graph, graph_input: Any, config: dict[str, Any], approver: Approver | 
             waiting = [i.value[0] if isinstance(i.value, list) and i.value else i.value for i in snap.interrupts]
             if not waiting or approver is None:
                 return settle_ahead(snap.values), waiting
-            graph.invoke(Command(resume=[approver(waiting[0])]), latest, durability="sync")
+            run(Command(resume=[approver(waiting[0])]), latest)
     except BaseException:
         ahead.settle()  # no background capture outlives the run that started it
         raise
@@ -116,6 +131,7 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     cfg = check_run_settings(cfg)
     before = set(os.listdir(out)) if out and os.path.isdir(out) else None  # None: the folder is ours
     run_dir = new_run_dir(task_path, out)
+    set_active_run(run_dir)
     setup_logging(run_dir / "log.jsonl", verbose)
     thread_id = thread_id or thread_id_for(run_dir)
     (run_dir / "run.json").write_text(json.dumps({"task": str(Path(task_path).resolve()), "thread_id": thread_id,
