@@ -154,3 +154,28 @@ def test_a_capture_leaves_no_boot_folder(tmp_path):
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert "capture" in (r.stdout + r.stderr) or r.returncode in (0, 1, 2)
     assert list(tmp.iterdir()) == [], list(tmp.rglob("*"))[:5]
+
+
+def test_a_batch_in_a_pipe_says_each_finished_task_and_what_runs(tmp_path, monkeypatch, capsys):
+    from tritondx import batch
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("alpha", "beta"):
+        (suite / f"{name}.py").write_text("# a task\n")
+
+    def fake_run_one(task, run_dir, backend_name, extra_args, final_rounds, env_extra, not_after=None, detach=False):
+        name = Path(task).stem
+        time.sleep(2.5 if name == "alpha" else 0.2)
+        return {"task": name, "path": task, "status": "done", "exit": 0, "wall_s": 2.5, "speed": "not measured"}
+
+    monkeypatch.setattr(batch, "run_one", fake_run_one)
+    monkeypatch.setenv("TRITONDX_HEARTBEAT_S", "1")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
+    batch.run_batch(str(suite), str(tmp_path / "out"), backend="interpreter", workers=1)
+    err = capsys.readouterr().err
+    lines = [ln.split(" ", 1)[1] for ln in err.splitlines() if " batch: " in ln]
+    assert lines[0].startswith("batch: 2 task(s); results in "), lines
+    assert "batch: [1/2] alpha: not measured (2 s)" in lines or "batch: [1/2] alpha: not measured (3 s)" in lines
+    assert any(ln.startswith("batch: [2/2] beta: not measured") for ln in lines), lines
+    # alpha ran 2.5 s with nothing said: at least one line named it while it ran
+    assert any(ln.startswith("batch: 1 running (alpha ") and ln.endswith("; 0/2 finished") for ln in lines), lines
