@@ -30,6 +30,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     pipelining,
     row_resident,
     row_templates,
+    rows_per_program,
     size_branch,
     strided_args,
     templates,

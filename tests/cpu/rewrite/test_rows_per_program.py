@@ -1,0 +1,67 @@
+"""rows_per_program: a grid of tiny programs (one token or (token, head) each, 64-128 bytes) -> several rows per
+program as a 2-D block, on kernels written for the test: a gather through a loaded index and a per-head layer norm
+(reductions become per-row columns). Verified under the interpreter; the IR tier's tiny_programs finding (cuda:90,
+compiled on CPU at the task's benchmark shape) is gone from the candidate. Kernels whose rows share work are
+left alone."""
+
+from __future__ import annotations
+
+import pytest
+from tritondx.tools.rewrite.expert import propose
+from tritondx.tools.rewrite.rows_per_program import rows_source
+from tritondx.tools.task.spec import load_task
+
+
+def _tiny(findings):
+    return [f for f in findings if f.detector == "tiny_programs"]
+
+
+@pytest.mark.parametrize("task,kernel", [("tiny_rows_scatter", "scatter_rows_kernel"),
+                                         ("tiny_rows_headnorm", "head_norm_kernel")])
+def test_rows_per_program_verified_and_the_finding_gone(rw, tmp_path, task, kernel):
+    found = _tiny(rw.ir_findings(rw.task_path(task), tmp_path / "ir0"))
+    assert found and found[0].kernel == kernel
+    ctx = rw.context_from(task, found)
+    props = [p for p in propose(ctx, limit=8) if p.family == "rows_per_program"]
+    assert [p.params["max_rows"] for p in props] == [64, 128]
+    assert all(found[0].id in p.motivated_by for p in props)
+    for i, p in enumerate(props):
+        rw.verify(task, p.source, tmp_path, f"c{i}")
+    cand = tmp_path / "cand.py"
+    cand.write_text(props[0].source)
+    assert _tiny(rw.ir_findings(cand, tmp_path / "ir1")) == []
+
+
+SHARED = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    acc = 0.0
+    for s in range(0, N, BLOCK):
+        acc += tl.sum(tl.load(x_ptr + row * N + s + cols, mask=s + cols < N, other=0.0), axis=0)
+    tl.store(out_ptr + row, acc)
+
+
+def launch(x):
+    out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
+    k[(x.shape[0],)](x, out, x.shape[1], BLOCK=16)
+    return out
+'''
+
+
+def test_kernels_it_cannot_take_are_left_alone():
+    assert rows_source(SHARED, "k", 2048, 64) is None    # a Python scalar accumulated in a loop
+    ok = SHARED.replace("acc = 0.0", "acc = tl.zeros([BLOCK], tl.float32)").replace(
+        "acc += tl.sum(tl.load(x_ptr + row * N + s + cols, mask=s + cols < N, other=0.0), axis=0)",
+        "acc += tl.load(x_ptr + row * N + s + cols, mask=s + cols < N, other=0.0)").replace(
+        "tl.store(out_ptr + row, acc)", "tl.store(out_ptr + row, tl.sum(acc, axis=0))")
+    assert rows_source(ok, "k", 2048, 64) is not None    # the same with a block accumulator
+    assert rows_source(ok.replace("tl.store(out_ptr + row,", "tl.store(out_ptr,"), "k", 2048, 64) is None  # shared store
+    assert rows_source(ok.replace("range(0, N, BLOCK)", "range(0, N + row, BLOCK)"), "k", 2048, 64) is None
+    assert rows_source(ok.replace("tl.sum(acc, axis=0)", "tl.cumsum(acc, axis=0)"), "k", 2048, 64) is None
