@@ -20,6 +20,8 @@ ENV_KNOBS = {
     "accept_unmeasured": "TRITONDX_ACCEPT_UNMEASURED",
 
     "search_budget_s": "TRITONDX_SEARCH_BUDGET",
+    "tune": "TRITONDX_TUNE",
+    "tune_budget_s": "TRITONDX_TUNE_BUDGET",
     "verify_screen": "TRITONDX_VERIFY_SCREEN",
     "full_verify_top": "TRITONDX_FULL_VERIFY_TOP",
 }
@@ -34,6 +36,9 @@ class RunConfig(BaseModel):
     search_budget_s: float = Field(30.0, description="device seconds per round for the launch-space search's "
                                                      "configurations (on a backend that times)")
 
+    tune: bool = Field(True, description="the tuner: time many launch configurations of each new best version in "
+                                         "one job and verify only the winners (tools/tune)")
+    tune_budget_s: float = Field(45.0, description="seconds of one tune job's search (after its set-up)")
     untimed_per_family: int = Field(1, description="on a backend that cannot time kernels (the interpreter): "
                                                    "candidates per rewrite family and round (variants that differ "
                                                    "only in tuning values cannot be told apart without timing)")

@@ -3,8 +3,9 @@
 Built once at module level, uncompiled; the caller compiles it with the checkpointer it needs
 (``builder.compile(checkpointer=SqliteSaver(...))``).
 
-    START -> triage -> rewriter -> verifier --(verifier's evidence)--> rewriter | profiler |
-             ir_analyst | compiler_expert | END;  each tier node -> rewriter
+    START -> triage -> tuner -> verifier | rewriter;  rewriter -> verifier --(verifier's evidence)--> rewriter |
+             profiler | ir_analyst | compiler_expert | END, through the tuner first when the round's winner is a
+             new kernel (a structural rewrite);  each tier node -> rewriter
     diagnose mode: triage -> profiler -> ir_analyst -> compiler_expert -> END
     --interactive: rewriter -> approval -> verifier | rewriter (feedback);
                    verifier (stop) -> final_approval -> END | rewriter | verifier
@@ -27,6 +28,7 @@ from tritondx.agents.ir_analyst import ir_analyst_node
 from tritondx.agents.profiler import profiler_node
 from tritondx.agents.rewriter import rewriter_node
 from tritondx.agents.triage import triage_node
+from tritondx.agents.tuner import tuner_node
 from tritondx.agents.verifier import verifier_node
 from tritondx.state import DXState
 from tritondx.tools.run.phases import with_node_rest
@@ -95,6 +97,7 @@ builder.add_node("triage", timed("triage", triage_node))        # tier 0: source
 builder.add_node("profiler", timed("profiler", profiler_node))  # tier 1: device timing and roofline position
 builder.add_node("ir_analyst", timed("ir_analyst", ir_analyst_node))  # tier 2: TTIR/TTGIR/PTX/SASS -> source
 builder.add_node("compiler_expert", timed("compiler_expert", compiler_expert_node))  # tier 3: per-pass dumps
+builder.add_node("tuner", timed("tuner", tuner_node))  # many launch configurations timed in one job; winners only
 builder.add_node("rewriter", timed("rewriter", rewriter_node))  # candidates from the evidence (expert or LLM)
 builder.add_node("verifier", timed("verifier", verifier_node))  # correctness, integrity, timing; routes
 builder.add_node("approval", ending(approval_node))        # --interactive: a person reviews each candidate

@@ -59,6 +59,9 @@ class DXState(TypedDict, total=False):
     llm_usage: dict[str, Any]
     node_seconds: Annotated[dict[str, float], add_seconds]   # wall seconds spent in each agent node
     phase_seconds: Annotated[dict[str, float], add_seconds]  # wall seconds per phase (tools/run/phases.py)
+    tune: Annotated[list[dict], merge_by_id]                # each tuner run: launches, configurations, winners
+    tuned_for: Annotated[list[str], operator.add]           # versions (best ids) the tuner has searched
+    after_tune: str | None                                  # where the verifier routed before the tuner came first
     final_profile: dict[str, Any]                           # counters of initial and best after the search
     human_feedback: str | None
     status: str

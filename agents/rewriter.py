@@ -22,6 +22,10 @@ from tritondx.tools.rewrite.feedback import FeedbackPlan, read_feedback
 from tritondx.tools.task.spec import load_task
 
 
+#: families whose whole job the tuner does (one verified candidate per configuration), on a backend that times
+TUNED_FAMILIES = {"launch_search", "launch_config"}
+
+
 def _context(state: DXState) -> RewriteContext:
     probe = state.get("probe", {})
     tried = {c.get("signature", "") for c in state.get("candidates", [])}
@@ -78,6 +82,9 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
     note = state.get("human_feedback")
     plan = read_feedback(note, CATALOG)
     ctx.avoid, ctx.prefer = set(plan.avoid), ctx.prefer | set(plan.prefer)
+    if cfg.tune and backend_of(state).can_time and (state.get("best") or {}).get("id", "initial") in \
+            state.get("tuned_for", []):
+        ctx.avoid |= TUNED_FAMILIES   # the tuner timed this version's launch space already, many configurations
     proposals: list[Proposal] = []
     update: dict = {}
     if cfg.llm:

@@ -22,7 +22,7 @@ from tritondx.tools.verify.api import probe_task
 from tritondx.tools.verify.timing import HW_INITIAL_AT_ENV, initial_hardware
 
 
-def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "profiler"]]:
+def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["tuner", "rewriter", "profiler"]]:
     log = logger("triage", config)
     cfg = run_config(state)
     folder = ensure_run_dir(state, config)  # an API/Studio input gives only task_path and config
@@ -47,7 +47,7 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewr
         ahead.start(str(initial), target, folder)
     kclass, found = triage(spec)
     log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)
-    goto = "profiler" if cfg.mode == "diagnose" or cfg.all_tiers else "rewriter"
+    goto = "profiler" if cfg.mode == "diagnose" or cfg.all_tiers else "tuner" if cfg.tune else "rewriter"
     return Command(goto=goto, update={
         "run_dir": str(folder), "task_path": str(initial), "task_name": spec.name, "kernel_class": kclass,
         "backend": backend.name, "target": target, "probe": probe, "findings": dump(found), "tiers_done": ["triage"],

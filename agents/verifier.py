@@ -28,7 +28,7 @@ from tritondx.tools.verify.timing import (HW_UNAVAILABLE, NCU_MISSING, claim_cas
                                           hardware_check, initial_hardware, time_round, unused_device_seconds)
 from tritondx.tools.verify.verification import verify_all
 
-Next = Literal["rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "__end__"]
+Next = Literal["tuner", "rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "__end__"]
 
 #: kept for callers of the former names
 _summarize_bench = summarize_bench
@@ -177,6 +177,12 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                                list(state.get("insufficient", [])) + insufficient)
         if forced:
             goto, reason, upd["force_families"] = "rewriter", forced[1], forced[0]
+    retune = (cfg.tune and backend.can_time and goto in ("rewriter", *TIER_NODE.values())
+              and best.get("id") not in (None, "initial") and best.get("family") != "tune"
+              and best.get("id") not in state.get("tuned_for", []))
+    if retune:   # a new kernel won this round: its own launch configuration before the next rewrite
+        upd["after_tune"], reason = goto, f"{reason}; tune {best['id']} first"
+        goto = "tuner"
     if goto == "__end__" and state.get("human_feedback"):
         reason += "; the person's feedback is not used (no rewrite round follows)"
     upd["decisions"] = [{"node": "verifier", "round": round_no, "decision": goto, "reason": reason,

@@ -62,6 +62,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "artifacts": state.get("artifacts", {}), "llm_usage": state.get("llm_usage"),
         "measurements": state.get("measurements", []),
         "final_profile": state.get("final_profile"),
+        "tune": state.get("tune", []),
         "node_seconds": state.get("node_seconds", {}),
         "phase_seconds": run_phases(state, wall),
         # CPU seconds of the run's process and of every job it has waited for (tools/run/host.py)
@@ -160,6 +161,15 @@ def _hardware_md(best: dict[str, Any]) -> list[str]:
     return [f"- hardware check of the speedup: {state}: {hw.get('note') or ''}"]
 
 
+def _tune_md(report: dict[str, Any]) -> list[str]:
+    """The tuner's runs: each one compact block (tools/tune/run.py ``table``)."""
+    out = []
+    for t in report.get("tune") or []:
+        if t.get("table"):
+            out += [f"## Launch search (round {t['round']}, on {t['subject']})", "", t["table"], ""]
+    return out
+
+
 def _md(report: dict[str, Any], diff: str) -> str:
     lines = [f"# tritondx report: {report['task']}", ""]
     b = report["best"]
@@ -187,6 +197,7 @@ def _md(report: dict[str, Any], diff: str) -> str:
     if report.get("phase_seconds"):
         lines += ["## Where the time went", ""] + table_md(report["phase_seconds"], report["wall_seconds"]) + [""]
     lines += _profile_md(report)
+    lines += _tune_md(report)
     lines += closure_md([ClosureRow(**r) for r in report.get("closure") or []])
     lines += ["## Why it was slow: evidence by tier", ""]
     for tier in TIERS:

@@ -4,9 +4,10 @@ A configuration maps a knob's key to its exponent (scale knobs: the value where 
 value (set knobs); a key left out keeps the task's own value. ``evaluate(config)`` returns the measured time, or
 ``None`` when the configuration failed (compile error, wrong output, fault).
 
-1. **Sweeps**: each knob alone, up and down from the task's value, a direction ending after two steps that do
-   not improve on the best of that knob or at the first failure (larger tiles stop compiling, smaller ones can stop
-   being correct) - what ``triton.autotune`` users write by hand, without its fixed list.
+1. **Sweeps**: each knob alone, one step up and one down from the task's value, then on in the direction that
+   improved, ending after two steps that do not improve on that knob's best or at the first failure (larger tiles
+   stop compiling, smaller ones can stop being correct) - what ``triton.autotune`` users write by hand, without
+   its fixed list.
 2. **Combination** of every knob's best.
 3. **Line search** from the best so far (Inductor's coordinate descent, with runs): each knob moved one step in
    either direction, kept moving while it improves; rounds until nothing improves or the budget ends.
@@ -132,13 +133,20 @@ class Searcher:
         base = self.run_one({}, "as launched")
         if base is None:
             return self.trials
-        # 1. sweeps
+        # 1. sweeps: one step either way first, then on in the direction that improved
         per_knob: dict[str, int] = {}
         for d in sorted(self.doms, key=lambda d: {"tile": 0, "count": 1, "warps": 2, "stages": 3}[d.kind]):
             i0 = d.values.index(d.start)
-            best_v, best_t = d.start, base
+            first = {}
             for step in (1, -1):
-                misses, i = 0, i0 + step
+                if 0 <= i0 + step < len(d.values):
+                    first[step] = self.run_one({d.key: d.values[i0 + step]}, "sweep")
+            good = sorted((t, s) for s, t in first.items() if t is not None and t < base * (1 - MIN_STEP_GAIN))
+            best_v, best_t = d.start, base
+            if good:
+                best_t, step = good[0]
+                best_v = d.values[i0 + step]
+                misses, i = 0, i0 + 2 * step
                 while 0 <= i < len(d.values) and misses < 2 and self.left():
                     t = self.run_one({d.key: d.values[i]}, "sweep")
                     if t is None:

@@ -1,0 +1,76 @@
+"""Tuner agent: times many launch configurations of the current best version in one sandboxed job, and hands
+only the winners to the verifier (``tools/tune``).
+
+It runs first (after triage) and again whenever a round's winner came from a structural rewrite, so a new kernel
+gets its own launch configuration before the next rewrite. Without a GPU it screens configurations for
+correctness only and proposes nothing (speed not measured).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from tritondx.agents.common import backend_of, best_path, highest_tier, logger, run_config, run_dir
+from tritondx.state import DXState
+from tritondx.tools.evidence.records import ArtifactRef
+from tritondx.tools.rewrite.base import family_signature
+from tritondx.tools.tune.run import table, tune_task
+
+#: findings that motivate a launch configuration change (what the winners cite)
+LAUNCH_FAMILIES = ("launch_config", "launch_search", "autotune", "autotune_widen", "grid_to_cores", "persistent",
+                   "pipelining")
+
+
+Next = Literal["verifier", "rewriter", "approval", "profiler", "ir_analyst", "compiler_expert", "__end__"]
+
+
+def tuner_node(state: DXState, config: RunnableConfig) -> Command[Next]:
+    log = logger("tuner", config)
+    cfg = run_config(state)
+    backend = backend_of(state)
+    best = state.get("best") or {}
+    subject = best.get("id", "initial")
+    rnd = state.get("round", 0) + 1
+    folder = run_dir(state) / "tune" / f"r{rnd}_{subject}"
+    res = tune_task(best_path(state), folder, backend, budget_s=cfg.tune_budget_s)
+    text = table(res)
+    ref = ArtifactRef.write(run_dir(state) / "artifacts", f"tune_r{rnd}.json",
+                            (folder / "tune.json").read_text() if (folder / "tune.json").exists() else "{}", "tune")
+    summary = {"id": f"tune_r{rnd}", "round": rnd, "subject": subject, "ran": res.ran, "timed": res.timed,
+               "error": res.error, "counts": res.counts(), "seconds": res.seconds,
+               "device_seconds": res.device_seconds, "budget_s": res.budget_s, "table": text,
+               "hot": res.hot, "launches": [{k: l[k] for k in ("kernel", "grid", "calls", "share")}
+                                            for l in res.launches[:6]],
+               "winners": [w.model_dump(exclude={"source"}) for w in res.winners]}
+    log.info("tuned", round=rnd, subject=subject, timed=res.timed, configurations=len(res.trials),
+             winners=[w.label for w in res.winners], seconds=res.seconds, error=res.error[:160] or None)
+    update: dict = {"tune": [summary], "tuned_for": [subject], "artifacts": {f"tune_r{rnd}": ref.model_dump()},
+                    "gpu_seconds": state.get("gpu_seconds", 0.0) + (res.seconds if backend.can_time else 0.0),
+                    "device_seconds": state.get("device_seconds", 0.0) + res.device_seconds}
+    update["after_tune"] = None
+    if not res.winners:   # where the verifier was routing before it sent the new best here (else the first rewrite)
+        return Command(goto=state.get("after_tune") or "rewriter", update=update)
+    motivated = [f["id"] for f in state.get("findings", [])
+                 if set(f.get("suggests", [])) & set(LAUNCH_FAMILIES) and f["id"] not in state.get("insufficient", [])]
+    cands = folder.parent.parent / "candidates"
+    cands.mkdir(parents=True, exist_ok=True)
+    records = []
+    for i, w in enumerate(res.winners):
+        cid = f"r{rnd}c{i + 1}"
+        path = cands / f"{cid}_tune.py"
+        path.write_text(w.source)
+        params = {k.split(".", 1)[-1] if sum(1 for o in w.config if o.split(".", 1)[-1] == k.split(".", 1)[-1]) == 1
+                  else k: v for k, v in w.config.items()}
+        records.append({"id": cid, "round": rnd, "tier": highest_tier(state), "family": "tune", "params": params,
+                        "description": f"launch configuration {w.label}: the tuner's screen timed it "
+                                       f"{w.speedup:.2f}x vs {subject} ({w.median_ms * 1e3:.1f} vs "
+                                       f"{w.initial_ms * 1e3:.1f} us, spread {100 * w.spread:.0f}%)",
+                        "motivated_by": motivated, "prediction": f"{w.speedup:.2f}x (the screen's interleaved timing)",
+                        "path": str(path), "parent": subject, "signature": family_signature("tune", w.config, w.source),
+                        "origin": "tuner"})
+    update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
+                   "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})
+    return Command(goto="approval" if cfg.interactive else "verifier", update=update)
