@@ -223,7 +223,8 @@ def run(args) -> dict:
                 "before and after `tritondx apply`, side by side in one process",
         "date": time.strftime("%Y-%m-%d %H:%M:%S"), "size": args.size, "dims": size, "layers": args.layers,
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "dtype": str(dtype),
-        "versions": {"torch": torch.__version__, "triton": _version("triton"), "liger_kernel": _version("liger_kernel")},
+        "versions": {"torch": torch.__version__, "triton": _version("triton"),
+                     "liger_kernel": _version("liger_kernel")},
         "before": before.impl, "after": after.impl,
         "outputs": {"match": outputs_ok, "bound_rel_l2": bound, "after_vs_before_worst": [wab, eab],
                     "before_vs_torch_worst": [wb, eb], "after_vs_torch_worst": [wa, ea],
@@ -262,8 +263,8 @@ def markdown(doc: dict) -> str:
     lines = [f"# Step before and after `tritondx apply` ({doc['size']}, {doc['device']}, {doc['date']})", "",
              f"{doc['what']}. {doc['layers']} block(s); hidden {d['hidden']}, {d['heads']}/{d['kv_heads']} heads of "
              f"{d['head_dim']}, MLP {d['mlp']}, vocabulary {d['vocab']}, batch {d['batch']} x {d['seq']} tokens, "
-             f"{doc['dtype'].replace('torch.', '')}. Versions: " + ", ".join(f"{k} {v}" for k, v in doc["versions"].items())
-             + ".", "",
+             f"{doc['dtype'].replace('torch.', '')}. Versions: "
+             + ", ".join(f"{k} {v}" for k, v in doc["versions"].items()) + ".", "",
              "| | before | after | speedup |", "|---|---|---|---|",
              f"| step time ({s['timing']}, median of {len(s['rounds_before'])} rounds x {s['steps_per_round']} steps) "
              f"| {s['before']:.3f} ms | {s['after']:.3f} ms | **{s['speedup']:.3f}x** |", ""]
@@ -272,7 +273,8 @@ def markdown(doc: dict) -> str:
                   f"{doc['amdahl_predicted_speedup']:.3f}x.", ""]
     lines += [f"Outputs (loss and every parameter gradient of one step): {'match' if o['match'] else '**MISMATCH**'}; "
               f"after vs before worst relative L2 error {o['after_vs_before_worst'][1]:.2e} "
-              f"({o['after_vs_before_worst'][0]}); against the PyTorch reference: before {o['before_vs_torch_worst'][1]:.2e}, "
+              f"({o['after_vs_before_worst'][0]}); against the PyTorch reference: before "
+              f"{o['before_vs_torch_worst'][1]:.2e}, "
               f"after {o['after_vs_torch_worst'][1]:.2e} (bound {o['bound_rel_l2']:.2e}). Loss before "
               f"{o['loss_before']:.5f}, after {o['loss_after']:.5f}, PyTorch {o['loss_torch']:.5f}.", ""]
     if doc["kernels"]:
@@ -280,7 +282,8 @@ def markdown(doc: dict) -> str:
                   "task speedup (batch) | patched | share of captured Triton time |",
                   "|---|---|---|---|---|---|---|---|"]
         for k in doc["kernels"]:
-            lines.append(f"| {k['kernel']} | {_f(k.get('share_of_step_before'), '.1%')} | {_f(k.get('ms_before'), '.3f')} "
+            lines.append(f"| {k['kernel']} | {_f(k.get('share_of_step_before'), '.1%')} "
+                         f"| {_f(k.get('ms_before'), '.3f')} "
                          f"| {_f(k.get('ms_after'), '.3f')} | {_f(k.get('speedup_in_step'), '.2f')} "
                          f"| {_f(k.get('task_speedup'), '.2f')} | {'yes' if k.get('patched') else 'no'} "
                          f"| {_f(k.get('captured_share'), '.1%')} |")

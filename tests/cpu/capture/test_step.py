@@ -42,12 +42,14 @@ def test_bench_compares_outputs_and_sees_a_wrong_patched_copy(tmp_path):
             interpret=False, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     copy = tmp_path / "alias" / "liger_kernel_patched"
-    assert "from liger_kernel_patched.ops.cross_entropy import" in (copy / "ops" / "fused_linear_cross_entropy.py").read_text()
+    flce = (copy / "ops" / "fused_linear_cross_entropy.py").read_text()
+    assert "from liger_kernel_patched.ops.cross_entropy import" in flce and "from liger_kernel." not in flce
     # a "patch" that changes results: the rotated q of the forward pass is 1% off
     rope = copy / "ops" / "rope.py"
     line = "new_q_tile_1 = q_tile_1 * cos_row - q_tile_2 * sin_row\n"
     assert line in rope.read_text()
-    rope.write_text(rope.read_text().replace(line, "new_q_tile_1 = (q_tile_1 * cos_row - q_tile_2 * sin_row) * 1.01\n", 1))
+    wrong = "new_q_tile_1 = (q_tile_1 * cos_row - q_tile_2 * sin_row) * 1.01\n"
+    rope.write_text(rope.read_text().replace(line, wrong, 1))
     r = _py(str(CAP / "bench_step.py"), "run", "--size", "tiny", "--after-path", str(tmp_path / "alias"),
             "--steps", "1", "--rounds", "2", "--warmup", "1", "--out", str(tmp_path / "res"), interpret=True,
             cwd=tmp_path)
