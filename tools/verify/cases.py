@@ -28,11 +28,14 @@ from tritondx.tools.verify.branches import Branch, Walk, added_branches, walk_la
 from tritondx.tools.verify.buffers import random_fill, written_buffers
 from tritondx.tools.verify.evaluator import reads_state, state_names
 from tritondx.tools.verify.stress import all_finite, apply_values, stress_kinds
+from tritondx.tools.verify.tiles import block_tiles, residue_sizes
 
 #: seeds per listed shape and dtype (derived cases get one)
 SEEDS_PER_LISTED = 2
 #: at most this many extra shapes are chosen to reach the sides of added branches
 MAX_BRANCH_SHAPES = 6
+#: at most this many (block constant, dimension) pairs get their own sizes (3 each: remainders 1, block-1, block+1)
+MAX_TILES = 4
 #: sizes up to this many elements get real CPU inputs for the launcher's evaluation; larger ones meta
 #: tensors (free at any size, but the first costs ~3 s of imports)
 REAL_INPUTS_CAP = 1 << 16
@@ -168,6 +171,7 @@ class _Planner:
         self._inputs: dict[tuple[str, str], tuple | None] = {}
         self.blocks = self._block_constants()
         self.state = state_names(self.cand_tree)   # module-level names a call may change (issue 34)
+        self.tiles: list = []                      # block constants per dimension (tiles.py), once derived
         self.constants = set(self.blocks)   # sizes branch tests compare against (grown by the walks)
         self.beyond: dict[tuple[str, bool], tuple[int, ...]] = {}   # side -> first size past the budget
         self.exhausted: dict[str, bool] = {}                          # dtype -> the size search ran to its end
@@ -319,15 +323,85 @@ class _Planner:
                 if odd and odd not in self.listed:
                     self.add(odd, dtype, "derived: odd, no multiple of any block constant "
                                          f"{sorted(b for b in self.blocks if b <= 1 << 16)[:6]}")
-                big = sh.larger_variant(self.int_listed, self.blocks, self.size_class)
+                big, why_not = self._larger(dtype)
                 if big and big not in self.listed:
-                    self.add(big, dtype, "derived: larger than every listed shape")
+                    self.add(big, dtype, f"derived: larger than every listed shape ({self.input_elems(big, dtype)} "
+                                         f"input elements, budget {self.input_cap(dtype)})")
                 elif big is None:
-                    self.plan.notes.append("no larger shape: the largest listed one fills the device's budget")
+                    self.plan.notes.append(why_not)
+                if dtype == self.dtypes[0]:
+                    self._per_dimension(dtype)
             self._reach_branches(dtype)
             self._stress(dtype)
         self._finish_branches()
         return self.plan
+
+    def _larger(self, dtype: str) -> tuple[tuple[int, ...] | None, str]:
+        """The listed shape with the most input elements, its largest dim grown (awkwardly) to about ``GROWTH`` x its
+        input elements, within the budget of input elements (``input_cap``: the README's unit; the product of the
+        dims overstates a GEMM's (M, N, K) by a factor of ~K/2). (shape, "") or (None, why there is none)."""
+        base = max(self.int_listed, key=lambda s: (self.input_elems(s, dtype), sh.numel(s)))
+        e0, cap = self.input_elems(base, dtype), self.input_cap(dtype)
+        target = min(cap, int(e0 * sh.GROWTH[sh.device_kind(self.size_class)]))
+        if target <= e0:
+            return None, (f"no larger shape: the largest listed one, {base}, has {e0} input elements, the budget "
+                          f"{cap}")
+        i = max(range(len(base)), key=lambda k: base[k])
+        at = lambda v: base[:i] + (v,) + base[i + 1:]   # noqa: E731
+        slope = max(1, self.input_elems(at(base[i] + 1), dtype) - e0)   # input elements per unit of dim i
+        seen = {d for s in self.int_listed for d in s}
+        v = sh.awkward(base[i] + max(1, (target - e0) // slope), self.blocks, seen)
+        for _ in range(24):
+            if v <= base[i]:
+                break
+            if self.input_elems(at(v), dtype) <= cap:
+                return at(v), ""
+            v = sh.awkward(base[i] + (v - base[i]) * 3 // 4, self.blocks, seen)
+        return None, f"no larger shape: growing dim {i} of {base} leaves the budget of {cap} input elements"
+
+    def _per_dimension(self, dtype: str) -> None:
+        """Per block constant and the dimension it tiles (``tiles.block_tiles``): sizes with remainder 1 and block-1
+        in that dimension and the size block+1 (``tiles.residue_sizes``), the other dims at the smallest listed
+        shape's, within the budget of input elements. One dtype: a remainder is a matter of sizes, not of types."""
+        base = min(self.int_listed, key=lambda s: (self.input_elems(s, dtype), sh.numel(s)))
+        moved = sh.moved_shape(base)
+        self.walk(base, dtype)
+        self.walk(moved, dtype)
+        base_in, moved_in = self._inputs.get((repr(base), dtype)), self._inputs.get((repr(moved), dtype))
+        if base_in is None or moved_in is None:
+            self.plan.notes.append(f"per-dimension sizes: none (the task's inputs at {moved} could not be made)")
+            return
+        try:
+            found = block_tiles(self.cand_tree, base, base_in, moved, moved_in)
+        except Exception as exc:  # noqa: BLE001 - an evaluation of the candidate's text that fails: no tiles
+            self.plan.notes.append(f"per-dimension sizes: none (reading the block constants failed: "
+                                   f"{type(exc).__name__})")
+            return
+        self.tiles = found
+        if not found:
+            self.plan.notes.append("per-dimension sizes: none (no block constant of a kernel tiles a dimension of "
+                                   "the shape: no kernel parameter equals one dim at two shapes, or none is "
+                                   "compared with a block)")
+            return
+        cap = self.input_cap(dtype)
+        done = {c.shape for c in self.plan.cases if c.dtype == dtype}
+        listed: list[str] = []
+        for t in found[:MAX_TILES]:
+            for v, why in residue_sizes(t.value, base[t.dim]):
+                shape = base[:t.dim] + (v,) + base[t.dim + 1:]
+                if shape in done:
+                    listed.append(f"{t.param}={v} ({why}, already a case)")
+                    continue
+                if self.input_elems(shape, dtype) > cap:
+                    self.plan.dropped.append(DroppedCase(shape=shape, dtype=dtype, why=(
+                        f"derived per dimension: {t.label()}, {t.param}={v} ({why}): beyond the budget of {cap} "
+                        "input elements")))
+                    continue
+                if self.add(shape, dtype, f"derived per dimension: {t.label()}: {t.param}={v} ({why})"):
+                    done.add(shape)
+                    listed.append(f"{t.param}={v} ({why})")
+        self.plan.notes.append("per-dimension sizes: " + "; ".join(
+            f"{t.label()} in {t.kernel}" for t in found[:MAX_TILES]) + ": " + ", ".join(listed))
 
     def _open_sides(self) -> set[tuple[str, bool]]:
         return {(bc.branch.key, t) for bc in self.branches for t in self.missing(bc)} - set(self.beyond)

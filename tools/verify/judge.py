@@ -93,7 +93,12 @@ def _call_failed(diag: dict, where: str) -> Rejected:
     return Rejected("exception", f"{where}: launch() raised {err}")
 
 
-def _check_ops(diag: dict, where: str, allowed: set[str]) -> None:
+def _noted(name: str) -> None:
+    """``_check_diag``'s default note of the check it is about to run (a Judge passes ``Judge._ran``)."""
+
+
+def _check_ops(diag: dict, where: str, allowed: set[str], ran=_noted) -> None:
+    ran(OPS)
     forbidden = sorted(set(diag.get("forbidden") or []) - allowed)
     host = [op[len(HOST_READ_PREFIX):] for op in forbidden if op.startswith(HOST_READ_PREFIX)]
     if host:
@@ -108,21 +113,28 @@ def _check_ops(diag: dict, where: str, allowed: set[str]) -> None:
                                        "(.item()): outputs must come from Triton kernels")
 
 
-def _check_diag(diag: dict, where: str, allowed: set[str]) -> None:
-    """What the runner saw during the watched call (it can only make things worse for itself)."""
+def _check_diag(diag: dict, where: str, allowed: set[str], ran=_noted) -> None:
+    """What the runner saw during the watched call (it can only make things worse for itself). ``ran(name)`` is
+    told each check before it runs (``Judge.trail``)."""
+    ran(CALL_OK)
     if diag.get("error") or diag.get("aborted"):
         raise _call_failed(diag, where)
+    ran(LAUNCHES)
     if not isinstance(diag.get("launches"), int) or diag["launches"] <= 0:
         raise Rejected("no_triton_kernel", f"{where}: launch() ran no Triton kernel")
+    ran(STREAM)
     if diag.get("side_stream"):
         raise Rejected("side_stream", f"{where}: {diag['side_stream']} kernel launch(es) on a non-default stream "
                                       "the timer does not see")
+    ran(THREADS)
     if diag.get("threads"):
         raise Rejected("threads", f"{where}: candidate code started Python thread(s) {diag['threads'][:3]}; "
                                   "a launcher computes in Triton kernels, not in other threads")
-    _check_ops(diag, where, allowed)
+    _check_ops(diag, where, allowed, ran)
+    ran(TIMING)
     if diag.get("tampered"):
         raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(diag['tampered'])}")
+    ran(HOOKS)
     if diag.get("hooked"):
         raise Rejected("verifier_tampering", f"{where}: {diag['hooked']} Triton launch(es) ran Python hooks "
                                              "(pre-run / launch hooks run unobserved)")
@@ -552,7 +564,6 @@ class Judge:
                     if off is None:
                         off = kernels_off()
                 diag = ans.get("diag") or {}
-                self._ran(CALL_OK, LAUNCHES, STREAM, THREADS, OPS, TIMING, HOOKS)
                 self._note_state(diag, where)
                 self._note_state(off.get("diag") or {}, where + " (kernels-off call)")
                 if traced:   # lines a runner sends unasked are never read
@@ -562,7 +573,7 @@ class Judge:
                                    if isinstance(p, list) and len(p) == 4 and all(isinstance(v, int) for v in p)}
                     if case.flipped:
                         self.flip_lines.append((case.label(), ran))
-                _check_diag(diag, where, self.allowed)
+                _check_diag(diag, where, self.allowed, self._ran)
                 self._ran(MUTATION)
                 for i, (t, s) in enumerate(zip(ans.get("inputs_after") or [], snapshot)):
                     if isinstance(s, torch.Tensor) and (not isinstance(t, torch.Tensor) or t.shape != s.shape
@@ -571,7 +582,7 @@ class Judge:
                 off_diag = off.get("diag") or {}
                 if off_diag.get("tampered"):
                     raise Rejected("timing_tampering", f"{where}: launch() replaced {', '.join(off_diag['tampered'])}")
-                _check_ops(off_diag, where, self.allowed)
+                _check_ops(off_diag, where, self.allowed, self._ran)
                 with self.steps.time("compare"):
                     self._outputs(ans, off, refs, ref_aliases, mask, mode, earlier_refs, where, dtype,
                                   self.data.atol_scales(case), lambda: self.data.floors(case))
@@ -587,7 +598,6 @@ class Judge:
         if len(outs) != len(refs):
             raise Rejected("wrong_output", f"{where}: launch() returned {len(outs)} outputs, reference {len(refs)}")
         launches = ans["diag"]["launches"]
-        self._ran(LAYOUT, VALUES, STALE, KERNELS_OFF)
         # a kernels-off call that really skipped something: every launch, or >= 1 of those the plain call made
         # A kernels-off call proves "not from Triton" only when no launch of it ran: with a random
         # subset skipped, an honest kernel's output can stay right when the skipped launch did not
@@ -598,6 +608,7 @@ class Judge:
         off_outs = off.get("outs") if isinstance(off.get("outs"), list) else []
         for i, (o, r) in enumerate(zip(outs, refs)):
             lay = layout[i] if i < len(layout) and isinstance(layout[i], dict) else {}
+            self._ran(LAYOUT)
             if not isinstance(o, torch.Tensor) or lay.get("type") != "Tensor":
                 raise Rejected("lazy_output", f"{where}: output {i} is {lay.get('type', type(o).__name__)}, "
                                               "not a plain torch.Tensor")
@@ -609,12 +620,14 @@ class Judge:
                 raise Rejected("aliased_output", f"{where}: output {i} is an expanded/overlapping view "
                                                  f"(strides {tuple(o.stride())}): elements share memory, "
                                                  "so it was not computed element by element")
+            self._ran(STALE)
             if lay.get("shares_earlier"):
                 raise Rejected("caches_outputs", f"{where}: output {i} shares memory with an output of an "
                                                  "earlier call (a cached or reused output; launch() must "
                                                  "return fresh tensors)")
             if lay.get("device") != torch.device(self.device).type:
                 raise Rejected("wrong_output", f"{where}: output {i} is on {lay.get('device')}, want {self.device}")
+            self._ran(VALUES)
             atol, rtol = tolerance(self.orig, dtype, output=i)   # per-output tolerances where the task gives them
             atol *= atol_scales[i] if i < len(atol_scales) else 1.0   # value stress (CaseData._atol_scales)
             bad = compare(o, r, atol, rtol)
@@ -632,6 +645,7 @@ class Judge:
                                                          f"call (seed {old_seed}), not of this one: a stale or "
                                                          "cached output")
                 raise Rejected("mismatch", f"{where}: output {i}: {bad['reason']}")
+            self._ran(KERNELS_OFF)
             oo = off_outs[i] if i < len(off_outs) else None
             off_lay = (off.get("diag") or {}).get("layout") or []
             if i < len(off_lay) and isinstance(off_lay[i], dict) and off_lay[i].get("shares_earlier"):
