@@ -27,7 +27,7 @@ Status = Literal["fixed", "tried", "open"]
 # outcomes of the rewriter's per-family trail that count as "the family was tried on this finding"
 REACHED = ("proposed", "nothing_new", "proposed_nothing")
 OUTCOME_TEXT = {"nothing_new": "proposed only candidates already tried",
-                "proposed_nothing": "proposed nothing (its preconditions do not hold on this kernel)",
+                "proposed_nothing": "proposed nothing (preconditions do not hold)",
                 "skipped_unmeasured": "skipped: its last candidate could not be timed on this backend",
                 "not_reached": "not reached (the round's candidate limit was used by earlier families)",
                 "avoided_by_person": "not proposed: a person's feedback asked to avoid it"}
@@ -41,6 +41,11 @@ class ClosureRow(BaseModel):
     subject: str | None = None
     status: Status
     detail: str
+    # open rows only: "info" (informational, no rewrite suggested) or "unhandled" (nothing in the catalog acts
+    # on it: no family suggested, or each suggested one is absent from the catalog or proposed nothing)
+    kind: str | None = None
+    proposed_nothing: list[str] = []   # suggested catalog families whose preconditions do not hold here
+    not_in_catalog: list[str] = []     # suggested families the catalog lacks
 
 
 def _verdict(c: dict[str, Any]) -> str:
@@ -112,6 +117,7 @@ def close_findings(findings: list[dict[str, Any]], candidates: list[dict[str, An
         cited = by_finding.get(f["id"], [])
         suggests = f.get("suggests") or []
         parts, tried = [], bool(cited)
+        nothing, absent, other = [], [], False
         cited_by_fam: dict[str, list[dict[str, Any]]] = {}
         for c in cited:
             cited_by_fam.setdefault(c["family"], []).append(c)
@@ -124,19 +130,29 @@ def close_findings(findings: list[dict[str, Any]], candidates: list[dict[str, An
                 parts.append(f"{fam}: {_group(by_family[fam])} (made for other findings)")
             elif fam not in catalog:
                 parts.append(f"{fam}: not in the catalog")
+                absent.append(fam)
             elif fam in outcome:
                 parts.append(f"{fam} {OUTCOME_TEXT.get(outcome[fam], outcome[fam])}")
+                if outcome[fam] == "proposed_nothing":
+                    nothing.append(fam)
+                else:
+                    other = True
             else:
                 parts.append(f"{fam} not tried" + (f": {untried_reason}" if untried_reason else ""))
+                other = True
         if tried:
             if rechecked:
                 parts.append(f"still reported on {best_id}")
             rows.append(ClosureRow(**row, status="tried", detail="; ".join(parts)))
         elif not suggests:
-            rows.append(ClosureRow(**row, status="open", detail="informational: no rewrite suggested"
-                                   if f.get("severity") == "info" else "no family in the catalog handles it"))
+            info = f.get("severity") == "info"
+            rows.append(ClosureRow(**row, status="open", kind="info" if info else "unhandled",
+                                   detail="informational: no rewrite suggested" if info
+                                   else "no family in the catalog handles it"))
         else:
-            rows.append(ClosureRow(**row, status="open", detail="; ".join(parts)))
+            rows.append(ClosureRow(**row, status="open", detail="; ".join(parts),
+                                   kind=None if other else "unhandled", proposed_nothing=nothing,
+                                   not_in_catalog=absent))
     return rows
 
 
@@ -170,15 +186,55 @@ def untried_route(findings: list[dict[str, Any]], candidates: list[dict[str, Any
                   "one more round tries them first")
 
 
+def _names(rows: list[ClosureRow]) -> str:
+    """'tiny_block (3 kernels), multiple_launches': each detector once, with how many kernels it was read in."""
+    by: dict[str, set[str]] = {}
+    for r in rows:
+        by.setdefault(r.detector, set()).update([r.kernel] if r.kernel else [])
+    return ", ".join(f"{d} ({len(ks)} kernels)" if len(ks) > 1 else d for d, ks in by.items())
+
+
+def group_closure(rows: list[ClosureRow]) -> tuple[list[tuple[str, str, str, str, str]], list[str]]:
+    """The findings table made short: rows that say the same of one detector in several kernels are one row
+    ("tiny_block in 3 kernels: a, b, c"); informational findings and those nothing in the catalog acts on are
+    one line each below it. Returns (table rows: name, tier, read from, status, how; lines)."""
+    table: dict[tuple, list[ClosureRow]] = {}
+    info = [r for r in rows if r.status == "open" and r.kind == "info"]
+    unhandled = [r for r in rows if r.status == "open" and r.kind == "unhandled"]
+    for r in rows:
+        if r.status == "open" and r.kind in ("info", "unhandled"):
+            continue
+        table.setdefault((r.detector, r.tier, r.subject or "initial", r.status, r.detail), []).append(r)
+    out = []
+    for (det, tier, subject, status, detail), group in table.items():
+        kernels = [r.kernel for r in group if r.kernel]
+        name = det + (f" in {kernels[0]}" if len(kernels) == 1 else
+                      f" in {len(kernels)} kernels: {', '.join(kernels)}" if kernels else "")
+        out.append((name, tier, subject, status, detail))
+    lines = []
+    if unhandled:
+        nothing = sorted({f for r in unhandled for f in r.proposed_nothing})
+        absent = sorted({f for r in unhandled for f in r.not_in_catalog})
+        lines.append(f"open: no rewrite in the catalog for {_names(unhandled)}"
+                     + (f"; suggested {', '.join(nothing)} proposed nothing (preconditions do not hold here)"
+                        if nothing else "")
+                     + (f"; suggested {', '.join(absent)}: not in the catalog" if absent else ""))
+    if info:
+        lines.append(f"informational (no rewrite suggested): {_names(info)}")
+    return out, lines
+
+
 def closure_md(rows: list[ClosureRow]) -> list[str]:
     """The report.md section."""
     if not rows:
         return []
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("fixed", "tried", "open")}
-    out = ["## Closed findings", "",
-           f"{counts['fixed']} fixed, {counts['tried']} tried, {counts['open']} open.", "",
-           "| finding | tier | read from | status | how |", "|---|---|---|---|---|"]
-    for r in rows:
-        name = f"{r.detector}" + (f" in {r.kernel}" if r.kernel else "")
-        out.append(f"| {name} | {r.tier} | {r.subject or 'initial'} | {r.status} | {r.detail.replace('|', '/')} |")
-    return out + [""]
+    table, lines = group_closure(rows)
+    out = ["## Closed findings", "", f"{counts['fixed']} fixed, {counts['tried']} tried, {counts['open']} open.", ""]
+    if table:
+        out += ["| finding | tier | read from | status | how |", "|---|---|---|---|---|"]
+        out += [f"| {name} | {tier} | {subject} | {status} | {detail.replace('|', '/')} |"
+                for name, tier, subject, status, detail in table]
+        out.append("")
+    out += [f"- {ln}" for ln in lines]
+    return out + ([""] if lines else [])

@@ -19,6 +19,7 @@ from typing import Any
 
 from tritondx.tools.evidence.records import TIERS
 from tritondx.tools.report.checked import checked_md
+from tritondx.tools.report.text import clip
 
 # verification classes set by a person's answer, not by a check (agents/approval.py)
 BY_PERSON = ("rejected_by_human", "dropped_for_feedback")
@@ -239,16 +240,20 @@ def _roofline_rows(report: dict[str, Any]) -> list[tuple[str, float | None, floa
 # ---------------------------------------------------------------- run page
 
 def closure_html(rows: list[dict[str, Any]]) -> str:
-    """Every finding fixed / tried / open (tools/report/closure.py)."""
+    """Every finding fixed / tried / open (tools/report/closure.py), grouped as in report.md."""
     if not rows:
         return ""
+    from tritondx.tools.report.closure import ClosureRow, group_closure
+    table, lines = group_closure([ClosureRow(**r) for r in rows])
     cls = {"fixed": "ok", "tried": "", "open": "bad"}
-    body = "".join(f"<tr><td><b>{_e(r['detector'])}</b><br><span class='meta'>{_e(r.get('kernel') or '')}</span></td>"
-                   f"<td>{_tier(r['tier'])}</td><td>{_e(r.get('subject') or 'initial')}</td>"
-                   f"<td class='{cls[r['status']]}'>{_e(r['status'])}</td><td>{_e(r['detail'])}</td></tr>" for r in rows)
+    body = "".join(f"<tr><td><b>{_e(name)}</b></td><td>{_tier(tier)}</td><td>{_e(subject)}</td>"
+                   f"<td class='{cls[status]}'>{_e(status)}</td><td>{_e(detail)}</td></tr>"
+                   for name, tier, subject, status, detail in table)
     counts = ", ".join(f"{sum(1 for r in rows if r['status'] == s)} {s}" for s in ("fixed", "tried", "open"))
-    return (f"<h2>Closed findings</h2><p class='meta'>{counts}</p><table><tr><th>finding</th><th>tier</th>"
-            f"<th>read from</th><th>status</th><th>how</th></tr>{body}</table>")
+    tab = (f"<table><tr><th>finding</th><th>tier</th><th>read from</th><th>status</th><th>how</th></tr>{body}</table>"
+           if table else "")
+    notes = "".join(f"<li>{_e(ln)}</li>" for ln in lines)
+    return f"<h2>Closed findings</h2><p class='meta'>{counts}</p>{tab}" + (f"<ul>{notes}</ul>" if notes else "")
 
 
 def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str] | None = None) -> str:
@@ -307,7 +312,8 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
                                                    "candidates"), "verified, rejected by checks, rejected by a person"))
     parts.append('<h2>Plots</h2><div class="plots">' + "".join(plots) + "</div>")
     # evidence trail
-    parts.append("<h2>Why it was slow: evidence by tier</h2>")
+    from tritondx.tools.report.writer import evidence_heading
+    parts.append(f"<h2>{_e(evidence_heading(report))}</h2>")
     for t in TIERS:
         fs = [f for f in findings if f.get("tier") == t]
         if not fs:
@@ -349,8 +355,8 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
                      f"<td>{_tier(c.get('tier', ''))}</td><td>{_e(c.get('family'))}</td><td>{ok}</td>"
                      "<td>-</td><td>-</td><td>-</td>")
         parts[-1] += (f"<td>{_e(', '.join(c.get('motivated_by') or []))}</td>"
-                      f"<td>{_e((c.get('description') or '')[:160])}"
-                      f"{'<br><span class=bad>' + _e((c.get('reason') or '')[:200]) + '</span>' if c.get('verified') is False and c.get('reason') else ''}"
+                      f"<td>{_e(clip(c.get('description'), 160))}"
+                      f"{'<br><span class=bad>' + _e(clip(c.get('reason'), 200)) + '</span>' if c.get('verified') is False and c.get('reason') else ''}"
                       "</td></tr>")
     parts.append("</table>")
     checked = checked_md(report)  # what the verifier checked (tools/report/checked.py), as a list

@@ -14,6 +14,7 @@ from tritondx.tools.run.phases import table_md
 from tritondx.tools.run.host import process_cpu_seconds
 from tritondx.tools.report.checked import checked_md, tolerance_text
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
+from tritondx.tools.report.text import clip
 from tritondx.tools.report.recheck import recheck_best
 
 
@@ -170,6 +171,15 @@ def _tune_md(report: dict[str, Any]) -> list[str]:
     return out
 
 
+def evidence_heading(report: dict[str, Any]) -> str:
+    """"Why it was slow" only over evidence of a run that measured its speed; otherwise what the evidence is."""
+    if report.get("speed") == "measured":
+        return "Why it was slow: evidence by tier"
+    if report.get("mode") == "diagnose":
+        return "Evidence by tier"
+    return "Evidence by tier (speed not measured: what the detectors read, not a measured cause)"
+
+
 def _md(report: dict[str, Any], diff: str) -> str:
     lines = [f"# tritondx report: {report['task']}", ""]
     b = report["best"]
@@ -199,7 +209,7 @@ def _md(report: dict[str, Any], diff: str) -> str:
     lines += _profile_md(report)
     lines += _tune_md(report)
     lines += closure_md([ClosureRow(**r) for r in report.get("closure") or []])
-    lines += ["## Why it was slow: evidence by tier", ""]
+    lines += [f"## {evidence_heading(report)}", ""]
     for tier in TIERS:
         fs = [f for f in report["findings"] if f["tier"] == tier]
         if not fs:
@@ -223,7 +233,8 @@ def _md(report: dict[str, Any], diff: str) -> str:
         s = f"{m['speedup']:.2f}x" if m else "-"
         ok = ("yes" if c["verified"] else "listed shapes only (not faster: no full checks)" if c.get("screened")
               else f"no ({c.get('rejection')})")
-        lines.append(f"| {c['id']} | {c['tier']} | {c['family']} | {ok} | {t} | {s} | {c['description'][:80]} |")
+        lines.append(f"| {c['id']} | {c['tier']} | {c['family']} | {ok} | {t} | {s} | "
+                     f"{clip(c['description'], 100).replace('|', '/')} |")
     lines += [""] + checked_md(report) + ["## Decisions", ""]
     for d in report["decisions"]:
         lines.append(f"- {d.get('node')}{' round ' + str(d['round']) if 'round' in d else ''}: "

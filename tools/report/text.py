@@ -1,0 +1,15 @@
+"""Text helpers of the reports."""
+
+from __future__ import annotations
+
+
+def clip(text: str | None, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word boundary with an ellipsis, never mid-word (a single
+    word longer than the limit is the one exception: it is cut, with the ellipsis)."""
+    text = " ".join(str(text or "").split())
+    if len(text) <= limit:
+        return text
+    room = max(1, limit - 1)
+    cut = text[:room + 1].rsplit(" ", 1)[0] if " " in text[:room + 1] else text[:room]
+    cut = cut[:room].rstrip(" ,;:-(")
+    return cut + "…"
