@@ -257,7 +257,9 @@ def _int_value(expr: ast.expr, launch_fn: ast.FunctionDef) -> int | None:
     return None
 
 
-def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
+def triage(spec: TaskSpec, launch_records: list | None = None) -> tuple[str, list[Finding]]:
+    """Kernel class and findings from the source; with ``launch_records`` (the records of running ``launch()``,
+    tools/tune/record.py), also the grid and work per program of each launch (triage_launches.py)."""
     tree = ast.parse(spec.source)
     lines = spec.source.splitlines()
     kclass = classify(spec, tree)
@@ -350,6 +352,13 @@ def triage(spec: TaskSpec) -> tuple[str, list[Finding]]:
                         node.lineno, ["tl_dot"], severity="high", kernel=fn.name)
     for pt in source_patterns(tree):
         add(pt.detector, pt.message, pt.line, pt.suggests, severity=pt.severity, kernel=pt.kernel, **pt.metric)
+    if launch_records:
+        from tritondx.tools.evidence.triage_launches import launch_findings
+        dtypes = next((ast.unparse(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                       and any(isinstance(t, ast.Name) and t.id == "DTYPES" for t in n.targets)), "")
+        half = dtypes and all(w in ("float16", "bfloat16") for w in
+                              [d.split(".")[-1] for d in dtypes.strip("[]() ").split(",") if d.strip()])
+        findings.extend(launch_findings(launch_records, spec.source, elem_bytes=2 if half else 4))
     if "triton.autotune" not in spec.source and "autotune" not in spec.source:
         add("fixed_launch_config", "no autotuning: one hand-picked launch configuration", launch_fn.lineno,
             ["launch_config", "autotune"], severity="low")
