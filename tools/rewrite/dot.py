@@ -5,8 +5,9 @@ Matches, inside a ``@triton.jit`` function::
     acc += tl.sum(A[:, :, None] * B[None, :, :], axis=1)
 
 where A and B may be wrapped in ``.to(tl.float32)``; produces ``acc = tl.dot(A0, B0, acc)`` with the
-casts removed (16-bit operands go to the tensor cores as they are) and, for fp32 operands, the input
-precision the task's tolerance allows (tf32 when rtol >= 1e-3, else ieee).
+casts removed (16-bit operands go to the tensor cores as they are: their products are exact in fp32) and, for
+fp32 operands, ``input_precision="ieee"``: an fp32 product stays an fp32 product (never tf32, whatever the
+tolerance would let through; issue 37: a rewrite keeps the kernel's precision semantics).
 """
 
 from __future__ import annotations
@@ -94,9 +95,10 @@ def tl_dot(ctx: RewriteContext) -> list[Proposal]:
     motivating = ctx.motivating("tl_dot")
     if not motivating:
         return []
+    # the products were fp32 multiplies: they stay fp32 (ieee), whatever the tolerance would let through; only
+    # operands that were 16-bit before an fp32 cast go to the tensor cores as they are (their products are exact)
     fp32 = any(d == "float32" for d in ctx.dtypes)
-    tf32_ok = all(rtol >= 1e-3 for d, (atol, rtol) in ctx.tolerances.items() if d == "float32")
-    precision = ("tf32" if tf32_ok else "ieee") if fp32 else None
+    precision = "ieee" if fp32 else None
     source, n = to_dot(ctx.spec.source, precision)
     if n == 0:
         return []
