@@ -175,41 +175,70 @@ def _task_tolerance(source: str) -> dict[str, dict[str, float]]:
 # IR tier: final TTGIR / PTX / SASS and resources
 # ---------------------------------------------------------------------------------------------
 
-# Global memory access in PTX, with optional vector width and element size:
+# Global memory access in PTX, with optional cache qualifiers, vector width and element size:
 #   @%p1 ld.global.v4.b32 { %r1, %r2, %r3, %r4 }, [ %rd1 + 0 ];
 #   @%p2 st.global.b32 [ %rd5 + 0 ], { %r9 };
-PTX_GLOBAL_ACCESS_RE = re.compile(r"\b(?P<op>ld|st)\.global(?:\.[a-z]+)*?(?:\.v(?P<vec>\d))?\.(?P<ty>[bfsu])(?P<bits>\d+)\b")
+#   ld.global.nc.L1::evict_last.v2.f32 { %f1, %f2 }, [ %rd3 + 0 ];
+PTX_GLOBAL_ACCESS_RE = re.compile(r"\b(?P<op>ld|st)\.global(?:\.(?!v\d\.)[\w:]+)*?(?:\.v(?P<vec>\d))?"
+                                  r"\.(?P<ty>[bfsu])(?P<bits>\d+)\b")
+# A load or store of one scalar value in TTGIR (its pointer is no tensor): one value per program, e.g. a row's
+# scale or index; nothing can vectorize it.
+#   %s_0 = tt.load %s : !tt.ptr<f32> loc(#loc21)
+TTGIR_SCALAR_ACCESS_RE = re.compile(r"\btt\.(?:load|store)\b.*:\s*!tt\.ptr<[^<>]*>\s*(?:loc\(.*)?$")
+
+
+def _access_width(m: re.Match) -> int:
+    """Bytes one PTX global access moves per thread: its own vector count x element bits."""
+    return int(m.group("vec") or 1) * int(m.group("bits")) // 8
+
+
+def _access_name(m: re.Match) -> str:
+    """'ld.global.v2.b32': the access without its cache qualifiers."""
+    return f"{m.group('op')}.global{'.v' + m.group('vec') if m.group('vec') else ''}.{m.group('ty')}{m.group('bits')}"
 
 
 @detector("non_vectorized_global_access", "ir", ("ptx",), ("alignment_hints", "launch_config"),
           "global loads/stores narrower than 16 bytes per thread")
 def _vector_width(det: Detector, k: KernelIR) -> list[Finding]:
-    """Counts PTX `ld.global`/`st.global` by width (vector count x element bits). Fires when at least half of
-    the global accesses move fewer than 16 bytes per thread; cites the source line with the most narrow
-    accesses. Scalar loads of single values count too, so a kernel of mostly scalar accesses fires."""
+    """Counts PTX `ld.global`/`st.global` by their own width (vector count x element bits: `ld.global.v2.b32` moves
+    8 bytes, `st.global.b32` 4). Accesses of one scalar value per program (a TTGIR `tt.load`/`tt.store` on a plain
+    `!tt.ptr`, mapped to the same source line) are left out: nothing can vectorize them. Fires when at least half
+    of the remaining accesses move fewer than 16 bytes per thread; cites the source line with the most narrow
+    accesses, and the message lists each width with its count."""
     ptx = k.ir("ptx")
-    narrow: list[tuple[IRLine, int]] = []
-    total = 0
+    scalar_lines = set()
+    if "ttgir" in k.texts:
+        scalar_lines = {ln.src_line for ln in k.ir("ttgir").lines
+                        if ln.src_line is not None and TTGIR_SCALAR_ACCESS_RE.search(ln.text)}
+    narrow: list[tuple[IRLine, re.Match]] = []
+    total = scalar = 0
     for ln in ptx.lines:
         m = PTX_GLOBAL_ACCESS_RE.search(ln.text)
         if not m:
             continue
+        if not m.group("vec") and ln.src_line in scalar_lines:
+            scalar += 1
+            continue
         total += 1
-        width = int(m.group("vec") or 1) * int(m.group("bits")) // 8
-        if width < 16:
-            narrow.append((ln, width))
+        if _access_width(m) < 16:
+            narrow.append((ln, m))
     if not total or not narrow:
         return []
-    by_line = Counter(ln.src_line for ln, _ in narrow)
-    worst_line = by_line.most_common(1)[0][0]
-    ln, width = next(x for x in narrow if x[0].src_line == worst_line)
     frac = len(narrow) / total
     if frac < 0.5:
         return []
-    return [det.finding(k, f"{len(narrow)}/{total} global accesses are {width} bytes wide per thread (16 possible): "
-                           "the compiler could not prove contiguity/alignment, or the block gives each thread too "
-                           "few elements", ln, severity="high" if frac > 0.8 else "medium",
-                        narrow_accesses=len(narrow), total_accesses=total, width_bytes=width)]
+    by_line = Counter(ln.src_line for ln, _ in narrow)
+    worst_line = by_line.most_common(1)[0][0]
+    ln, m = next(x for x in narrow if x[0].src_line == worst_line)
+    kinds = Counter((_access_width(a), _access_name(a)) for _, a in narrow)
+    widths = ", ".join(f"{n} x {w} bytes ({name})" for (w, name), n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+    left_out = (f"; {scalar} load(s)/store(s) of one scalar per program left out (nothing can vectorize them)"
+                if scalar else "")
+    return [det.finding(k, f"{len(narrow)}/{total} global accesses move fewer than 16 bytes per thread: {widths}"
+                           f"{left_out}; the compiler could not prove contiguity/alignment, or the block gives each "
+                           "thread too few elements", ln, severity="high" if frac > 0.8 else "medium",
+                        narrow_accesses=len(narrow), total_accesses=total, width_bytes=_access_width(m),
+                        scalar_accesses=scalar)]
 
 
 # MMA instructions in PTX:
