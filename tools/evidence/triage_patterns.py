@@ -10,6 +10,8 @@ Each check returns ``(detector, message, line, suggests, severity, kernel, metri
 - ``causal_mask_every_tile``: a ``rows[:, None] >= cols[None, :]`` mask built from the loop index on every
   iteration of a loop over key tiles -> causal_split
 - ``tiny_autotune_space``: ``@triton.autotune`` with one or two distinct configs -> autotune_widen
+- ``flat_index_2d``: a flat index split by ``//`` and ``%`` into a row and a column, the column scaled in an
+  access's address (a naive transpose) -> flat_tiles
 - ``wrapper_copy``: the launcher copies an input into a new layout (``.permute(...).contiguous()``) before
   passing it, with its strides, to a kernel -> strided_args
 """
@@ -293,6 +295,43 @@ def wrapper_copy_patterns(tree: ast.Module) -> list[Pattern]:
     return out
 
 
+def flat_index_patterns(tree: ast.Module) -> list[Pattern]:
+    """A flat element index (``pid * BLOCK + tl.arange``) split into a row and a column by ``// D`` and ``% D``,
+    the column then scaled in an access's address (``out + c * M + r``): one side walks the array a stride apart
+    per lane, which 2-D tiles would coalesce."""
+    out = []
+    for fn in _kernels(tree):
+        assigns = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets
+                   if isinstance(t, ast.Name)}
+        flat = {n for n, v in assigns.items() if any(isinstance(c, ast.Call) and _name(c.func) == "tl.arange"
+                                                      for c in ast.walk(v))
+                and any(isinstance(c, ast.Call) and _name(c.func) == "tl.program_id" or isinstance(c, ast.Name)
+                        and isinstance(assigns.get(c.id), ast.Call) and _name(assigns[c.id].func) == "tl.program_id"
+                        for c in ast.walk(v))}
+        split: dict[str, dict[str, str]] = {}
+        for n, v in assigns.items():
+            if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.FloorDiv, ast.Mod)) and \
+                    isinstance(v.left, ast.Name) and v.left.id in flat:
+                split.setdefault(f"{v.left.id}|{ast.unparse(v.right)}", {})[type(v.op).__name__] = n
+        for key, parts in split.items():
+            if set(parts) != {"FloorDiv", "Mod"}:
+                continue
+            col = parts["Mod"]
+            for c in ast.walk(fn):
+                if not (isinstance(c, ast.Call) and _name(c.func) in ("tl.load", "tl.store") and c.args):
+                    continue
+                if any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult) and
+                       col in {x.id for x in ast.walk(b) if isinstance(x, ast.Name)} for b in ast.walk(c.args[0])):
+                    flat_name, div = key.split("|", 1)
+                    out.append(Pattern("flat_index_2d",
+                                       f"{fn.name} walks a 2-D array through the flat index {flat_name} split by "
+                                       f"// and % {div}; the {_name(c.func)[3:]} at this line scales the column "
+                                       f"{col}: its lanes are a stride apart (2-D tiles would coalesce both sides)",
+                                       c.lineno, ["flat_tiles"], "medium", fn.name, {"divisor": div}))
+                    break
+    return out
+
+
 def source_patterns(tree: ast.Module) -> list[Pattern]:
     return (pow_patterns(tree) + program_count_patterns(tree) + causal_patterns(tree) + autotune_patterns(tree)
-            + wrapper_copy_patterns(tree))
+            + wrapper_copy_patterns(tree) + flat_index_patterns(tree))

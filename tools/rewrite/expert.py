@@ -16,6 +16,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     causal_split,
     cheap_math,
     dot,
+    flat_tiles,
     fuse_launches,
     grid_per_item,
     grid_to_cores,
