@@ -312,7 +312,9 @@ def _launcher(s: NormSpec, params: list[str], max_fused: int, row_elems: int, ma
           f"    if BLOCK_N <= {max_fused}:",
           f"        BLOCK_M = max(1, min(16, {row_elems} // BLOCK_N))",
           "        elems = BLOCK_M * BLOCK_N",
-          f"        num_warps = 4 if elems <= 2048 else 8 if elems <= 8192 or {max_warps} <= 8 else 16",
+          # the variant's warp cap decided here, not left in the candidate as a constant test
+          ("        num_warps = 4 if elems <= 2048 else 8" if max_warps <= 8 else
+           f"        num_warps = 4 if elems <= 2048 else 8 if elems <= 8192 else {max_warps}"),
           f"        _tdx_{s.kind}norm_rows_kernel[(triton.cdiv(M, BLOCK_M),)]({a}, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,",
           "                                              num_warps=num_warps)",
           "    else:",
