@@ -297,6 +297,11 @@ class Judge:
             if n not in self.trail:
                 self.trail.append(n)
 
+    def planned(self) -> list[str]:
+        """The plan's summary (cases, dropped cases, branches, per-dimension sizes), for a rejection too."""
+        plan = getattr(self, "plan", None)
+        return plan.summary() if plan is not None else []
+
     def rejected_trail(self, klass: str) -> list[str]:
         """The checks run, in order, the one that decided this rejection marked (``decided_trail``)."""
         return decided_trail(self.trail, klass)
@@ -670,7 +675,8 @@ def verify(job: dict[str, Any]) -> dict[str, Any]:
     try:
         result = judge.run()
     except Rejected as exc:
-        result = {"passed": False, "class": exc.klass, "error": exc.reason, "ran": judge.rejected_trail(exc.klass)}
+        result = {"passed": False, "class": exc.klass, "error": exc.reason, "ran": judge.rejected_trail(exc.klass),
+                  "coverage": judge.planned()}
     return seal.sign(key, {**result, "steps": judge.step_seconds()})
 
 
@@ -744,7 +750,8 @@ def verify_round(job: dict[str, Any], key: str, pool=None, orig=None) -> dict[st
                 raise Rejected("exception", plan_error)
             result = judge.run()
         except Rejected as exc:
-            result = {"passed": False, "class": exc.klass, "error": exc.reason, "ran": judge.rejected_trail(exc.klass)}
+            result = {"passed": False, "class": exc.klass, "error": exc.reason,
+                      "ran": judge.rejected_trail(exc.klass), "coverage": judge.planned()}
         finally:
             timer.cancel()
         if fired:

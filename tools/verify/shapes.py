@@ -2,7 +2,8 @@
 
 A listed shape is a tuple of ints (``(7, 300)``); derived shapes keep its rank and change dims:
 odd sizes that are not a multiple of any block constant of the candidate, sizes on both sides of
-every constant a candidate's branch compares against, and a size larger than every listed one.
+every constant a candidate's branch compares against, per block constant that tiles a dim sizes with remainders
+1 and block-1 in that dim (``tiles.py``), and a size larger than every listed one (``cases._Planner._larger``).
 A sentinel shape (``("small",)``, a dict) cannot be changed: the task picks its own sizes.
 """
 
@@ -11,8 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-#: Elements a derived shape may hold, per device kind: the CPU interpreter runs every program in
-#: Python, so its budget is small (the CPU suite must stay fast); a GPU takes far more.
+#: Input elements a derived shape may take (every tensor ``make_inputs`` gives, summed: ``cases._Planner.input_elems``;
+#: not the product of the shape's dims, which overstates a GEMM's (M, N, K) by ~K/2), per device kind: the CPU
+#: interpreter runs every program in Python, so its budget is small (the CPU suite must stay fast); a GPU takes far
+#: more. (:func:`budget` bounds the sizes the branch search evaluates, by the product, before their inputs exist.)
 ELEMENT_BUDGET = {"cpu": 1 << 18, "cuda": 1 << 26, "any": 1 << 40}   # "any": evaluated only, never run
 #: A larger shape holds about this many times the elements of the largest listed one (capped by the budget).
 GROWTH = {"cpu": 2.5, "cuda": 8.0, "any": 8.0}
@@ -65,22 +68,6 @@ def odd_variant(listed: list[tuple[int, ...]], blocks: set[int]) -> tuple[int, .
     base = min(listed, key=numel)
     seen = {d for s in listed for d in s}
     return tuple(awkward(d + 1, blocks, seen) if d > 1 else d for d in base)
-
-
-def larger_variant(listed: list[tuple[int, ...]], blocks: set[int], device: str) -> tuple[int, ...] | None:
-    """The largest listed shape with its largest dim grown (awkwardly) to about GROWTH x the elements."""
-    if not listed:
-        return None
-    base = max(listed, key=numel)
-    cap = budget(device, listed)
-    target = min(cap, int(numel(base) * GROWTH[device_kind(device)]))
-    if target <= numel(base):
-        return None
-    i = max(range(len(base)), key=lambda k: base[k])
-    rest = numel(base) // base[i]
-    grown = awkward(max(base[i] + 1, target // max(rest, 1)), blocks, {d for s in listed for d in s})
-    shape = base[:i] + (grown,) + base[i + 1:]
-    return shape if numel(shape) <= cap else None
 
 
 def around(values: set[int]) -> list[int]:

@@ -60,7 +60,8 @@ def _single_verdict(r, key: str, candidate_id: str, backend: Backend, seconds: f
     klass, reason = job_error(r)
     ran = with_decision(ran, klass)
     return Verdict(candidate_id=candidate_id, passed=False, klass=klass, reason=reason[:600], backend=backend.name,
-                   seconds=seconds, device_s=device_s, ran=ran, decided_by=decided_by(ran))
+                   seconds=seconds, device_s=device_s, ran=ran, decided_by=decided_by(ran),
+                   coverage=judge_coverage(r.result, key))
 
 
 #: the first check, run here before any job
@@ -73,6 +74,13 @@ def judge_ran(answer: dict | None, key: str) -> list[str]:
     if not isinstance(answer, dict) or not seal.valid(key, answer):
         return []
     return [str(x) for x in answer.get("ran") or [] if isinstance(x, str)]
+
+
+def judge_coverage(answer: dict | None, key: str) -> list[str]:
+    """The plan's summary a rejection carries (what was planned, per-dimension sizes included): sealed answers only."""
+    if not isinstance(answer, dict) or not seal.valid(key, answer):
+        return []
+    return [str(x) for x in answer.get("coverage") or [] if isinstance(x, str)]
 
 
 def with_decision(ran: list[str], klass: str) -> list[str]:
@@ -118,7 +126,8 @@ def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: 
     klass, reason = (r.get("class", "error"), r.get("error", "")) if r else ("no_result", "the judge sent no verdict")
     ran = with_decision(ran, klass)
     return Verdict(candidate_id=c["id"], passed=False, klass=klass, reason=str(reason)[:600], backend=backend.name,
-                   seconds=seconds, device_s=device_s, ran=ran, decided_by=decided_by(ran))
+                   seconds=seconds, device_s=device_s, ran=ran, decided_by=decided_by(ran),
+                   coverage=judge_coverage(r, key))
 
 
 def verify_round(task_path: str, candidates: list[dict], backend: Backend, allowed_ops: list[str], timeout: float,
