@@ -342,7 +342,8 @@ def _how_measured_lines(agg: dict[str, Any]) -> list[str]:
 def _unmeasured(r: dict[str, Any]) -> str:
     """The speedup cell of a task without a measured speedup: why (a finished run on a backend that
     measures no speed says so, not "done")."""
-    return "not measured" if r.get("status") == "done" else str(r.get("status"))
+    from tritondx.tools.report.text import unmeasured_cell
+    return unmeasured_cell(r)
 
 
 def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:

@@ -171,11 +171,11 @@ def history(run: str = typer.Argument(..., help="run folder, or run id under run
     from tritondx.replay import history as _history
     rows = _history(run)  # an error is its one line, with no header before it
     typer.echo(f"{'step':>4}  {'checkpoint':<38} {'node':<16} {'tier':<9} {'round':>5}  {'best':<8} "
-               f"{'speedup':<11} next")
+               f"{'speedup':<12} next")
     for r in rows:
         wait = ("" if not r["waiting"] else "  [waiting for approval]" if r is rows[-1] else "  (asked a person)")
         typer.echo(f"{r['step']:>4}  {r['checkpoint_id']:<38} {r['node']:<16} {r['tier']:<9} {r['round']:>5}  "
-                   f"{r['best']:<8} {r['speedup']:<11} {r['next']}{wait}")
+                   f"{r['best']:<8} {r['speedup']:<12} {r['next']}{wait}")
 
 
 @app.command()

@@ -108,8 +108,10 @@ class Run:
             src = (s.metadata or {}).get("source")
             if src == "input":
                 out[cid] = "(input)"
-            elif src in ("update", "fork"):
-                out[cid] = f"({src})"
+            elif src == "fork":  # LangGraph's copy of an earlier checkpoint: `tritondx replay` in this thread
+                out[cid] = "(replay)"
+            elif src == "update":  # the seed of a `replay --fork` run; otherwise a state update
+                out[cid] = "(fork)" if self.meta.get("forked_from") else "(update)"
             else:
                 out[cid] = ",".join(parent.next) if parent is not None and parent.next else "?"
         return out
@@ -121,11 +123,13 @@ def highest_tier(values: dict[str, Any]) -> str:
 
 
 def _speed(best: dict[str, Any]) -> str:
+    """The best-so-far's speedup as every view says it: a ratio only where it was timed, else "not measured"
+    (the initial kernel untimed is not "1.00x": nothing was measured)."""
     if not best:
         return "-"
-    if best.get("speedup") and best.get("measured"):
+    if best.get("speedup") and (best.get("measured") or best.get("median_ms")):
         return f"{best['speedup']:.2f}x"
-    return "unmeasured" if best.get("id") not in (None, "initial") else "1.00x"
+    return "not measured"
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:
@@ -160,10 +164,25 @@ def run_status(run_dir: Path) -> dict[str, Any]:
 
 
 def list_runs(folder: Path | None = None) -> list[dict[str, Any]]:
+    """Every run folder under ``folder``, and the runs of each batch folder there (``<batch>/runs/<task>``,
+    listed by that path, which `tritondx resume` and the other verbs take as a run id)."""
     folder = folder or runs_dir()
     if not folder.is_dir():
         return []
-    return [run_status(d) for d in sorted(folder.iterdir()) if (d / "run.json").exists()]
+    rows = []
+    for d in sorted(folder.iterdir()):
+        if (d / "run.json").exists():
+            rows.append(run_status(d))
+            continue
+        inner = d if d.name == "runs" else d / "runs"   # a batch folder, or the runs folder of the one listed
+        if not d.is_dir() or not inner.is_dir():
+            continue
+        for sub in sorted(inner.iterdir()):
+            if (sub / "run.json").exists():
+                row = run_status(sub)
+                row["folder"] = str(sub.relative_to(folder))
+                rows.append(row)
+    return rows
 
 
 def history(run: str | Path) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from tritondx.tools.evidence.records import TIERS
 from tritondx.tools.report.checked import checked_md
-from tritondx.tools.report.text import clip
+from tritondx.tools.report.text import clip, unmeasured_cell
 
 # verification classes set by a person's answer, not by a check (agents/approval.py)
 BY_PERSON = ("rejected_by_human", "dropped_for_feedback")
@@ -436,7 +436,7 @@ def render_batch_html(results: list[dict[str, Any]], agg: dict[str, Any], meta: 
     for r in sorted(results, key=lambda r: r["task"]):
         rb, ra = r.get("roofline_before"), r.get("roofline_after")
         roof = f"{rb:.0%} → {ra:.0%}" if rb and ra else "-"
-        sp = f"{r['speedup']:.2f}x" if r.get("speedup") else _e(r.get("status"))
+        sp = f"{r['speedup']:.2f}x" if r.get("speedup") else _e(unmeasured_cell(r))
         link = f'<a href="runs/{_e(r["task"])}/report.html">report</a>'
         parts.append(f"<tr><td>{_e(r['task'])}</td><td>{_e(r.get('kernel_class', '-'))}</td>"
                      f"<td class='num'>{us(r.get('initial_ms'))}</td><td class='num'>{us(r.get('optimized_ms'))}</td>"

@@ -13,3 +13,9 @@ def clip(text: str | None, limit: int) -> str:
     cut = text[:room + 1].rsplit(" ", 1)[0] if " " in text[:room + 1] else text[:room]
     cut = cut[:room].rstrip(" ,;:-(")
     return cut + "…"
+
+
+def unmeasured_cell(entry: dict) -> str:
+    """A batch task's speedup cell when no speedup was measured (summary.md, the batch HTML, progress lines): a
+    finished run on a backend that times nothing says "not measured", not "done" (read as a result)."""
+    return "not measured" if entry.get("status") == "done" else str(entry.get("status"))

@@ -37,7 +37,9 @@ def check_candidate_file(task_path: str, candidate_path: str, backend: Backend, 
         raise TaskFormatError(candidate_path, "no such file")
     try:
         compile(src.read_text(), candidate_path, "exec")
-    except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
+    except SyntaxError as exc:  # worded as `optimize` words it for a task (tools/task/spec.py)
+        raise TaskFormatError(candidate_path, f"syntax error at line {exc.lineno}: {exc.msg}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
         raise TaskFormatError(candidate_path, f"not a Python source file: {exc}") from None
     probe = probe_task(task_path, backend)
     cand = {"id": src.stem, "path": str(src.resolve()), "family": "file", "motivated_by": []}
