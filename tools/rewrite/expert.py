@@ -33,6 +33,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     row_templates,
     rows_per_program,
     size_branch,
+    split_reduction,
     strided_args,
     templates,
     tile_2d,
