@@ -25,7 +25,9 @@ def test_listed_shapes_twice_then_derived_odd_and_larger():
     p = plan(AXPY, AXPY)
     listed = [c.shape for c in p.cases if c.why.startswith("listed")]
     assert listed == [(1000,), (1000,), (4097,), (4097,)]
-    derived = [c.shape for c in p.cases if c.why.startswith("derived")]
+    derived = [c.shape for c in p.cases if c.why.startswith("derived:")]
+    per_dim = [c.shape[0] for c in p.cases if c.why.startswith("derived per dimension")]
+    assert sorted(n % 128 for n in per_dim) == [1, 1, 127] and 129 in per_dim, per_dim   # BLOCK = 128 tiles n
     odd = next(c.shape for c in p.cases if "odd" in c.why)
     assert odd[0] % 2 == 1 and odd[0] % 128 and odd not in listed
     larger = next(c.shape for c in p.cases if "larger" in c.why)
