@@ -932,7 +932,7 @@ def _entry_word(entry: dict[str, Any]) -> str:
 class BatchProgress:
     """A batch's progress: on a terminal a bar (rich); elsewhere (a pipe, a log file, CI) lines on stderr: one
     per finished task and, while tasks run and nothing was said for ``every`` seconds (``TRITONDX_HEARTBEAT_S``,
-    20), one naming the running tasks and how long each has run."""
+    15), one naming the running tasks and how long each has run."""
 
     def __init__(self, total: int, done: int, out_dir: Path, terminal: bool | None = None,
                  every: float | None = None) -> None:

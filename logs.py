@@ -70,11 +70,11 @@ class _Stamp(logging.Filter):
 
 STILL_RUNNING = "still_running"
 HEARTBEAT_ENV = "TRITONDX_HEARTBEAT_S"
-HEARTBEAT_S = 20.0
+HEARTBEAT_S = 15.0
 
 
 def heartbeat_every() -> float:
-    """Seconds of silence after which a run says what is still running: ``TRITONDX_HEARTBEAT_S`` or 20."""
+    """Seconds of silence after which a run says what is still running: ``TRITONDX_HEARTBEAT_S`` or 15."""
     try:
         return max(0.5, float(os.environ.get(HEARTBEAT_ENV) or HEARTBEAT_S))
     except ValueError:

@@ -74,6 +74,9 @@ def run_program(command: list[str], records_dir: Path, env: dict[str, str] | Non
         proc = subprocess.run(command, env=child_env, timeout=timeout)
     except FileNotFoundError as exc:
         raise CaptureError(command[0], f"cannot run: {exc.strerror}") from exc
+    finally:  # the recorder's boot folder is the program's only: it goes with it
+        import shutil
+        shutil.rmtree(boot, ignore_errors=True)
     return proc.returncode
 
 

@@ -179,3 +179,15 @@ def test_a_batch_in_a_pipe_says_each_finished_task_and_what_runs(tmp_path, monke
     assert any(ln.startswith("batch: [2/2] beta: not measured") for ln in lines), lines
     # alpha ran 2.5 s with nothing said: at least one line named it while it ran
     assert any(ln.startswith("batch: 1 running (alpha ") and ln.endswith("; 0/2 finished") for ln in lines), lines
+
+
+def test_run_program_removes_its_boot_folder(tmp_path, monkeypatch):
+    """Called as a library (no CLI temporary folder around it), the capture's boot folder still goes."""
+    import tempfile
+
+    from tritondx.tools.intake.capture import run_program
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    assert run_program([sys.executable, "-c", "pass"], tmp_path / "records") == 0
+    assert list(tmp.iterdir()) == []
