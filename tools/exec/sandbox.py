@@ -277,7 +277,7 @@ def _net_isolation_prefix() -> list[str]:
 
 # Job keys naming what a job writes outside its scratch folder: a folder (all its files come back)
 # or a file (only that file comes back).
-WRITE_BACK = {"out_dir": "folder", "ceilings_file": "file"}
+WRITE_BACK = {"out_dir": "folder", "ceilings_file": "file", "progress_file": "file"}
 
 
 def _job_reads(job: dict[str, Any]) -> list[str]:

@@ -165,10 +165,13 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             return None
 
     budget = float(job.get("budget_s", 60.0))
+    known = [Trial(**t) for t in job.get("known") or []]
+    log = _progress(job.get("progress_file"))
     if env.cuda:
-        trials = Searcher(doms, evaluate, budget, max_trials=int(job.get("max_trials", 120))).search()
+        trials = Searcher(doms, evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
+                          log=log).search()
     else:
-        trials = _screen_only(doms, evaluate, budget)
+        trials = _screen_only(doms, evaluate, budget, known, log)
     for t in trials:
         label = ",".join(f"{k}={v}" for k, v in sorted(t.config.items())) or "as launched"
         if t.status == "failed":
@@ -184,21 +187,41 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             "dtype": str(env.dtype), "wall_s": round(time.monotonic() - t_start, 2), "budget_s": budget}
 
 
-def _screen_only(doms, evaluate, budget_s: float) -> list[Trial]:
+def _progress(path: str | None):
+    """Each configuration's start and trial as a JSON line in the job's progress file (written back even when the
+    process dies: ``run.tune_task`` then runs the job again without the configuration that killed it)."""
+    if not path:
+        return None
+    import json
+
+    def log(kind: str, payload: dict) -> None:
+        with open(path, "a") as f:
+            f.write(json.dumps({"kind": kind, **payload}, default=str) + "\n")
+    return log
+
+
+def _screen_only(doms, evaluate, budget_s: float, known: list[Trial] | None = None, log=None) -> list[Trial]:
     """No timer: the as-launched configuration and each tile knob one step either way, for correctness."""
     t0 = time.monotonic()
-    out: list[Trial] = []
+    out: list[Trial] = list(known or [])
+    done = {tuple(sorted(t.config.items())) for t in out}
     cfgs: list[dict[str, int]] = [{}]
     for d in doms:
         if d.kind in ("tile", "count"):
             i = d.values.index(d.start)
             cfgs += [{d.key: d.values[j]} for j in (i + 1, i - 1) if 0 <= j < len(d.values)]
     for cfg in cfgs:
+        if tuple(sorted(cfg.items())) in done:
+            continue
         if time.monotonic() - t0 > budget_s:
             out.append(Trial(config=cfg, status="over_budget", phase="screen"))
             continue
+        if log:
+            log("start", {"config": cfg})
         ok = evaluate(cfg)
         out.append(Trial(config=cfg, status="ok" if ok is not None else "failed", phase="screen"))
+        if log:
+            log("trial", out[-1].model_dump())
     return out
 
 

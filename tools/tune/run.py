@@ -27,6 +27,29 @@ DEFAULT_BUDGET_S = 45.0
 MAX_WINNERS = 2
 #: a winner must beat the initial kernel by this much (and by the final timing's spread)
 MIN_GAIN = 1.03
+#: runs of the job again after a configuration killed its process (a fault, a segfault, a hang)
+FAULT_RETRIES = 2
+
+
+def _read_progress(path: Path) -> tuple[list[dict], dict | None]:
+    """The trials a dead job finished, and the configuration it was running when it died (None: none)."""
+    done: list[dict] = []
+    started: dict | None = None
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return [], None
+    for ln in lines:
+        try:
+            rec = json.loads(ln)
+        except json.JSONDecodeError:
+            continue
+        if rec.get("kind") == "start" and isinstance(rec.get("config"), dict):
+            started = {k: int(v) for k, v in rec["config"].items()}
+        elif rec.get("kind") == "trial":
+            done.append({k: rec[k] for k in ("config", "status", "ms", "note", "phase") if k in rec})
+            started = None
+    return done, started
 
 
 class Winner(BaseModel):
@@ -77,14 +100,29 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     folder.mkdir(parents=True, exist_ok=True)
     inst = folder / "instrumented_task.py"
     inst.write_text(instrumented)
+    progress = folder / "progress" / "progress.jsonl"   # its own folder: the job's write-back stage replaces it
+    progress.parent.mkdir(exist_ok=True)
     job = {"kind": "tune", "task": str(Path(task_path).resolve()), "instrumented": str(inst.resolve()),
            "knobs": out.knobs, "budget_s": budget_s if backend.can_time else min(budget_s, 60.0),
-           "device": backend.torch_device}
-    r, seconds, device_s = run_device_job(job, backend, timeout or (budget_s * 3 + 120))
-    out.seconds, out.device_seconds = round(seconds, 2), round(device_s, 2)
-    if not (r.ok and r.result and r.result.get("ok")):
+           "device": backend.torch_device, "progress_file": str(progress.resolve()), "known": []}
+    for attempt in range(1 + FAULT_RETRIES):
+        progress.write_text("")
+        r, seconds, device_s = run_device_job(job, backend, timeout or (budget_s * 3 + 120))
+        out.seconds, out.device_seconds = round(out.seconds + seconds, 2), round(out.device_seconds + device_s, 2)
+        if r.ok and r.result and r.result.get("ok"):
+            break
         klass, reason = job_error(r)
-        out.error = f"tune job: {klass}: {reason}"[:400]
+        done, faulted = _read_progress(progress)
+        if faulted is None:     # it died outside any configuration (loading, recording): nothing to skip
+            out.error = f"tune job: {klass}: {reason}"[:400]
+            (folder / "tune.json").write_text(out.model_dump_json(indent=1))
+            return out
+        log.info("tune_config_fault", config=faulted, klass=klass, reason=reason[:160], attempt=attempt + 1)
+        job["known"] = job["known"] + done + [{"config": faulted, "status": "failed", "phase": "fault",
+                                                "note": f"{klass}: {reason}"[:300]}]
+        job["budget_s"] = max(5.0, job["budget_s"] - seconds)
+    else:
+        out.error = f"tune job: {FAULT_RETRIES + 1} attempts ended in faults"
         (folder / "tune.json").write_text(out.model_dump_json(indent=1))
         return out
     res = r.result

@@ -74,15 +74,21 @@ def domains(knobs: list[dict], launched: dict[str, int | None]) -> list[Domain]:
 
 
 def _tile_ok(cfg: dict[str, int], doms: list[Domain]) -> bool:
-    per: dict[str, int] = {}
-    start: dict[str, int] = {}
+    """Each kernel's block (the product of its two largest tiles: a GEMM's accumulator, a 2-D tile) stays under
+    ``MAX_TILE_ELEMS``, or under what it was as launched."""
+    per: dict[str, list[int]] = {}
+    start: dict[str, list[int]] = {}
     for d in doms:
         if d.kind != "tile" or d.launched is None:
             continue
         e = cfg.get(d.key, 0)
-        per[d.kernel] = per.get(d.kernel, 1) * max(1, d.launched << e if e >= 0 else d.launched >> -e)
-        start[d.kernel] = start.get(d.kernel, 1) * d.launched
-    return all(n <= max(MAX_TILE_ELEMS, start[k]) for k, n in per.items())
+        per.setdefault(d.kernel, []).append(max(1, d.launched << e if e >= 0 else d.launched >> -e))
+        start.setdefault(d.kernel, []).append(d.launched)
+
+    def block(vals: list[int]) -> int:
+        top = sorted(vals)[-2:]
+        return top[0] * (top[1] if len(top) > 1 else 1)
+    return all(block(v) <= max(MAX_TILE_ELEMS, block(start[k])) for k, v in per.items())
 
 
 @dataclass
@@ -95,8 +101,17 @@ class Searcher:
     trials: list[Trial] = field(default_factory=list)
     _seen: dict[tuple, float | None] = field(default_factory=dict)
 
+    #: trials an earlier attempt of the job finished (a configuration that faulted the process is among them,
+    #: failed): not run again
+    known: list[Trial] = field(default_factory=list)
+    #: called with a configuration before it runs and with its trial after (the job's progress file)
+    log: Callable[[str, dict], None] | None = None
+
     def __post_init__(self) -> None:
         self.t0 = self.clock()
+        for t in self.known:
+            self._seen[tuple(sorted(t.config.items()))] = t.ms
+            self.trials.append(t)
 
     def left(self) -> bool:
         return self.clock() - self.t0 < self.budget_s and len(self.trials) < self.max_trials
@@ -117,9 +132,14 @@ class Searcher:
             return None
         if not self.left():
             return None
+        if self.log:
+            self.log("start", {"config": cfg})
         t = self.evaluate(cfg)
         self._seen[key] = t
-        self.trials.append(Trial(config=cfg, status="ok" if t is not None else "failed", ms=t, phase=phase))
+        trial = Trial(config=cfg, status="ok" if t is not None else "failed", ms=t, phase=phase)
+        self.trials.append(trial)
+        if self.log:
+            self.log("trial", trial.model_dump())
         return t
 
     def best(self) -> tuple[dict[str, int], float | None]:

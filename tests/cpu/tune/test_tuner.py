@@ -1,0 +1,285 @@
+"""The tuner (tools/tune): launches found by running them, tiles read from use, knobs where values are defined,
+the screen, the search and the readable winner. Kernels written for these tests (never corpus kernels)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tritondx.tools.backends.base import get_backend
+from tritondx.tools.tune import space as spacemod
+from tritondx.tools.tune.run import table, tune_task
+from tritondx.tools.tune.search import Searcher, domains
+
+HEADER = '''
+import math
+import torch
+import triton
+import triton.language as tl
+
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-4, "rtol": 1e-4}}
+CHECK_SHAPES = [(300,)]
+BENCH_SHAPES = [(300,)]
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
+'''
+
+# a launch behind autograd.Function.apply (through a module-level alias)
+APPLY_TASK = HEADER + '''
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, 3.0 * tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = torch.empty_like(x)
+        BLOCK = 64
+        scale_kernel[(triton.cdiv(x.numel(), BLOCK),)](x, out, x.numel(), BLOCK=BLOCK)
+        return out
+
+
+scale = Scale.apply
+
+
+def launch(x):
+    return scale(x)
+
+
+def reference(x):
+    return 3.0 * x
+'''
+
+# a launch behind a helper that computes its block with next_power_of_2; the row count tiles a second dimension
+HELPER_TASK = HEADER.replace("CHECK_SHAPES = [(300,)]", "CHECK_SHAPES = [(6, 40)]").replace(
+    "BENCH_SHAPES = [(300,)]", "BENCH_SHAPES = [(6, 40)]") + '''
+
+@triton.jit
+def rowsum_kernel(x_ptr, out_ptr, N, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+    tl.store(out_ptr + row, tl.sum(x, axis=0))
+
+
+def _settings(n):
+    return triton.next_power_of_2(n)
+
+
+def _rowsum(x):
+    M, N = x.shape
+    out = torch.empty(M, device=x.device, dtype=x.dtype)
+    block = _settings(N)
+    rowsum_kernel[(M,)](x, out, N, BLOCK_N=block)
+    return out
+
+
+def launch(x):
+    return _rowsum(x)
+
+
+def reference(x):
+    return x.sum(dim=1)
+'''
+
+# a GEMM whose tiles are named BM, BN, BK (recognised by use: arange extents, the K loop's step, tl.dot operands)
+GEMM_TASK = '''
+import torch
+import triton
+import triton.language as tl
+
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-3, "rtol": 1e-3}}
+CHECK_SHAPES = [(64, 64, 64)]
+BENCH_SHAPES = [(64, 64, 64)]
+
+
+def make_inputs(shape, dtype, seed, device):
+    M, N, K = shape
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn((M, K), generator=g).to(device=device, dtype=dtype),
+            torch.randn((K, N), generator=g).to(device=device, dtype=dtype))
+
+
+@triton.jit
+def mm(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        rk = k + tl.arange(0, BK)
+        x = tl.load(a + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        y = tl.load(b + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(x, y, allow_tf32=False)
+    tl.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def launch(a, b):
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    BM, BN, BK = 16, 16, 16
+    mm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM, BN, BK)
+    return c
+
+
+def reference(a, b):
+    return a @ b
+'''
+
+# a block that also sizes a view (a group size: part of the data layout) next to one that only tiles
+VIEW_TASK = HEADER.replace("(300,)", "(256,)") + '''
+
+@triton.jit
+def group_max(x_ptr, out_ptr, n, GROUP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs, x * 2.0, mask=offs < n)
+
+
+def launch(x):
+    GROUP = 8
+    BLOCK = 32
+    assert x.numel() % GROUP == 0
+    out = torch.empty_like(x)
+    group_max[(triton.cdiv(x.numel(), BLOCK),)](x, out, x.numel(), GROUP, BLOCK)
+    return out.view(-1, GROUP).view(-1)
+
+
+def reference(x):
+    return 2.0 * x
+'''
+
+# no mask: a larger block than the grid's divisor leaves elements unwritten (the screen must reject it)
+UNMASKED_TASK = HEADER.replace("(300,)", "(256,)") + '''
+
+@triton.jit
+def neg(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, -tl.load(x_ptr + offs))
+
+
+def launch(x):
+    out = torch.empty_like(x)
+    BLOCK = 64
+    neg[(4,)](x, out, BLOCK=BLOCK)
+    return out
+
+
+def reference(x):
+    return -x
+'''
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / f"{name}.py"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def _run_emitted(path: Path) -> None:
+    """The emitted source matches its reference under the interpreter, in a fresh process."""
+    code = (f"import torch, importlib.util as u\ns = u.spec_from_file_location('t', {str(path)!r})\n"
+            "m = u.module_from_spec(s); s.loader.exec_module(m)\n"
+            "x = m.make_inputs(m.CHECK_SHAPES[0], torch.float32, 1, 'cpu')\n"
+            "torch.testing.assert_close(m.launch(*x), m.reference(*x), atol=1e-3, rtol=1e-3)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TRITON_INTERPRET": "1"},
+                   timeout=300)
+
+
+def test_launch_behind_autograd_apply_is_found_and_tuned(tmp_path):
+    task = _write(tmp_path, "apply_task", APPLY_TASK)
+    src = task.read_text()
+    sp = spacemod.build(src)
+    assert [k.key for k in sp.knobs if k.kind == "tile"] == ["scale_kernel.BLOCK"]
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    assert res.ran and not res.timed
+    assert [l["kernel"] for l in res.launches] == ["scale_kernel"]        # found by running it
+    assert res.launches[0]["constexprs"]["BLOCK"] == 64 and res.launches[0]["grid"] == [5]
+    tiles = [t for t in res.trials if "scale_kernel.BLOCK" in t["config"]]
+    assert {t["config"]["scale_kernel.BLOCK"] for t in tiles} == {1, -1} and all(t["status"] == "ok" for t in tiles)
+    assert "Speed not measured" in table(res)
+    out = tmp_path / "emitted.py"
+    out.write_text(spacemod.emit(src, {"scale_kernel.BLOCK": 1}))
+    assert "BLOCK = 128" in out.read_text() and "_tdx_knob" not in out.read_text()
+    _run_emitted(out)
+
+
+def test_helper_next_power_of_2_block_is_found_and_scaled_where_computed(tmp_path):
+    task = _write(tmp_path, "helper_task", HELPER_TASK)
+    src = task.read_text()
+    sp = spacemod.build(src)
+    knob = sp.knob("rowsum_kernel.BLOCK_N")
+    assert knob.kind == "tile" and knob.how == "scale" and "_settings(N)" in knob.where
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    assert res.launches[0]["kernel"] == "rowsum_kernel" and res.launches[0]["constexprs"]["BLOCK_N"] == 64
+    by = {t["config"].get("rowsum_kernel.BLOCK_N"): t for t in res.trials}
+    assert by[1]["status"] == "ok"                       # 128 columns: still correct
+    assert by[-1]["status"] == "failed" and "mismatch" in by[-1]["note"]   # 32 < 40 columns: the screen says no
+    out = tmp_path / "emitted.py"
+    out.write_text(spacemod.emit(src, {"rowsum_kernel.BLOCK_N": 1}))
+    assert "block = _settings(N) * 2" in out.read_text()   # scaled where the launcher computes it
+    _run_emitted(out)
+
+
+def test_gemm_with_short_tile_names_gets_larger_tiles(tmp_path):
+    src = textwrap.dedent(GEMM_TASK)
+    sp = spacemod.build(src)
+    tiles = {k.key: k for k in sp.knobs if k.kind == "tile"}
+    assert set(tiles) == {"mm.BM", "mm.BN", "mm.BK"} and all(k.dot for k in tiles.values())
+    doms = domains([k.model_dump() for k in sp.knobs], {"mm.BM": 16, "mm.BN": 16, "mm.BK": 16})
+
+    def cost(cfg):   # a device that likes 128x128 output tiles and 64-deep K steps (no GPU here to time one)
+        v = {k: 16 << cfg.get(f"mm.{k}", 0) for k in ("BM", "BN", "BK")}
+        return sum(abs(__import__("math").log2(v[k] / t)) for k, t in (("BM", 128), ("BN", 128), ("BK", 64))) + 1
+
+    best = Searcher(doms, cost, budget_s=60).search()
+    win = min((t for t in best if t.ms is not None), key=lambda t: t.ms).config
+    assert win["mm.BM"] == 3 and win["mm.BN"] == 3 and win["mm.BK"] == 2
+    out = tmp_path / "gemm.py"
+    out.write_text(spacemod.emit(src, {"mm.BM": 2, "mm.BN": 2, "mm.BK": 1}))   # 64x64x32 runs on the 64^3 check
+    assert "BM, BN, BK = 64, 64, 32" in out.read_text()
+    _run_emitted(out)
+
+
+def test_a_block_that_also_sizes_a_view_is_left_alone(tmp_path):
+    sp = spacemod.build(textwrap.dedent(VIEW_TASK))
+    assert [k.key for k in sp.knobs if k.kind == "tile"] == ["group_max.BLOCK"]
+    why = {s.param: s.why for s in sp.skipped}
+    assert "group_max.GROUP" not in {k.key for k in sp.knobs}
+    assert "group_max.GROUP" not in why or "layout" in why["group_max.GROUP"] or "assert" in why["group_max.GROUP"]
+
+
+def test_a_host_view_of_a_tile_makes_it_semantic(tmp_path):
+    text = textwrap.dedent(VIEW_TASK).replace("group_max(x_ptr, out_ptr, n, GROUP: tl.constexpr, BLOCK: tl.constexpr)",
+                                              "group_max(x_ptr, out_ptr, n, BLOCK: tl.constexpr, GROUP: tl.constexpr)")
+    text = text.replace("offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+                        "offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK) + 0 * tl.arange(0, GROUP)[0]")
+    text = text.replace("group_max[(triton.cdiv(x.numel(), BLOCK),)](x, out, x.numel(), GROUP, BLOCK)",
+                        "group_max[(triton.cdiv(x.numel(), BLOCK),)](x, out, x.numel(), BLOCK, GROUP)")
+    sp = spacemod.build(text)
+    why = {s.param: s.why for s in sp.skipped}
+    assert "group_max.GROUP" in why and "assert" in why["group_max.GROUP"]   # GROUP tiles, but the host asserts on it
+    assert "group_max.GROUP" not in {k.key for k in sp.knobs}
+
+
+def test_the_screen_rejects_a_configuration_whose_output_differs(tmp_path):
+    task = _write(tmp_path, "unmasked", UNMASKED_TASK)
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    by = {t["config"].get("neg.BLOCK"): t for t in res.trials}
+    assert by[None]["status"] == "ok"                                   # as launched: 4 x 64 covers 256
+    assert by[-1]["status"] == "failed" and "mismatch" in by[-1]["note"]   # 4 x 32: half the output unwritten
+    assert "Screened out" in table(res)
