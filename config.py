@@ -21,6 +21,7 @@ ENV_KNOBS = {
 
     "search_budget_s": "TRITONDX_SEARCH_BUDGET",
     "tune": "TRITONDX_TUNE",
+    "wall_budget_s": "TRITONDX_WALL_BUDGET",
     "tune_budget_s": "TRITONDX_TUNE_BUDGET",
     "verify_screen": "TRITONDX_VERIFY_SCREEN",
     "full_verify_top": "TRITONDX_FULL_VERIFY_TOP",
@@ -49,6 +50,8 @@ class RunConfig(BaseModel):
     max_rounds_per_tier: int = 2
     target_fraction: float = Field(0.8, description="stop when the best kernel reaches this roofline fraction")
     min_gain: float = Field(1.05, description="a round must improve the best time by this factor to stay in a tier")
+    wall_budget_s: float | None = Field(None, description="stop after the round that ends past this many seconds of "
+                                                          "the run's nodes (a batch that must end in time)")
     gpu_budget_s: float = Field(900.0, description="device seconds (verify + bench jobs) for the whole run")
     verify_timeout_s: float = 600.0
     bench_timeout_s: float = 900.0

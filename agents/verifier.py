@@ -177,6 +177,9 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                                list(state.get("insufficient", [])) + insufficient)
         if forced:
             goto, reason, upd["force_families"] = "rewriter", forced[1], forced[0]
+    spent = sum((state.get("node_seconds") or {}).values()) + sum(ph.seconds.values())
+    if cfg.wall_budget_s and goto != "__end__" and spent >= cfg.wall_budget_s:
+        goto, reason = "__end__", f"wall budget spent ({spent:.0f} s of {cfg.wall_budget_s:.0f} s); {reason}"
     retune = (cfg.tune and backend.can_time and goto in ("rewriter", *TIER_NODE.values())
               and best.get("id") not in (None, "initial") and best.get("family") != "tune"
               and best.get("id") not in state.get("tuned_for", []))
