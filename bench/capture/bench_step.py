@@ -123,9 +123,11 @@ def kernel_times(model, tokens, target, ops, n: int) -> tuple[dict[str, float], 
         _sync("cuda")
     out: dict[str, float] = {}
     for e in prof.key_averages():
-        us = getattr(e, "device_time_total", None)
-        if us is None:
-            us = getattr(e, "cuda_time_total", 0.0)
+        us = 0.0   # self time: a kernel's own, never its parent op's total (no double counting)
+        for attr in ("self_device_time_total", "self_cuda_time_total", "device_time_total", "cuda_time_total"):
+            if getattr(e, attr, None) is not None:
+                us = getattr(e, attr)
+                break
         if us:
             out[e.key] = out.get(e.key, 0.0) + us / 1e3 / n
     # the profiler's own rows (e.g. "ProfilerStep") are not kernels; memcpy/memset rows are device work

@@ -16,22 +16,26 @@
 # Results (flat, at most 8 files, so all of them come back from $OUT): step_$SIZE.json / step_$SIZE.md (the
 # before/after table), capture.json, batch_summary.md, batch_results.json, apply_all.patch, run.log.
 #
-# On the H200 (one command, about 9-10 minutes: ~1 min install and capture, the batch up to TOTAL_S minus what was
-# used, ~2 min apply and bench; wheels as for bench/scripts/device_capture.sh, liger-kernel among them):
+# On the H200: one command of at most TOTAL_S (540 s, counted from the script's start, the wheels' install
+# included) plus a minute's slack, so timeout_s=600 holds it: ~1-2 min install and capture, the batch gets what is
+# left less RESERVE_S (150 s) for apply and the bench (~1-2 min: both libraries compiled, the PyTorch reference,
+# 6 rounds x 10 steps each, one profiled step set each). Wheels as for bench/scripts/device_capture.sh, with
+# liger-kernel among them (run's carry: .whl):
 #   bash bench/capture/run_step_h200.sh                    # results into $OUT
 #   bash bench/capture/run_step_h200.sh bench/results/capture_h200_<date>
-# Settings (environment): SIZE=h200 TOP=6 WORKERS=3 MAX_ROUNDS=3 TOTAL_S=540 RESERVE_S=150 STEPS=3 BACKEND=cuda
+# Settings (environment): SIZE=h200 TOP=5 WORKERS=5 MAX_ROUNDS=2 TOTAL_S=540 RESERVE_S=150 STEPS=3 BACKEND=cuda
 #   WORK=runs/capture_step_<size> DEVICE_ENV=bench/scripts/device_env.sh (none: use this environment) PYTHON=python3
 #   ACCEPT_UNMEASURED=1 (CPU: take verified candidates unmeasured) BENCH_ARGS="--steps 10 --rounds 6"
 # On a CPU (tests/cpu/capture/test_step.py): SIZE=tiny BACKEND=interpreter TRITON_INTERPRET=1 DEVICE_ENV=none ...
 set -u -o pipefail
+t0=$(date +%s)
 cd "$(dirname "$0")/../.."
 RESULTS=${1:-${OUT:-bench/results/capture_h200_$(date +%Y%m%d)}}
 SIZE=${SIZE:-h200}
 BACKEND=${BACKEND:-cuda}
-TOP=${TOP:-6}
-WORKERS=${WORKERS:-3}
-MAX_ROUNDS=${MAX_ROUNDS:-3}
+TOP=${TOP:-5}
+WORKERS=${WORKERS:-5}
+MAX_ROUNDS=${MAX_ROUNDS:-2}
 TOTAL_S=${TOTAL_S:-540}
 RESERVE_S=${RESERVE_S:-150}
 STEPS=${STEPS:-3}
@@ -46,7 +50,6 @@ export GIT_AUTHOR_NAME=${GIT_AUTHOR_NAME:-tritondx} GIT_AUTHOR_EMAIL=${GIT_AUTHO
 export GIT_COMMITTER_NAME=${GIT_COMMITTER_NAME:-tritondx} GIT_COMMITTER_EMAIL=${GIT_COMMITTER_EMAIL:-tritondx@localhost}
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
-t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 
 main() {
@@ -74,7 +77,7 @@ torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" || ret
   local deadline=$(( TOTAL_S - $(el) - RESERVE_S ))
   [ $deadline -lt 60 ] && deadline=60
   echo "== batch, deadline ${deadline} s ($(el) s)"
-  timeout $(( deadline + 240 )) $TDX batch "$WORK/captured" --backend "$BACKEND" --out "$WORK/batch" \
+  timeout $(( deadline + 60 )) $TDX batch "$WORK/captured" --backend "$BACKEND" --out "$WORK/batch" \
     --max-rounds "$MAX_ROUNDS" --workers "$WORKERS" --deadline "$deadline" $ACCEPT > "$WORK/batch.log" 2>&1
   echo "batch exit $? ($(el) s)"; tail -12 "$WORK/batch.log"
   cp "$WORK/batch/summary.md" "$RESULTS/batch_summary.md" 2>/dev/null

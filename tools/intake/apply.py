@@ -47,10 +47,12 @@ class ApplyResult:
     notes: list[str] = field(default_factory=list)
     commit: str | None = None
     unchanged: bool = False
+    why_unchanged: str = ""
 
     def summary(self) -> str:
         if self.unchanged:
-            return f"{self.task}: the optimized kernel equals the original: nothing to apply"
+            return f"{self.task}: the optimized kernel equals the original: nothing to apply" + \
+                (f" ({self.why_unchanged})" if self.why_unchanged else "")
         head = f"{self.task}: patch {self.patch_path} ({', '.join(self.files)})"
         if self.commit:
             head += f", committed {self.commit[:12]}"
@@ -335,6 +337,17 @@ def _evidence(report: dict[str, Any], speed: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _why_initial(report: dict[str, Any]) -> str:
+    """Why a run kept the initial kernel, when the reason is that nothing could be timed."""
+    best = (report.get("best") or {}).get("id") or "initial"
+    verified = [c["id"] for c in report.get("candidates", []) if c.get("verified")]
+    if best == "initial" and verified and report.get("speed") != "measured":
+        return (f"speed was not measured on {report.get('backend')}, so the run kept the initial kernel although "
+                f"{len(verified)} candidate(s) verified ({', '.join(verified[:3])}); `--accept-unmeasured` on "
+                "batch or optimize takes the first verified one")
+    return ""
+
+
 def apply_one(run: Path, commit: bool = False, speed: dict[str, Any] | None = None) -> ApplyResult:
     report_p, opt_p = run / "report.json", run / "optimized_task.py"
     if not report_p.exists() or not opt_p.exists():
@@ -349,6 +362,7 @@ def apply_one(run: Path, commit: bool = False, speed: dict[str, Any] | None = No
     res = ApplyResult(run=run, task=name)
     if opt_src == task_src:
         res.unchanged = True
+        res.why_unchanged = _why_initial(report)
         return res
     speed = speed or ({"speedup": report.get("speedup"), "where": f"tritondx optimize, backend {report.get('backend')}"}
                       if report.get("speed") == "measured" else {})

@@ -204,3 +204,19 @@ def test_a_parents_findings_count_and_nothing_cited_is_said():
     text = _evidence(_report([GRID], [{"id": "r1c1", "family": "launch_config", "verified": True,
                                        "motivated_by": [], "parent": None}]), {})
     assert "Evidence for the change: no finding cited by this candidate or fixed by it" in text
+
+
+def test_apply_says_why_an_unmeasured_run_kept_the_initial_kernel(captured, tmp_path, tdx):
+    out, _ = captured
+    run = tmp_path / "run"
+    run.mkdir()
+    task = out / "scale_add_kernel.py"
+    for name in ("task_initial.py", "optimized_task.py"):
+        (run / name).write_text(task.read_text())
+    (run / "report.json").write_text(json.dumps(
+        {"task": task.stem, "task_path": str(task), "backend": "interpreter", "speed": "not measured",
+         "best": {"id": "initial"}, "candidates": [{"id": "r1c1", "family": "launch_config", "verified": True}]}))
+    r = tdx("apply", str(run), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "nothing to apply (speed was not measured on interpreter, so the run kept the initial kernel although " \
+           "1 candidate(s) verified (r1c1); `--accept-unmeasured` on batch or optimize" in r.stdout
