@@ -1,8 +1,10 @@
 """A small program calling a few Liger-Kernel ops (an installed library, not vendored) on realistic shapes.
 
 `tritondx capture -- python bench/capture/liger_ops.py --size real` on a GPU; `--size small` under
-TRITON_INTERPRET=1 on CPU (only the ops the 3.6 interpreter runs: softmax, cross entropy, rope; the others
-pass Python floats the interpreter does not convert).
+TRITON_INTERPRET=1 on CPU (only the ops the 3.6 interpreter runs: softmax, cross entropy, rope; RMSNorm and
+SwiGLU call `.to` on a float scalar argument, which the interpreter passes as a plain Python float: capture
+names such a kernel in its last line and exits with the program's status). `bench/capture/step.py` is the
+whole-model program (a Llama-style training step).
 """
 
 import argparse

@@ -254,13 +254,17 @@ def conclude(summary: dict, out: Path | str) -> tuple[list[tuple[str, str]], int
     if not rc:
         return lines, 0
     head = f"the program exited with code {rc}" + ("" if summary["kernels"] else " before any Triton launch")
-    crashed = ([f for f in failures if perr and perr.error == f.error] or failures[-1:])
+    # the kernel whose failure the program died of; else the program's own exception (a kernel failure it
+    # handled is not the cause); else a kernel failure (pytest, sys.exit: no uncaught exception reached the hook)
+    crashed = [f for f in failures if perr and perr.error == f.error] or ([] if perr else failures[-1:])
     if crashed:
         f = crashed[0]
         more = [x.name for x in failures if x is not f]
         what = failure_line(f) + (f" (other kernels that failed: {', '.join(more)})" if more else "")
     elif perr:
         what = perr.error + (f" at {perr.at}" if perr.at else "")
+        if failures:
+            what += f" (kernels whose launch failed before: {', '.join(x.name for x in failures)})"
     else:
         what = "its own output above says why"
     if not summary["tasks"]:

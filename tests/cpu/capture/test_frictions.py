@@ -220,3 +220,20 @@ def test_apply_says_why_an_unmeasured_run_kept_the_initial_kernel(captured, tmp_
     assert r.returncode == 0, r.stderr[-2000:]
     assert "nothing to apply (speed was not measured on interpreter, so the run kept the initial kernel although " \
            "1 candidate(s) verified (r1c1); `--accept-unmeasured` on batch or optimize" in r.stdout
+
+
+def test_a_crash_after_a_handled_kernel_failure_is_the_crash(tmp_path, tdx):
+    _program(tmp_path, """
+        import torch
+        from kern import scaled_copy
+        try:
+            scaled_copy(torch.randn(100), 2.0)
+        except Exception:
+            pass
+        raise RuntimeError("later, unrelated")
+    """)
+    r = _capture(tdx, tmp_path)
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert "the program exited with code 1: RuntimeError: later, unrelated at " in last and "app.py:8" in last
+    assert "(kernels whose launch failed before: scaled_copy_kernel)" in last
