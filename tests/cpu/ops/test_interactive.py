@@ -106,7 +106,7 @@ def test_fork_branches_a_new_run(session, cli):
     assert last["decision"] == "__end__" and last["reason"].startswith("no tier left")  # --stop-after-tier profile
     # the new thread starts at the forked state (update_state as the verifier), not from the input
     hist2 = history(fork_dir)
-    assert hist2[0]["node"] == "(update)" and hist2[0]["next"] == "profiler" and hist2[1]["node"] == "profiler"
+    assert hist2[0]["node"] == "(fork)" and hist2[0]["next"] == "profiler" and hist2[1]["node"] == "profiler"
     # the original run is untouched
     assert len(history(session["out"])) == len(hist)
 
@@ -123,6 +123,7 @@ def test_replay_reexecutes_from_checkpoint(session, cli):
     rep = json.loads((session["out"] / "report.json").read_text())
     assert rep["best"]["id"] == "initial" and rep["decisions"][-1]["decision"] == "reject"
     assert history(session["out"])[-1]["node"] == "final_approval"
+    assert "(replay)" in [h["node"] for h in history(session["out"])]  # an in-place replay, not a fork
     con = sqlite3.connect(session["out"] / "checkpoints.sqlite")
     assert con.execute("select count(*) from checkpoints").fetchone()[0] > before
     r = cli("replay", "hitl", "--checkpoint", cp, "--max-rounds", "4", runs=runs)
