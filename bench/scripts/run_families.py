@@ -58,11 +58,16 @@ FAMILY_TASKS = {
     "grid_to_cores": "bench/families/grid_to_cores.py",
     "causal_split": "bench/families/causal_split.py",
     "autotune_widen": "bench/families/autotune_widen.py",
+    "grid_per_item": "bench/families/grid_per_item.py",
+    "rows_per_program": "bench/families/rows_per_program.py",
+    "flat_tiles": "bench/families/flat_tiles.py",
+    "split_reduction": "bench/families/split_reduction.py",
 }
 #: table order
 ORDER = ["launch_config", "launch_search", "tl_dot", "fuse_passes", "fuse_launches", "vectorize_scalar_loop", "split_k",
          "grouped_ordering", "pipelining", "persistent", "mask_removal", "index_width", "alignment_hints", "autotune",
-         "tile_2d", "strided_args", "cheap_math", "grid_to_cores", "causal_split", "autotune_widen"]
+         "tile_2d", "strided_args", "cheap_math", "grid_to_cores", "causal_split", "autotune_widen",
+         "grid_per_item", "rows_per_program", "flat_tiles", "split_reduction"]
 
 
 def run_one(family: str, task: str, out: Path, args, deadline: float) -> dict:

@@ -12,7 +12,7 @@ from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.rewrite.flat_tiles import tiles_source
 from tritondx.tools.task.spec import load_task, parse_task_source
 
-TASK = "flat_transpose"
+TASK = "flat_tiles"
 
 
 def _flat(spec):

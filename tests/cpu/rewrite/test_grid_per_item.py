@@ -19,7 +19,7 @@ def _fixed(spec):
 
 @pytest.mark.parametrize("task,kernel,launcher,grid", [
     ("softmax_fixed_programs", "softmax_strided_kernel", "softmax", "(M,)"),
-    ("rownorm_capped_programs", "rownorm_kernel", "launch", "(M,)"),
+    ("grid_per_item", "rownorm_kernel", "launch", "(M,)"),
     ("grid_to_cores", "relu_tiles_kernel", "_relu", "(triton.cdiv(n, 256),)"),
 ])
 def test_one_program_per_item(rw, tmp_path, task, kernel, launcher, grid):

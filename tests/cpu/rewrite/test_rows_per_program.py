@@ -17,7 +17,7 @@ def _tiny(findings):
 
 
 @pytest.mark.parametrize("task,kernel", [("tiny_rows_scatter", "scatter_rows_kernel"),
-                                         ("tiny_rows_headnorm", "head_norm_kernel")])
+                                         ("rows_per_program", "head_norm_kernel")])
 def test_rows_per_program_verified_and_the_finding_gone(rw, tmp_path, task, kernel):
     found = _tiny(rw.ir_findings(rw.task_path(task), tmp_path / "ir0"))
     assert found and found[0].kernel == kernel

@@ -16,7 +16,7 @@ from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.rewrite.split_reduction import split_source
 from tritondx.tools.task.spec import load_task
 
-TASK = "few_long_rows"
+TASK = "split_reduction"
 _spec = importlib.util.spec_from_file_location("_tl", Path(__file__).with_name("test_triage_launches.py"))
 _tl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_tl)

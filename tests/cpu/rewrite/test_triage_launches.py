@@ -71,7 +71,7 @@ def record_source(source: str, shape) -> list[dict]:
 
 
 def test_small_grid_found_at_triage(rw):
-    path = rw.task_path("rownorm_capped_programs")
+    path = rw.task_path("grid_per_item")
     recs = record(path, (100, 33))
     ctx, found = _ctx(load_task(path), recs)
     (small,) = [f for f in found if f.detector == "launch_grid_small"]

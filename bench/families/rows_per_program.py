@@ -1,4 +1,5 @@
-"""Written for the issue-37 tests: a layer norm per (token, head) over a 32-element head (128 bytes), one program
+"""Showcase task of the rows_per_program family (bench/families/README.md), written for the issue-37 tests:
+a layer norm per (token, head) over a 32-element head (128 bytes), one program
 per token and head: a grid of tiny programs with a reduction in each."""
 
 import torch

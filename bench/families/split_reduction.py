@@ -1,4 +1,5 @@
-"""Written for the issue-37 tests: the root-mean-square of each row, one program per row walking it in blocks;
+"""Showcase task of the split_reduction family (bench/families/README.md), written for the issue-37 tests:
+the root-mean-square of each row, one program per row walking it in blocks;
 the tasks have a few very long rows (most SMs idle)."""
 
 import torch

@@ -1,4 +1,5 @@
-"""Written for the issue-37 tests: rows scaled by their L2 norm on a persistent grid capped at 48 programs
+"""Showcase task of the grid_per_item family (bench/families/README.md), written for the issue-37 tests:
+rows scaled by their L2 norm on a persistent grid capped at 48 programs
 (``min(M, 48)``: sized for some other device), the program count passed as an argument."""
 
 import torch

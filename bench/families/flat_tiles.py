@@ -1,4 +1,5 @@
-"""Written for the issue-37 tests: a transpose as a new user writes it, 1-D programs over the flat index split by
+"""Showcase task of the flat_tiles family (bench/families/README.md), written for the issue-37 tests:
+a transpose as a new user writes it, 1-D programs over the flat index split by
 // and %: the load is coalesced, the store a column of the output per warp."""
 
 import torch
