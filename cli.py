@@ -347,12 +347,13 @@ def capture(
 def apply(
     run: str = typer.Argument(..., help="run folder (or a batch folder: every run in it) of a captured task"),
     commit: bool = typer.Option(False, "--commit", help="also commit the patch in the source file's git repository"),
+    write: bool = typer.Option(False, "--write", help="also write the patch into the files (no git needed)"),
 ) -> None:
     """Write the optimized kernel of a captured task back into its source file as a reviewable patch."""
     from pathlib import Path
 
     from tritondx.tools.intake.apply import apply_run
-    for res in apply_run(Path(run), commit=commit):
+    for res in apply_run(Path(run), commit=commit, write=write):
         typer.echo(res.summary())
 
 

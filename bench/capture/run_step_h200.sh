@@ -8,7 +8,7 @@
 #   2. tritondx capture --top $TOP -- python3 bench/capture/step.py --size $SIZE  (the copy first on PYTHONPATH,
 #      so the captured kernels' files are the copy's): kernels ranked by GPU time, one oracle task per hot kernel;
 #   3. tritondx batch (--deadline: whatever is left of $TOTAL_S after capture, less $RESERVE_S for steps 4-5);
-#   4. tritondx apply --commit: the verified faster kernels written into the copy;
+#   4. tritondx apply --commit (--write where git is missing): the verified faster kernels written into the copy;
 #   5. bench/capture/bench_step.py: the copy loaded as `liger_kernel_patched` next to the installed liger_kernel in
 #      one process; step time before/after (CUDA events, interleaved rounds), outputs compared, each kernel's own
 #      time in the step before/after (torch.profiler) with its share of the step, and Amdahl's prediction.
@@ -43,6 +43,7 @@ WORK=${WORK:-runs/capture_step_$SIZE}
 DEVICE_ENV=${DEVICE_ENV:-bench/scripts/device_env.sh}
 BENCH_ARGS=${BENCH_ARGS:-}
 ACCEPT=${ACCEPT_UNMEASURED:+--accept-unmeasured}
+HAVE_GIT=${HAVE_GIT-$(command -v git)}   # without git (or HAVE_GIT=): apply --write (the patch written into the copy, not committed)
 if [ "$DEVICE_ENV" != none ]; then source "$DEVICE_ENV"; fi
 PY=${PYTHON:-python3}
 TDX="$PY -m tritondx.cli"
@@ -60,10 +61,13 @@ torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" || ret
   local src
   src=$($PY -c "import liger_kernel, os; print(os.path.dirname(liger_kernel.__file__))") || {
     echo "liger-kernel is not installed here: carry its wheel (bench/scripts/device_capture.sh says how)"; return 2; }
-  echo "== copy of $src -> $WORK/lib/liger_kernel (git: apply commits there)"
+  echo "== copy of $src -> $WORK/lib/liger_kernel (a git repository apply commits into, where git is installed)"
   rm -rf "$WORK" && mkdir -p "$WORK/lib"
   cp -r "$src" "$WORK/lib/liger_kernel" && find "$WORK/lib" -name __pycache__ -prune -exec rm -rf {} +
-  git -C "$WORK/lib" init -q && git -C "$WORK/lib" add -A && git -C "$WORK/lib" commit -qm "liger_kernel as installed" || return 2
+  if [ -n "$HAVE_GIT" ]; then
+    git -C "$WORK/lib" init -q && git -C "$WORK/lib" add -A && git -C "$WORK/lib" commit -qm "liger_kernel as installed" \
+      || return 2
+  fi
   local lib
   lib=$(cd "$WORK/lib" && pwd)
 
@@ -83,9 +87,9 @@ torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" || ret
   cp "$WORK/batch/summary.md" "$RESULTS/batch_summary.md" 2>/dev/null
   cp "$WORK/batch/results.json" "$RESULTS/batch_results.json" 2>/dev/null
 
-  echo "== apply --commit into the copy ($(el) s)"
-  $TDX apply "$WORK/batch" --commit
-  git -C "$WORK/lib" log --oneline
+  echo "== apply into the copy ($(el) s)"
+  if [ -n "$HAVE_GIT" ]; then $TDX apply "$WORK/batch" --commit; git -C "$WORK/lib" log --oneline
+  else $TDX apply "$WORK/batch" --write; fi
   : > "$RESULTS/apply_all.patch"
   for p in "$WORK"/batch/runs/*/apply.patch; do [ -f "$p" ] && { cat "$p"; echo; } >> "$RESULTS/apply_all.patch"; done
 

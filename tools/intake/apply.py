@@ -48,6 +48,7 @@ class ApplyResult:
     commit: str | None = None
     unchanged: bool = False
     why_unchanged: str = ""
+    written: bool = False
 
     def summary(self) -> str:
         if self.unchanged:
@@ -56,6 +57,8 @@ class ApplyResult:
         head = f"{self.task}: patch {self.patch_path} ({', '.join(self.files)})"
         if self.commit:
             head += f", committed {self.commit[:12]}"
+        elif self.written:
+            head += ", written into the files"
         return "\n".join([head] + [f"  review: {n}" for n in self.notes])
 
 
@@ -348,7 +351,8 @@ def _why_initial(report: dict[str, Any]) -> str:
     return ""
 
 
-def apply_one(run: Path, commit: bool = False, speed: dict[str, Any] | None = None) -> ApplyResult:
+def apply_one(run: Path, commit: bool = False, speed: dict[str, Any] | None = None,
+              write: bool = False) -> ApplyResult:
     report_p, opt_p = run / "report.json", run / "optimized_task.py"
     if not report_p.exists() or not opt_p.exists():
         raise ApplyError(str(run), "not a finished run folder (no report.json / optimized_task.py)")
@@ -403,6 +407,11 @@ def apply_one(run: Path, commit: bool = False, speed: dict[str, Any] | None = No
     res.patch_path.write_text("\n".join(header) + "\n" + "".join(diffs))
     if commit:
         res.commit = _commit(new_texts, name, kernel, report, speed, res)
+    elif write:   # the files changed in place, no git needed (a library's copy, a host without git)
+        for path, new in new_texts.items():
+            if Path(path).read_text() != new:
+                Path(path).write_text(new)
+        res.written = True
     return res
 
 
@@ -426,10 +435,10 @@ def _commit(new_texts: dict[str, str], name: str, kernel: str, report: dict, spe
     return subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
 
 
-def apply_run(run: Path, commit: bool = False) -> list[ApplyResult]:
+def apply_run(run: Path, commit: bool = False, write: bool = False) -> list[ApplyResult]:
     """One run folder, or every captured task's run of a batch folder (its results.json)."""
     if (run / "report.json").exists():
-        return [apply_one(run, commit)]
+        return [apply_one(run, commit, write=write)]
     results_p = run / "results.json"
     if not results_p.exists():
         raise ApplyError(str(run), "neither a run folder (report.json) nor a batch folder (results.json)")
@@ -441,7 +450,7 @@ def apply_run(run: Path, commit: bool = False) -> list[ApplyResult]:
         speed = {"speedup": entry["speedup"], "where": "tritondx batch final bench, side by side"} \
             if entry.get("speedup") else None
         try:
-            out.append(apply_one(rd, commit, speed))
+            out.append(apply_one(rd, commit, speed, write=write))
         except ApplyError as exc:
             if "not a captured task" not in exc.problem:
                 raise

@@ -116,3 +116,19 @@ def test_capture_batch_apply_end_to_end(captured, user_repo, tmp_path, tdx, run_
     subprocess.run(["git", "-C", str(work), "apply", str(bdir / "runs" / "scale_add_kernel" / "apply.patch")],
                    check=True)
     assert run_interpreted("import runpy; runpy.run_path('main.py', run_name='__main__')", work).strip() == "ok"
+
+
+def test_write_changes_the_files_without_git(captured, user_repo, tmp_path, tdx, edit):
+    out, _ = captured
+    run = _run_folder(out / "scale_add_kernel.py", tmp_path, EDITS, edit)
+    path = user_repo / "mykernels.py"
+    before = path.read_text()
+    try:
+        r = tdx("apply", str(run), "--write", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "written into the files" in r.stdout
+        text = path.read_text()
+        assert "SCALE_BLOCK = 1024" in text and "    return alpha * x" in text and "num_warps=4)" in text
+        assert (run / "apply.patch").exists()
+    finally:
+        path.write_text(before)
