@@ -339,6 +339,7 @@ class Judge:
                 if flip_branches(self.plan.branches, self.device):
                     self._ran(FLIP)
                 self._flipped()
+                self._state_check()   # the flipped runner's calls too
         finally:
             if own_contract:
                 self.contract.close()
