@@ -11,7 +11,9 @@ cross-entropy, then the backward pass through all of it. The Triton kernels are 
 the matrix products and attention are PyTorch's (cuBLAS, SDPA), as in a real model. Sizes:
 
 - ``--size h200``: Llama-3-8B's block (hidden 4096, 32 query / 8 KV heads of 128, MLP 14336, vocabulary 128256),
-  batch 4 x 2048 tokens, bf16, on CUDA: about 15 GiB, one block's step is a few tens of milliseconds on an H200;
+  batch 4 x 2048 tokens, bf16, on CUDA: 4.7 GiB of parameters and gradients (the 128256 x 4096 embedding and LM
+  head are most of it) plus a few GiB of activations; ~37 TFLOP a step (the LM head two thirds of it), so on the
+  order of 0.1 s on an H200, Liger's kernels a minor share of it (Amdahl);
 - ``--size tiny``: the same structure at toy sizes (CPU tests, the capture flow under ``TRITON_INTERPRET=1``).
 
 Where a Liger kernel cannot run (``--impl auto``): on CUDA every op is Liger's; under the Triton interpreter
@@ -127,14 +129,16 @@ class Model:
     """Parameters of an embedding, ``layers`` decoder blocks, a final norm and an LM head (untied)."""
 
     def __init__(self, size: dict, layers: int, device: str, dtype: torch.dtype, seed: int = 0):
-        g = torch.Generator(device="cpu").manual_seed(seed)
+        g = torch.Generator(device=device).manual_seed(seed)   # drawn where they live (1.3e9 values at h200)
         H, V = size["hidden"], size["vocab"]
         q, kv = size["heads"] * size["head_dim"], size["kv_heads"] * size["head_dim"]
         self.size, self.eps = size, 1e-5
 
         def p(*shape, std=0.02, ones=False):
-            t = torch.ones(*shape) if ones else torch.randn(*shape, generator=g) * std
-            return t.to(device=device, dtype=dtype).requires_grad_()
+            if ones:
+                return torch.ones(*shape, device=device, dtype=dtype).requires_grad_()
+            t = torch.randn(*shape, generator=g, device=device, dtype=torch.float32) * std
+            return t.to(dtype).requires_grad_()
 
         self.embed = p(V, H)
         self.blocks = [dict(ln1=p(H, ones=True), wq=p(q, H), wk=p(kv, H), wv=p(kv, H), wo=p(H, q),
@@ -191,6 +195,14 @@ def batch(size: dict, device: str, seed: int = 1) -> tuple[torch.Tensor, torch.T
     return tokens[:, :-1].contiguous().to(device), tokens[:, 1:].contiguous().to(device)
 
 
+def memory_gib(size: dict, layers: int) -> float:
+    """Parameters and their gradients in bf16, GiB (activations come on top: a few GiB at h200)."""
+    H, V, q = size["hidden"], size["vocab"], size["heads"] * size["head_dim"]
+    kv, m = size["kv_heads"] * size["head_dim"], size["mlp"]
+    per_layer = 2 * H + H * q * 2 + 2 * H * kv + 3 * H * m
+    return 2 * 2 * (2 * V * H + H + layers * per_layer) / 2 ** 30
+
+
 def step(model: Model, tokens, target, ops: Ops) -> torch.Tensor:
     """One training step's forward and backward; the gradients land in the parameters' ``.grad``."""
     for t in model.parameters():
@@ -213,8 +225,8 @@ def main(argv: list[str] | None = None) -> None:
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     size = SIZES[args.size]
     ops = make_ops(args.impl, args.pkg, device)
-    print(f"step: size {args.size}, {args.layers} block(s), {device} {str(dtype).replace('torch.', '')}; "
-          f"ops: {ops.describe()}", flush=True)
+    print(f"step: size {args.size}, {args.layers} block(s), {device} {str(dtype).replace('torch.', '')}, "
+          f"{memory_gib(size, args.layers):.1f} GiB of parameters and gradients; ops: {ops.describe()}", flush=True)
     if "torch" in ops.impl.values() and args.impl == "auto":
         why = ("Liger's kernels cannot run under the Triton interpreter (they call .to on a float scalar "
                "argument)" if interpreting() else "no GPU and no TRITON_INTERPRET=1")
