@@ -27,7 +27,6 @@ import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
     add_call_kwargs,
-    add_params,
     calls_named,
     code_of,
     constexpr_names,
@@ -41,6 +40,7 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     stmt,
 )
+from tritondx.tools.rewrite.rows_per_program import append_params
 from tritondx.tools.rewrite.tile_2d import NOT_ELEMENTWISE, _find, _grid_tuple, _pure
 
 R, C, OK, TOTAL, BLOCK_R, BLOCK_C = "_tdx_r", "_tdx_c", "_tdx_in", "TDX_TOTAL", "TDX_BLOCK_R", "TDX_BLOCK_C"
@@ -200,8 +200,8 @@ def tile_kernel(fn: cst.FunctionDef, plan: dict) -> cst.FunctionDef:
         else:
             body.append(st.visit(T()))
     new = fn.with_changes(body=fn.body.with_changes(body=body))
-    new = add_params(new, [TOTAL])
-    return add_params(new, [BLOCK_R, BLOCK_C], constexpr=True)
+    new = append_params(new, [TOTAL])
+    return append_params(new, [BLOCK_R, BLOCK_C], constexpr=True)
 
 
 def tiles_source(source: str, kernel: str, rows: int, cols: int) -> tuple[str, str] | None:

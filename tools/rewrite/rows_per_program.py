@@ -18,7 +18,8 @@ launch so that a program holds about ``ELEMS`` elements (a power of two, at most
 Sound where every row's work stays its own: a 1-D kernel (no ``[:, None]`` yet), no dot, reshape, scan, sort,
 atomic or call of another jit function, every store addressed by the row, no ``if``/``while`` on anything but
 parameters, no loop whose bounds depend on the row, and no value started as a Python scalar and updated later
-(a scalar accumulator would change type inside a loop). The verifier decides the rest.
+(a scalar accumulator would change type inside a loop), no parameter advanced inside a loop (at the top level,
+``X += row * stride`` is fine: it becomes a column of pointers). The verifier decides the rest.
 """
 
 from __future__ import annotations
@@ -106,23 +107,45 @@ def kernel_axis(fn: cst.FunctionDef) -> int | None:
     if not pids or any(_axis(c) is None for c in pids):
         return None
     # a Python scalar that is updated later would become a column of the block: its type changes in a loop
+    # (a parameter advanced at the top level, ``X += row * stride``, just becomes a column of pointers; inside a
+    # loop it would be carried from one iteration to the next with a changed shape)
     assigned: dict[str, int] = {}
     scalar_init: set[str] = set()
+    in_loop: set[str] = set()
 
     class V(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.depth = 0
+
+        def visit_For(self, n) -> None:
+            self.depth += 1
+
+        def leave_For(self, n) -> None:
+            self.depth -= 1
+
+        def visit_While(self, n) -> None:
+            self.depth += 1
+
+        def leave_While(self, n) -> None:
+            self.depth -= 1
+
         def visit_Assign(self, n: cst.Assign) -> None:
             for t in n.targets:
                 for nm in names_in(t.target):
                     assigned[nm] = assigned.get(nm, 0) + 1
+                    if self.depth:
+                        in_loop.add(nm)
             if _is_number(n.value):
                 scalar_init.update(names_in(n.targets[0].target))
 
         def visit_AugAssign(self, n: cst.AugAssign) -> None:
             for nm in names_in(n.target):
                 assigned[nm] = assigned.get(nm, 0) + 2
+                if self.depth:
+                    in_loop.add(nm)
 
     fn.visit(V())
-    if any(assigned.get(n, 0) > 1 for n in scalar_init) or set(assigned) & params:
+    if any(assigned.get(n, 0) > 1 for n in scalar_init) or in_loop & params:
         return None
     for ax in sorted({_axis(c) for c in calls_named(fn, "tl.program_id")}):
         derived = _pid_names(fn, ax) | _loaded_names(fn)
@@ -240,8 +263,23 @@ def rows_kernel(fn: cst.FunctionDef, axis: int) -> cst.FunctionDef:
                 f"  # {BLOCK_R} rows per program (was one)"),
            stmt(f"{ROWS_OK} = {ROWS} < {ROWS_N}")]
     new = new.with_changes(body=new.body.with_changes(body=head + pre + body))
-    new = add_params(new, [ROWS_N])
-    return add_params(new, [BLOCK_R], constexpr=True)
+    new = append_params(new, [ROWS_N])
+    return append_params(new, [BLOCK_R], constexpr=True)
+
+
+def append_params(fn: cst.FunctionDef, names: list[str], constexpr: bool = False) -> cst.FunctionDef:
+    """``add_params``; after parameters with defaults the new ones get a default too (``= 1``, never used: every
+    launch passes them by keyword), so positional arguments keep their places."""
+    if not any(p.default is not None for p in fn.params.params):
+        return add_params(fn, names, constexpr)
+    params = list(fn.params.params)
+    params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    eq = cst.AssignEqual(cst.SimpleWhitespace(" " if constexpr else ""), cst.SimpleWhitespace(" " if constexpr else ""))
+    for i, n in enumerate(names):
+        ann = cst.Annotation(annotation=expr("tl.constexpr")) if constexpr else None
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(names) - 1 else cst.MaybeSentinel.DEFAULT
+        params.append(cst.Param(name=cst.Name(n), annotation=ann, default=cst.Integer("1"), equal=eq, comma=comma))
+    return fn.with_changes(params=fn.params.with_changes(params=params))
 
 
 def _block_exprs(fn: cst.FunctionDef, bound: dict[str, cst.BaseExpression]) -> list[str] | None:

@@ -44,6 +44,7 @@ from tritondx.tools.rewrite.cst_util import (
     subst,
 )
 from tritondx.tools.rewrite.grid_to_cores import HELPER as SM_HELPER
+from tritondx.tools.rewrite.rows_per_program import append_params
 from tritondx.tools.rewrite.tile_2d import _axis, _find, _grid_tuple, _pure
 
 ANSWERS = ("launch_grid_small", "grid_too_small")
@@ -160,14 +161,8 @@ def split_kernels(fn: cst.FunctionDef, plan: dict) -> tuple[cst.FunctionDef, cst
 
 
 def _add_params(fn: cst.FunctionDef, plain: list[str], const: list[str]) -> cst.FunctionDef:
-    params = list(fn.params.params)
-    if params:
-        params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    new = [cst.Param(cst.Name(p)) for p in plain] + [
-        cst.Param(cst.Name(p), annotation=cst.Annotation(expr("tl.constexpr"))) for p in const]
-    for j, p in enumerate(new[:-1]):
-        new[j] = p.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return fn.with_changes(params=fn.params.with_changes(params=params + new))
+    fn = append_params(fn, plain) if plain else fn
+    return append_params(fn, const, constexpr=True) if const else fn
 
 
 def split_source(source: str, per_sm: int = PER_SM) -> tuple[str, list[str]] | None:

@@ -65,3 +65,57 @@ def test_kernels_it_cannot_take_are_left_alone():
     assert rows_source(ok.replace("tl.store(out_ptr + row,", "tl.store(out_ptr,"), "k", 2048, 64) is None  # shared store
     assert rows_source(ok.replace("range(0, N, BLOCK)", "range(0, N + row, BLOCK)"), "k", 2048, 64) is None
     assert rows_source(ok.replace("tl.sum(acc, axis=0)", "tl.cumsum(acc, axis=0)"), "k", 2048, 64) is None
+
+
+ADVANCED = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def unit_rows_kernel(X, Y, stride, N, eps, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * stride
+    Y += row * stride
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+    rstd = 1 / tl.sqrt(tl.sum(x * x, axis=0) + eps)
+    tl.store(Y + cols, x * rstd, mask=cols < N)
+
+
+def launch(x):
+    y = torch.empty_like(x)
+    unit_rows_kernel[(x.shape[0],)](x, y, x.stride(0), x.shape[1], 1e-6, triton.next_power_of_2(x.shape[1]))
+    return y
+
+
+def reference(x):
+    return x / torch.sqrt((x.float() ** 2).sum(-1, keepdim=True) + 1e-6)
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
+
+
+CHECK_SHAPES = [(130, 24)]
+BENCH_SHAPES = [(1 << 20, 32)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}
+'''
+
+
+def test_pointer_advanced_at_the_top_level(tmp_path):
+    """``X += row * stride`` (the usual idiom) becomes a column of pointers; the constexpr passed positionally."""
+    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.verify.api import verify_candidate
+    task = tmp_path / "unit_rows.py"
+    task.write_text(ADVANCED)
+    src, _ = rows_source(ADVANCED, "unit_rows_kernel", 2048, 64)
+    cand = tmp_path / "cand.py"
+    cand.write_text(src)
+    r = verify_candidate(str(task), str(cand), "c", get_backend("interpreter"))
+    assert r.passed, f"{r.klass}: {r.reason}"
+    looped = ADVANCED.replace("    x = tl.load(X + cols", "    for _ in range(1):\n        X += 0\n    x = tl.load(X + cols")
+    assert rows_source(looped, "unit_rows_kernel", 2048, 64) is None   # advanced inside a loop
