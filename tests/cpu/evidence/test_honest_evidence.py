@@ -30,8 +30,12 @@ def test_without_timing_the_initial_kernel_stays_the_result():
     assert took["id"] == "r1c1" and "--accept-unmeasured" in took["rule"] and took["measured"] is False
     offered = unmeasured_choice(passed, initial, interactive=True, accept_unmeasured=False)
     assert offered["id"] == "r1c1" and "final approval" in offered["rule"]
-    # never stacked: an unmeasured pick is not replaced by a later unmeasured candidate
-    assert unmeasured_choice([{"id": "r2c1", "path": "y", "family": "g"}], took, False, True)["id"] == "r1c1"
+    # --accept-unmeasured: a later round's candidate (written on the pick) replaces it, and says what it carries
+    on = unmeasured_choice([{"id": "r2c1", "path": "y", "family": "g"}], took, False, True)
+    assert on["id"] == "r2c1" and on["built_on"] == ["r1c1"] and "built on r1c1" in on["rule"]
+    assert on["measured"] is False and "speed not measured" in on["rule"]
+    # a person in the loop: the offered pick is not replaced
+    assert unmeasured_choice([{"id": "r2c1", "path": "y", "family": "g"}], offered, True, False)["id"] == "r1c1"
 
 
 def test_a_smaller_block_does_not_cite_a_too_small_block_finding():
