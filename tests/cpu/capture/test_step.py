@@ -83,3 +83,37 @@ def test_the_gpu_script_runs_its_whole_flow_at_the_tiny_size_on_cpu(tmp_path):
     assert doc["outputs"]["match"] is True and doc["after"]["cross_entropy"] == "liger_kernel_patched"
     assert {k["kernel"] for k in doc["kernels"]} == {k["kernel"] for k in cap["kernels"]}
     assert "== done in" in (res / "run.log").read_text()
+
+
+def test_the_gpu_report_amdahl_and_table():
+    """The GPU-only parts of the bench's report, from a made-up profile: Amdahl's prediction and the table."""
+    sys.path.insert(0, str(CAP))
+    import bench_step
+    kernels = [{"kernel": "_rms_norm_forward_kernel", "ms_before": 2.0, "ms_after": 1.0, "speedup_in_step": 2.0,
+                "share_of_step_before": 0.02, "task": "rms_norm_forward_kernel", "task_speedup": 1.9, "patched": True,
+                "captured_share": 0.3},
+               {"kernel": "liger_cross_entropy_kernel", "ms_before": 8.0, "ms_after": 8.0, "speedup_in_step": 1.0,
+                "share_of_step_before": 0.08},
+               {"kernel": "_swiglu_backward_kernel", "ms_before": None, "ms_after": None, "speedup_in_step": None,
+                "share_of_step_before": None, "captured_share": 0.1}]
+    # 2% of the step twice as fast: 1 / (0.98 + 0.01)
+    assert abs(bench_step.amdahl(kernels) - 1 / 0.99) < 1e-12
+    assert bench_step.amdahl(kernels[2:]) is None
+    doc = {"size": "h200", "device": "NVIDIA H200", "date": "d", "what": "w", "layers": 1, "dims": S_DIMS,
+           "dtype": "torch.bfloat16", "versions": {"torch": "x"},
+           "step_ms": {"before": 100.0, "after": 99.0, "speedup": 100 / 99, "rounds_before": [100.0] * 6,
+                       "steps_per_round": 10, "timing": "CUDA events"},
+           "outputs": {"match": True, "over": {}, "rule": "r", "tolerance_rel_l2": 2e-2,
+                       "after_vs_before_worst": ["loss", 0.0], "before_vs_torch_worst": ["loss", 1e-3],
+                       "after_vs_torch_worst": ["loss", 1e-3], "loss_before": 11.9, "loss_after": 11.9,
+                       "loss_torch": 11.9},
+           "kernels": kernels, "amdahl_predicted_speedup": bench_step.amdahl(kernels)}
+    md = bench_step.markdown(doc)
+    assert "| step time (CUDA events, median of 6 rounds x 10 steps) | 100.000 ms | 99.000 ms | **1.010x** |" in md
+    assert "predicts 1.010x" in md
+    assert "| _rms_norm_forward_kernel | 2.0% | 2.000 | 1.000 | 2.00 | 1.90 | yes | 30.0% |" in md
+    assert "| _swiglu_backward_kernel | - | - | - | - | - | no | 10.0% |" in md
+
+
+S_DIMS = {"hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "mlp": 14336, "vocab": 128256, "batch": 4,
+          "seq": 2048}
