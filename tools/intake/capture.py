@@ -6,6 +6,12 @@ already had), so every Python process the command starts (``python script.py``, 
 subprocesses) records its Triton launches into the capture folder. Afterwards the records of all processes
 are merged per kernel and ranked by their share of the total kernel time: GPU time (CUDA events) on a GPU,
 wall time of the launch under the interpreter (the table says which).
+
+The capture exits with the program's status (:func:`conclude`). A launch that raised is recorded by the hook
+(the kernel, the line it failed at, why: ``hook.describe_failure``), so a failed program's last line names
+what failed (that kernel, else the program's uncaught exception) rather than a consequence (a kernel with no
+written tensors); a kernel the interpreter cannot run (a method called on a scalar argument, which the
+interpreter passes as a Python number) is said to be one.
 """
 
 from __future__ import annotations
