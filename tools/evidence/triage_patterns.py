@@ -292,6 +292,19 @@ def wrapper_copy_patterns(tree: ast.Module) -> list[Pattern]:
                                    f"({n.targets[0].id} = ...{n.value.func.attr}()) before the launch: one extra "
                                    "read and write of the tensor that strides in the kernel would avoid",
                                    n.lineno, ["strided_args"], "medium", None, {"tensor": n.targets[0].id}))
+        # after the launch: ``return out.transpose(1, 2).contiguous()`` of an output the kernel wrote
+        for n in ast.walk(host):
+            if isinstance(n, ast.Return) and n.value is not None and layout_copy(n.value):
+                base = n.value.func.value
+                while isinstance(base, (ast.Call, ast.Attribute)):
+                    base = base.func.value if isinstance(base, ast.Call) else base.value
+                if isinstance(base, ast.Name) and base.id in passed:
+                    out.append(Pattern("wrapper_copy",
+                                       f"{host.name} returns {ast.unparse(n.value)}: the kernel's output copied into "
+                                       "a new layout after the launch, one extra read and write of it that "
+                                       "writing through the strides of the final layout would avoid",
+                                       n.lineno, ["strided_args"], "medium", None,
+                                       {"tensor": base.id, "side": "output"}))
     return out
 
 
