@@ -1116,8 +1116,10 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
                     free.put(slot)
 
             # a detached task's baselines job is waited for on a thread of its own (``PendingTask``)
-            with ThreadPoolExecutor(max_workers=len(slots)) as pool, \
-                    ThreadPoolExecutor(max_workers=max(1, len(todo)), thread_name_prefix="tdx-pending") as waiters:
+            pool = ThreadPoolExecutor(max_workers=len(slots))
+            waiters = ThreadPoolExecutor(max_workers=max(1, len(todo)), thread_name_prefix="tdx-pending")
+            stopped = False
+            try:
                 running = {pool.submit(one, t) for t in todo}
                 while running:
                     done, running = wait(running, return_when=FIRST_COMPLETED)
@@ -1127,6 +1129,12 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
                             running.add(waiters.submit(got.finish))
                         else:
                             on_result_held(got)
+            except BaseException:  # Ctrl-C, SIGTERM: not held up by the runs still going (they die with us;
+                stopped = True     # their checkpoints stay, and the next batch on this folder resumes them)
+                raise
+            finally:
+                for ex in (pool, waiters):
+                    ex.shutdown(wait=not stopped, cancel_futures=stopped)
     finally:
         sampler.__exit__(None, None, None)
         held_meta()

@@ -191,3 +191,34 @@ def test_run_program_removes_its_boot_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     assert run_program([sys.executable, "-c", "pass"], tmp_path / "records") == 0
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_stopped_batch_ends_at_once_and_names_the_command_that_continues_it(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "hangs.py").write_text(HANGING_TASK)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "batch"
+    env = {**cli_env(tmp_path / "runs"), "TMPDIR": str(tmp), "TRITONDX_HEARTBEAT_S": "2"}
+    p = subprocess.Popen([exe(), "batch", str(suite), "--out", str(out), "--backend", "interpreter"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not (out / "runs" / "hangs" / "run.json").exists():
+            time.sleep(0.5)
+        time.sleep(5)  # the task's probe hangs (300 s limit)
+        p.terminate()
+        t0 = time.time()
+        out_text, err = p.communicate(timeout=60)
+        took = time.time() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 143 and took < 20, (took, err)
+    assert "batch: 1 running (hangs " in err  # a pipe, not a terminal: lines, not a bar
+    assert f"tritondx: stopped (SIGTERM); continue the batch (its finished tasks are kept) with: tritondx batch " \
+           f"{suite} --out {out}" in err
+    assert list(tmp.iterdir()) == []
