@@ -207,7 +207,8 @@ def added_branches(original_source: str, candidate_source: str) -> list[Branch]:
 # needs no check of the side that runs exactly what the original runs: with the test taking that side, the
 # function behaves as the original's (same statements, fresh assignments nothing reads dropped), every
 # module-level name it reaches (kernels, helpers, constants, imports) is defined as in the original, every
-# function on the way from another function to it is the original's, and the test itself has no effect.
+# function on the way from another function to it is the original's, the module runs nothing new at import
+# (beyond definitions, imports and pure constants under new names), and the test itself has no effect.
 
 
 def _pure(node: ast.AST) -> bool:
@@ -311,6 +312,22 @@ def _definitions(tree: ast.Module) -> dict[str, list[ast.AST]]:
     return out
 
 
+def _module_statements(tree: ast.Module, original_defs: dict[str, list[ast.AST]]) -> list[str]:
+    """The module's top-level statements that run at import with an effect of their own: all but function and
+    class definitions, imports, and pure assignments to names the original does not define."""
+    out = []
+    for s in tree.body:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(s, ast.Assign) and _pure(s.value) and all(
+                isinstance(t, ast.Name) and t.id not in original_defs for t in s.targets):
+            continue
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):   # a docstring
+            continue
+        out.append(ast.dump(s))
+    return out
+
+
 def _dump(nodes: list[ast.AST] | None) -> str | None:
     return None if nodes is None else "\n".join(ast.dump(n) for n in nodes)
 
@@ -336,6 +353,8 @@ def original_side(orig: ast.Module, cand: ast.Module, fn: ast.FunctionDef, node:
                                                                                       type_ignores=[])):
         return False
     odefs, cdefs = _definitions(orig), _definitions(cand)
+    if _module_statements(orig, odefs) != _module_statements(cand, odefs):   # import-time effects
+        return False
     # every module-level name the side reaches (through the functions it calls) is the original's
     seen: set[str] = {fn.name}
     todo = list(_loaded(inlined))

@@ -66,3 +66,15 @@ def test_the_original_as_true_side(rw):
                         "def launch(x):\n    if x.shape[0] > 1:\n        return softmax(x)\n    return torch.softmax(x, -1)")
     (b,) = added_branches(orig, cand)
     assert b.needs == [False] and b.original == [True]
+
+
+def test_a_module_level_effect_is_not_the_original(rw):
+    ctx = rw.context_from(TASK, [])
+    fallback = next(p for p in propose(ctx, limit=8) if p.params.get("template") == "softmax_row_or_original")
+    orig = ctx.original.source
+    effect = fallback.source.replace("PROGRAMS = 32\n", "PROGRAMS = 32\ntorch.set_flush_denormal(True)\n")
+    (b,) = added_branches(orig, effect)
+    assert b.needs == [True, False]
+    fresh = fallback.source.replace("PROGRAMS = 32\n", "PROGRAMS = 32\n_TDX_LIMIT = 16384\n")
+    (b,) = added_branches(orig, fresh)
+    assert b.needs == [True]                    # a new constant under a new name changes nothing
