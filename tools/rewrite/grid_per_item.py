@@ -36,7 +36,7 @@ from tritondx.tools.rewrite.cst_util import (
     stmts,
     subst,
 )
-from tritondx.tools.rewrite.tile_2d import _axis, _grid_tuple, _pure
+from tritondx.tools.rewrite.tile_2d import _axis, _grid_tuple, _pid_names, _pure
 
 #: detectors whose findings this family answers (besides findings that suggest it by name)
 ANSWERS = ("fixed_program_count", "grid_too_small", "capped_program_count")
@@ -80,6 +80,10 @@ def _loop_plan(fn: cst.FunctionDef) -> tuple[int, cst.For, int, str, str | None]
         return None
     # no exit of the loop's own, no state carried between iterations
     if _exits(loop.body):
+        return None
+    # the body sees its item only through the loop variable: a name of the program id (a per-program partial's
+    # slot) would mean something else with one program per item
+    if names_in(loop.body) & _pid_names(fn, axis) or any(_axis(c) == axis for c in calls_named(loop.body, "tl.program_id")):
         return None
     inside = _assigned(loop.body) | {loop.target.value}
     before = set().union(set(), *(names_in(s) for s in body[:-1]))

@@ -79,3 +79,11 @@ def test_program_count_used_in_the_body_is_left_alone():
         "tl.store(out_ptr + r * N + cols, tl.load(x_ptr + r * N + cols) * tl.num_programs(0))").replace(
         "    tl.store(out_ptr + pid * N + cols, acc, mask=cols < N)\n", "")
     assert per_item_source(src) is None
+
+
+def test_program_id_read_in_the_body_is_left_alone():
+    per_program = CARRIED.replace("    acc = tl.zeros([BLOCK], tl.float32)\n", "").replace(
+        "acc += tl.load(x_ptr + r * N + cols, mask=cols < N, other=0.0)",
+        "tl.atomic_add(out_ptr + pid * N + cols, tl.load(x_ptr + r * N + cols, mask=cols < N, other=0.0))").replace(
+        "    tl.store(out_ptr + pid * N + cols, acc, mask=cols < N)\n", "")
+    assert per_item_source(per_program) is None               # partials kept per program slot
