@@ -143,3 +143,6 @@ def test_readme_names_the_command_and_the_cost():
     assert [b.strip() for b in blocks] == ["bash scripts/run-example.sh", "bash scripts/test.sh"]
     assert ".venv/bin/tritondx" in section and "minutes on 2 cores" in section
     assert "triton-ascend" in section
+    # what the first command installs (not the test extras), where pip's output goes, measured times with conditions
+    assert "not the test extras" in section and ".venv/bootstrap.log" in section
+    assert "load average" in section and re.search(r"\d+-\d+ s", section)
