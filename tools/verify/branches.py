@@ -582,7 +582,9 @@ class _Walker:
                     ev.eval(s.iter)
                 else:
                     ev.eval(s.test)
+                marks = len(self.walk.raises), len(self.walk.failed_asserts)
                 self.block(s.body, inner, fn, depth)
+                self._unknown_path(marks)   # it may run no time
                 for k in inner:
                     if k not in env or inner[k] is not env[k]:
                         env[k] = UNKNOWN
@@ -610,6 +612,7 @@ class _Walker:
 
     def _both(self, a: list[ast.stmt], b: list[ast.stmt], env: dict[str, Any], fn: str, depth: int):
         ea, eb = dict(env), dict(env)
+        marks = len(self.walk.raises), len(self.walk.failed_asserts)
         ra = self.block(a, ea, fn, depth)
         rb = self.block(b, eb, fn, depth)
         for k in set(ea) | set(eb):
@@ -619,7 +622,17 @@ class _Walker:
             env[k] = va if same else UNKNOWN
         if ra and rb and ra[0] == rb[0] == "raise":
             return ra
+        self._unknown_path(marks)
         return None
+
+    def _unknown_path(self, marks: tuple[int, int]) -> None:
+        """Forget the raises and failing asserts met since ``marks`` on a path that may not run (one side of a test
+        the evaluator could not decide, a loop it could not count): ``Walk.raises`` are on known paths only. (A
+        launcher whose ``x.view(-1, N)`` the evaluator cannot follow reported its ``if N > BLOCK: raise`` as
+        reached, and every value-stress case of two corpus norms was dropped as "the original launcher rejects
+        it".)"""
+        del self.walk.raises[marks[0]:]
+        del self.walk.failed_asserts[marks[1]:]
 
 
 def walk_launch(source: str, inputs: tuple, tree: ast.Module | None = None) -> Walk:

@@ -120,3 +120,29 @@ def launch(x):
     by_line = {int(k.split(":")[1]): v for k, v in w.outcomes.items()}
     assert by_line[5] == {False} and by_line[10] == {False}
     assert 2 ** 30 in w.constants
+
+
+def test_a_raise_on_a_path_the_evaluator_cannot_decide_is_not_reached():
+    """``Walk.raises`` are raises on known paths: behind ``x.view(-1, ...)`` (not followed by the evaluator) the
+    test ``N > BLOCK`` is unknown, and its raise must not make the original launcher "reject" a derived or stressed
+    case (two corpus norms lost every value-stress case so, 2026-12-04); on a known path it still counts."""
+    import torch
+
+    from tritondx.tools.verify.branches import walk_launch
+    src = '''
+def launch(x, w):
+    x2 = x.view(-1, x.shape[-1])
+    M, N = x2.shape
+    BLOCK = min(4096, N)
+    if N > BLOCK:
+        raise RuntimeError("too wide")
+    for i in range(M):
+        assert N < 0
+    if x.shape[-1] > 8:
+        raise RuntimeError("known")
+    return x
+'''
+    w = walk_launch(src, (torch.empty(2, 3, 4), torch.empty(4)))
+    assert w.raises == [] and w.failed_asserts == [], (w.raises, w.failed_asserts)
+    w = walk_launch(src, (torch.empty(2, 3, 16), torch.empty(16)))
+    assert len(w.raises) == 1 and "known" in w.raises[0], w.raises
