@@ -532,8 +532,11 @@ def insert_before_function(module: cst.Module, name: str, statements: list[cst.B
 
 
 def add_params(fn: cst.FunctionDef, names: list[str], constexpr: bool = False) -> cst.FunctionDef:
-    """Append parameters to a kernel signature (``NAME: tl.constexpr`` when constexpr), keeping its layout."""
+    """Append parameters to a kernel signature (``NAME: tl.constexpr`` when constexpr), keeping its layout. After
+    parameters with defaults the new ones get a default too (``= 1``, never used: the rewrites pass them by
+    keyword at every launch), so positional arguments keep their places."""
     params = list(fn.params.params)
+    defaults = any(p.default is not None for p in params)
     if params:
         last = params[-1]
         if last.comma is cst.MaybeSentinel.DEFAULT:
@@ -541,7 +544,10 @@ def add_params(fn: cst.FunctionDef, names: list[str], constexpr: bool = False) -
     for i, n in enumerate(names):
         ann = cst.Annotation(annotation=expr("tl.constexpr")) if constexpr else None
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(names) - 1 else cst.MaybeSentinel.DEFAULT
-        params.append(cst.Param(name=cst.Name(n), annotation=ann, comma=comma))
+        space = cst.SimpleWhitespace(" " if constexpr else "")
+        params.append(cst.Param(name=cst.Name(n), annotation=ann, comma=comma,
+                                **({"default": cst.Integer("1"), "equal": cst.AssignEqual(space, space)}
+                                   if defaults else {})))
     return fn.with_changes(params=fn.params.with_changes(params=params))
 
 

@@ -268,18 +268,8 @@ def rows_kernel(fn: cst.FunctionDef, axis: int) -> cst.FunctionDef:
 
 
 def append_params(fn: cst.FunctionDef, names: list[str], constexpr: bool = False) -> cst.FunctionDef:
-    """``add_params``; after parameters with defaults the new ones get a default too (``= 1``, never used: every
-    launch passes them by keyword), so positional arguments keep their places."""
-    if not any(p.default is not None for p in fn.params.params):
-        return add_params(fn, names, constexpr)
-    params = list(fn.params.params)
-    params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    eq = cst.AssignEqual(cst.SimpleWhitespace(" " if constexpr else ""), cst.SimpleWhitespace(" " if constexpr else ""))
-    for i, n in enumerate(names):
-        ann = cst.Annotation(annotation=expr("tl.constexpr")) if constexpr else None
-        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(names) - 1 else cst.MaybeSentinel.DEFAULT
-        params.append(cst.Param(name=cst.Name(n), annotation=ann, default=cst.Integer("1"), equal=eq, comma=comma))
-    return fn.with_changes(params=fn.params.with_changes(params=params))
+    """``add_params`` (which gives the new parameters defaults after defaulted ones)."""
+    return add_params(fn, names, constexpr)
 
 
 def _block_exprs(fn: cst.FunctionDef, bound: dict[str, cst.BaseExpression]) -> list[str] | None:
