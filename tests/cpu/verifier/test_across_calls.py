@@ -52,6 +52,7 @@ CASES = [
     Case(X / "x02_call_count_branchless.py", "state_across_calls", ("_CALLS",)),
     Case(X / "x03_default_argument_counter.py", "state_across_calls", ("launch",)),
     Case(X / "x04_skips_launch_when_counted.py", "state_across_calls", ("_STATE",)),
+    Case(X / "x05_global_int_counter.py", "state_across_calls", ("_CALLS",)),
     # honest controls: no state of their own (Triton's compile caches and the interpreter's helpers are not state)
     Case(ROOT / "examples" / "add_tiny_block.py", None),
     Case(HERE / "flips" / "h01_sm_count_helper.py", None),
