@@ -469,7 +469,7 @@ def main() -> None:
     except ValueError:  # not the main thread (an embedding caller): its own handlers stay
         pass
     try:
-        _main()
+        _run_cli()
     finally:
         for sig, h in handlers.items():
             signal.signal(sig, h)
@@ -480,7 +480,7 @@ def main() -> None:
         tempfile.tempdir = before[1]
 
 
-def _main() -> None:
+def _run_cli() -> None:
     import signal
     try:
         rv = app(standalone_mode=False)
