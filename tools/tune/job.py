@@ -134,7 +134,11 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
                     if isinstance(v, int) and not isinstance(v, bool):
                         vals.add(v)
         launched[k["key"]] = vals.pop() if len(vals) == 1 else None
-    doms = domains(knobs, launched)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count if env.cuda else 132
+    fill = {}
+    for r in launches:
+        fill[r.kernel] = min(fill.get(r.kernel, float("inf")), r.programs / sms)
+    doms = domains(knobs, launched, fill)
     errors: dict[str, str] = {}
 
     def evaluate(cfg: dict[str, int]) -> float | None:

@@ -4,8 +4,8 @@ A configuration maps a knob's key to its exponent (scale knobs: the value where 
 value (set knobs); a key left out keeps the task's own value. ``evaluate(config)`` returns the measured time, or
 ``None`` when the configuration failed (compile error, wrong output, fault).
 
-1. **Sweeps**: each knob alone, one step up and one down from the task's value, then on in the direction that
-   improved, ending after two steps that do not improve on that knob's best or at the first failure (larger tiles
+1. **Sweeps**: each knob alone, one step from the task's value the likelier way (a tile the grid follows is made
+   smaller first where the grid leaves SMs idle), on in that direction while it improves, else the other way, ending after two steps that do not improve on that knob's best or at the first failure (larger tiles
    stop compiling, smaller ones can stop being correct) - what ``triton.autotune`` users write by hand, without
    its fixed list.
 2. **Combination** of every knob's best.
@@ -38,6 +38,7 @@ class Domain:
     start: int
     kernel: str = ""
     launched: int | None = None    # a tile's value as launched (for the per-kernel tile bound)
+    first: int = 1                 # the direction tried first (-1: smaller values first)
 
 
 class Trial(BaseModel):
@@ -48,8 +49,11 @@ class Trial(BaseModel):
     phase: str = ""
 
 
-def domains(knobs: list[dict], launched: dict[str, int | None]) -> list[Domain]:
-    """Each knob's values (``knobs``: ``Knob`` dumps; ``launched``: key -> its value in the recorded launch)."""
+def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, float] | None = None
+            ) -> list[Domain]:
+    """Each knob's values (``knobs``: ``Knob`` dumps; ``launched``: key -> its value in the recorded launch;
+    ``fill``: kernel -> its programs per SM as launched). A tile the grid follows is tried smaller first where its
+    kernel's grid leaves SMs idle (fewer programs than SMs)."""
     out = []
     for k in knobs:
         kernel = k["params"][0].split(".", 1)[0]
@@ -69,7 +73,8 @@ def domains(knobs: list[dict], launched: dict[str, int | None]) -> list[Domain]:
         if v is None:
             exps = [e for e in range(-3, 4)]
         if len(exps) > 1:
-            out.append(Domain(k["key"], k["kind"], exps, 0, kernel, v))
+            first = -1 if k.get("grid_tied") and (fill or {}).get(kernel, 1.0) < 1.0 else 1
+            out.append(Domain(k["key"], k["kind"], exps, 0, kernel, v, first))
     return out
 
 
@@ -153,51 +158,28 @@ class Searcher:
         base = self.run_one({}, "as launched")
         if base is None:
             return self.trials
-        # 1. sweeps: one step either way first, then on in the direction that improved
-        per_knob: dict[str, int] = {}
-        for d in sorted(self.doms, key=lambda d: {"tile": 0, "count": 1, "warps": 2, "stages": 3}[d.kind]):
-            i0 = d.values.index(d.start)
-            first = {}
-            for step in (1, -1):
-                if 0 <= i0 + step < len(d.values):
-                    first[step] = self.run_one({d.key: d.values[i0 + step]}, "sweep")
-            good = sorted((t, s) for s, t in first.items() if t is not None and t < base * (1 - MIN_STEP_GAIN))
-            best_v, best_t = d.start, base
-            if good:
-                best_t, step = good[0]
-                best_v = d.values[i0 + step]
-                misses, i = 0, i0 + 2 * step
-                while 0 <= i < len(d.values) and misses < 2 and self.left():
-                    t = self.run_one({d.key: d.values[i]}, "sweep")
-                    if t is None:
-                        break
-                    if t < best_t * (1 - MIN_STEP_GAIN):
-                        best_v, best_t, misses = d.values[i], t, 0
-                    else:
-                        misses += 1
-                    i += step
-            if best_v != d.start:
-                per_knob[d.key] = best_v
-        # 2. every knob's best together
-        if len(per_knob) > 1:
-            self.run_one(per_knob, "combined")
-        # 3. line search from the best so far
-        improved = True
-        while improved and self.left():
+        cur, cur_t = {}, base
+        order = sorted(self.doms, key=lambda d: {"tile": 0, "count": 1, "warps": 2, "stages": 3}[d.kind])
+        for rnd in range(4):          # coordinate descent with runs, from the best so far
             improved = False
-            cur, cur_t = self.best()
-            for d in self.doms:
-                for step in (1, -1):
-                    pos = d.values.index(cur.get(d.key, d.start))
-                    moved = False
-                    while 0 <= pos + step < len(d.values) and self.left():
-                        trial = dict(cur, **{d.key: d.values[pos + step]})
-                        t = self.run_one(trial, "line")
-                        if t is None or cur_t is None or t >= cur_t * (1 - MIN_STEP_GAIN):
+            for d in order:
+                pos = d.values.index(cur.get(d.key, d.start))
+                for step in (d.first, -d.first):   # the likelier way first; the other only if that one did not pay
+                    moved, misses, i = False, 0, pos + step
+                    while 0 <= i < len(d.values) and misses < (2 if rnd == 0 else 1) and self.left():
+                        t = self.run_one(dict(cur, **{d.key: d.values[i]}), "sweep" if rnd == 0 else "line")
+                        if t is None:
                             break
-                        cur, cur_t, pos, moved, improved = self.norm(trial), t, pos + step, True, True
+                        if t < cur_t * (1 - MIN_STEP_GAIN):
+                            cur, cur_t, misses, moved = self.norm(dict(cur, **{d.key: d.values[i]})), t, 0, True
+                        else:
+                            misses += 1
+                        i += step
                     if moved:
+                        improved = True
                         break
+            if not improved or not self.left():
+                break
         return self.trials
 
 

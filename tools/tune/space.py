@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from tritondx.tools.rewrite.cst_util import add_call_kwargs, code_of, dotted, kwarg
 from tritondx.tools.rewrite.launch_edit import _cdiv_divisors
-from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs
+from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs, free_names, meta_keys
 from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
 from tritondx.tools.tune.tunables import dot_operands, host_semantic, kernel_roles
 
@@ -39,6 +39,7 @@ class Knob(BaseModel):
     value: int | None = None         # its static value where the source has one
     where: str = ""                  # "local BLOCK_M in argmax, line 120: 128"
     dot: bool = False                # sizes a tl.dot operand: stays >= 16
+    grid_tied: bool = False          # the launch's grid reads it (smaller: more programs)
 
 
 class Skipped(BaseModel):
@@ -174,9 +175,13 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
             line = an.line(node) if hasattr(an, "line") else 0
             where = (f"{d.kind} {d.name + ' ' if d.name else ''}in {d.scope.qual if d.scope else '<module>'}"
                      f", line {line}: {code_of(node)[:60]}")
+            g = s.grid_value
+            tied = g is not None and (p in meta_keys(g) or bool(d.name and d.name in free_names(g))
+                                      or bool(d.kind == "literal" and _cdiv_divisors(g, d.value)))
             k = by_key.setdefault(key, Knob(key=key, kind=role, how="scale", value=d.value, where=where,
                                              dot=p in dots))
             k.dot = k.dot or p in dots
+            k.grid_tied = k.grid_tied or tied
             k.params.append(pname)
     space.knobs = list(by_key.values())
     return space, plan, an.module

@@ -283,3 +283,28 @@ def test_the_screen_rejects_a_configuration_whose_output_differs(tmp_path):
     assert by[None]["status"] == "ok"                                   # as launched: 4 x 64 covers 256
     assert by[-1]["status"] == "failed" and "mismatch" in by[-1]["note"]   # 4 x 32: half the output unwritten
     assert "Screened out" in table(res)
+
+
+def test_an_underfilled_grid_tries_smaller_grid_tiles_first_and_descent_reaches_far_values():
+    """A reduction launched with 2 programs on 132 SMs (rows tile 128, columns loop step 128): smaller row tiles fill
+    the device, a longer column step means fewer loop trips. The search gets there within a few dozen trials."""
+    knobs = [{"key": "k.BLOCK_M", "kind": "tile", "how": "scale", "params": ["k.BLOCK_M"], "value": 128,
+              "grid_tied": True},
+             {"key": "k.BLOCK_N", "kind": "tile", "how": "scale", "params": ["k.BLOCK_N"], "value": 128},
+             {"key": "k.num_warps", "kind": "warps", "how": "set", "params": ["k.num_warps"], "value": 4}]
+    doms = domains(knobs, {"k.BLOCK_M": 128, "k.BLOCK_N": 128, "k.num_warps": 4}, {"k": 2 / 132})
+    assert {d.key: d.first for d in doms} == {"k.BLOCK_M": -1, "k.BLOCK_N": 1, "k.num_warps": 1}
+    calls = []
+
+    def cost(cfg):
+        calls.append(cfg)
+        bm, bn = 128 << cfg.get("k.BLOCK_M", 0) if cfg.get("k.BLOCK_M", 0) >= 0 else 128 >> -cfg["k.BLOCK_M"], \
+            128 << cfg.get("k.BLOCK_N", 0) if cfg.get("k.BLOCK_N", 0) >= 0 else 128 >> -cfg["k.BLOCK_N"]
+        programs = 256 / bm
+        waves = max(1.0, programs / 132)
+        return waves * (bm * 32000 / min(programs, 132)) / (1 + bn / 128) ** 0.5 / min(bn, 8192) ** 0.1
+
+    trials = Searcher(doms, cost, budget_s=60).search()
+    win = min((t for t in trials if t.ms is not None), key=lambda t: t.ms).config
+    assert win["k.BLOCK_M"] == -7 and win["k.BLOCK_N"] >= 5     # 1 row per program, >= 4096 columns per step
+    assert len(calls) <= 40
