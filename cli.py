@@ -298,7 +298,10 @@ def verify(
     load_task(task)
     from tritondx.tools.backends.base import get_backend
     from tritondx.tools.verify.check_file import check_candidate_file
-    res = check_candidate_file(task, candidate, get_backend(backend), timeout=timeout)
+    from tritondx.logs import Heartbeat
+    with Heartbeat() as beat:  # a line whenever nothing was printed for 15 s
+        beat.task_event({"id": "verify", "name": "verify", "input": {"candidate": candidate}})
+        res = check_candidate_file(task, candidate, get_backend(backend), timeout=timeout)
     v = res.verdict
     if v.passed:
         unrun = sum("dead code on this device" in c for c in v.coverage)  # device-kind sides (README)

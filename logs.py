@@ -94,7 +94,10 @@ def _doing(node: str, state: Any) -> str:
         if pending:
             return f"checking {len(pending)} candidate(s) ({', '.join(pending)}){where}"
         return f"checking the round's candidates{where}"
+    if node == "verify":  # `tritondx verify TASK CANDIDATE`
+        return f"checking {state.get('candidate')} against the task's reference"
     return {"rewriter": "writing the next round's candidates",
+            "tuner": "searching launch configurations",
             "profiler": "profiling the best kernel so far",
             "ir_analyst": "compiling the kernel and reading its IR",
             "compiler_expert": "compiling the kernel with the compiler's pass dumps",

@@ -14,7 +14,7 @@ import pytest
 from tritondx import cli as tdx_cli
 from tritondx.logs import Heartbeat, progress_line
 
-from .conftest import cli_env, exe
+from .conftest import EXAMPLES, cli_env, exe
 
 HANGING_TASK = '''
 import time
@@ -222,3 +222,14 @@ def test_a_stopped_batch_ends_at_once_and_names_the_command_that_continues_it(tm
     assert f"tritondx: stopped (SIGTERM); continue the batch (its finished tasks are kept) with: tritondx batch " \
            f"{suite} --out {out}" in err
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_verify_says_it_is_still_checking(tmp_path):
+    task = EXAMPLES / "add_tiny_block.py"
+    env = {**cli_env(tmp_path / "runs"), "TRITONDX_HEARTBEAT_S": "1"}
+    r = subprocess.run([exe(), "verify", str(task), str(task), "--backend", "interpreter"], capture_output=True,
+                       text=True, env=env, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith(f"verified: {task}")
+    assert f"verify still running (" in r.stderr and f"checking {task} against the task's reference" in r.stderr
