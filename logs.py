@@ -33,7 +33,8 @@ def _short(value: Any) -> str:
         text = f"{value:.3g}"
     else:
         text = str(value)
-    return text if len(text) <= VALUE_MAX else text[: VALUE_MAX - 3] + "..."
+    from tritondx.tools.report.text import clip
+    return clip(text, VALUE_MAX)  # at a word, never mid-word
 
 
 def progress_line(_logger: Any, _name: str, event: dict[str, Any]) -> str:
@@ -53,7 +54,10 @@ def progress_line(_logger: Any, _name: str, event: dict[str, Any]) -> str:
     parts += [f"{k}={_short(v)}" for k, v in event.items() if k not in _IDS and not k.startswith("_")
               and v not in (None, "", [], {})]
     line = " ".join(parts)
-    return line if len(line) <= LINE_MAX else line[: LINE_MAX - 3] + "..."
+    if len(line) <= LINE_MAX:
+        return line
+    from tritondx.tools.report.text import clip
+    return clip(line, LINE_MAX)
 
 
 #: when this process last printed a progress line on stderr (time.monotonic())

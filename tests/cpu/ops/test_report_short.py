@@ -89,3 +89,14 @@ def test_the_why_column_is_never_cut_mid_word():
     for n in range(8, 120, 7):  # longer than its first word
         c = clip(desc, n)
         assert len(c) <= n and (c == desc or desc[len(c) - 1] in " ,;:-(")
+
+
+def test_a_progress_line_is_never_cut_mid_word():
+    from tritondx.logs import LINE_MAX, progress_line
+    reason = "no tier left (no extra round: this backend measures no speed, so a round cannot beat the best)"
+    line = progress_line(None, "", {"event": "decided", "node": "verifier", "goto": "__end__", "reason": reason,
+                                    "best": "initial"})
+    value = line.split("reason=", 1)[1].split(" best=", 1)[0]
+    assert value.endswith("…") and reason.startswith(value[:-1]) and reason[len(value) - 1] == " "
+    long = progress_line(None, "", {"event": "x " + "word " * 60})
+    assert len(long) <= LINE_MAX and long.endswith("word…")
