@@ -102,8 +102,12 @@ class _Env:
             return statistics.median(self.timer.calls(fn, n))
 
 
-def _as_knobs(cfg: dict[str, int], how: dict[str, str]) -> dict[str, tuple[str, int]]:
-    return {k: (how[k], int(v)) for k, v in cfg.items()}
+def _as_knobs(cfg: dict[str, int], how: dict[str, str], pins: dict[str, int] | None = None
+              ) -> dict[str, tuple[str, int]]:
+    """``knob.CURRENT`` for ``cfg``: an autotuned hot kernel's values not in it at the autotuner's pick (``pins``)."""
+    out = {k: ("set", v) for k, v in (pins or {}).items()}
+    out.update({k: (how[k], int(v)) for k, v in cfg.items()})
+    return out
 
 
 def tune(job: dict[str, Any]) -> dict[str, Any]:
@@ -131,9 +135,19 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             for r in launches:
                 if r.kernel == kern:
                     v = r.constexprs.get(name, r.options.get(name))
-                    if isinstance(v, int) and not isinstance(v, bool):
+                    if isinstance(v, int) and (not isinstance(v, bool) or k.get("autotune")):
                         vals.add(v)
         launched[k["key"]] = vals.pop() if len(vals) == 1 else None
+    # an autotuned hot kernel runs its recorded pick unless a configuration changes a value; one whose pick is not
+    # known (several picks recorded) is not searched
+    pins: dict[str, int] = {}
+    auto_kernels = {p.split(".", 1)[0] for k in knobs if k.get("autotune") for p in k["params"]}
+    for kern in auto_kernels:
+        mine = [k for k in knobs if k.get("autotune") and k["params"][0].split(".", 1)[0] == kern]
+        if all(isinstance(launched.get(k["key"]), int) for k in mine):
+            pins.update({k["key"]: launched[k["key"]] for k in mine})
+        else:
+            knobs = [k for k in knobs if k not in mine]
     sms = torch.cuda.get_device_properties(0).multi_processor_count if env.cuda else 132
     fill = {}
     for r in launches:
@@ -142,7 +156,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     errors: dict[str, str] = {}
 
     def evaluate(cfg: dict[str, int]) -> float | None:
-        kc = _as_knobs(cfg, how)
+        kc = _as_knobs(cfg, how, pins)
         label = ",".join(f"{k}={v}" for k, v in sorted(cfg.items())) or "as launched"
         try:
             with phase("shared"):
@@ -182,7 +196,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             t.note = errors.get(label, "")
     final: dict[str, Any] = {}
     if env.cuda:
-        final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs)
+        final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins)
     return {"ok": True, "launches": [r.model_dump() for r in launches], "hot": sorted(hot),
             "domains": [{"key": d.key, "kind": d.kind, "values": d.values, "start": d.start, "launched": d.launched}
                         for d in doms],
@@ -229,14 +243,15 @@ def _screen_only(doms, evaluate, budget_s: float, known: list[Trial] | None = No
     return out
 
 
-def _final(env: _Env, best: list[Trial], how: dict[str, str], refs: list[torch.Tensor]) -> dict[str, Any]:
+def _final(env: _Env, best: list[Trial], how: dict[str, str], refs: list[torch.Tensor], pins: dict[str, int]
+           ) -> dict[str, Any]:
     """The initial kernel and the fastest configurations, timed again interleaved (3 shuffled rounds); the last
     timed call's outputs of each compared with the initial kernel's."""
     from tritondx.tools.exec.gpulock import phase
     fns: dict[str, Any] = {"initial": lambda: env.orig.launch(*env.inputs)}
     labels: dict[str, dict[str, int]] = {}
     for i, t in enumerate(best):
-        kc = _as_knobs(t.config, how)
+        kc = _as_knobs(t.config, how, pins)
         mod = env.module(kc)
         fns[f"c{i}"] = (lambda m=mod, c=kc: env.call(m, c))
         labels[f"c{i}"] = t.config

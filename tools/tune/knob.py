@@ -15,6 +15,8 @@ CURRENT: dict[str, tuple[str, int]] = {}
 def knob(key: str, default: Any) -> Any:
     c = CURRENT.get(key)
     if c is None:
+        if default is None:
+            raise KeyError(f"knob {key} has no value (an autotuned kernel's config is always set by the job)")
         return default
     how, v = c
     if how == "set":

@@ -39,6 +39,7 @@ class Domain:
     kernel: str = ""
     launched: int | None = None    # a tile's value as launched (for the per-kernel tile bound)
     first: int = 1                 # the direction tried first (-1: smaller values first)
+    absolute: bool = False         # values are the tile's values, not exponents (an autotuned kernel's config)
 
 
 class Trial(BaseModel):
@@ -57,6 +58,19 @@ def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, 
     out = []
     for k in knobs:
         kernel = k["params"][0].split(".", 1)[0]
+        if k["kind"] == "pin":
+            continue
+        if k["how"] == "set" and k["kind"] in ("tile", "count"):   # an autotuned kernel's tile: around its pick
+            v = launched.get(k["key"])
+            if not isinstance(v, int) or v < 1:
+                continue
+            lo_val = 16 if k.get("dot") else 1
+            hi_val = 64 if k["kind"] == "count" else 1 << 16
+            vals = [v << e if e >= 0 else v >> -e for e in range(-4, 5)]
+            vals = sorted({x for x in vals if lo_val <= x <= hi_val and x >= 1} | {v})
+            if len(vals) > 1:
+                out.append(Domain(k["key"], k["kind"], vals, v, kernel, v, 1, True))
+            continue
         if k["how"] == "set":
             cur = launched.get(k["key"]) or k.get("value") or (4 if k["kind"] == "warps" else 3)
             pool = WARPS if k["kind"] == "warps" else STAGES
@@ -86,8 +100,8 @@ def _tile_ok(cfg: dict[str, int], doms: list[Domain]) -> bool:
     for d in doms:
         if d.kind != "tile" or d.launched is None:
             continue
-        e = cfg.get(d.key, 0)
-        per.setdefault(d.kernel, []).append(max(1, d.launched << e if e >= 0 else d.launched >> -e))
+        e = cfg.get(d.key, d.start)
+        per.setdefault(d.kernel, []).append(e if d.absolute else max(1, d.launched << e if e >= 0 else d.launched >> -e))
         start.setdefault(d.kernel, []).append(d.launched)
 
     def block(vals: list[int]) -> int:

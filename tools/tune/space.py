@@ -26,7 +26,7 @@ from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs, free_n
 from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
 from tritondx.tools.tune.tunables import dot_operands, host_semantic, kernel_roles
 
-KnobKind = Literal["tile", "count", "warps", "stages"]
+KnobKind = Literal["tile", "count", "warps", "stages", "pin"]
 #: the name the instrumented source reads knobs through
 KNOB_FN = "_tdx_knob"
 
@@ -40,6 +40,8 @@ class Knob(BaseModel):
     where: str = ""                  # "local BLOCK_M in argmax, line 120: 128"
     dot: bool = False                # sizes a tl.dot operand: stays >= 16
     grid_tied: bool = False          # the launch's grid reads it (smaller: more programs)
+    autotune: bool = False           # a value of an autotuned kernel's config: the job sets it to the launched pick
+                                     # unless the configuration changes it (kind "pin": never searched)
 
 
 class Skipped(BaseModel):
@@ -65,6 +67,7 @@ class _Plan:
         self.wrap: dict[int, str] = {}
         self.add: dict[int, dict[str, str]] = {}
         self.defaults: dict[str, int] = {}   # key -> value written when an option is added at the call
+        self.autotune: dict[int, list[tuple[str, str]]] = {}   # configs list node id -> [(param, key)]
 
 
 def _has_loop(kfn: cst.FunctionDef) -> bool:
@@ -111,9 +114,9 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
     by_key: dict[str, Knob] = {}
     for s in res.sites:
         name = f"{s.kernel}"
-        if autotune_configs(s.kfn) is not None:
-            for p in s.params:
-                space.skipped.append(Skipped(param=f"{name}.{p}", why="the kernel is autotuned (its configs tune it)"))
+        auto = autotune_configs(s.kfn)
+        if auto is not None:
+            _autotune_knobs(s, auto, space, plan, by_key)
             continue
         roles = kernel_roles(s.kfn)
         dots = dot_operands(s.kfn)
@@ -187,16 +190,57 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
     return space, plan, an.module
 
 
+def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob]) -> None:
+    """An autotuned kernel: its config list becomes one config whose every value is a knob. Tiles, num_warps and
+    num_stages are searched from the autotuner's own pick (what the launch recorded); the rest is pinned to it."""
+    configs, call = auto
+    node = next((a.value for a in call.args if a.keyword and a.keyword.value == "configs"),
+                call.args[0].value if call.args and call.args[0].keyword is None else None)
+    name = s.kernel
+    if not isinstance(node, cst.List) or not configs:
+        for p in s.params:
+            space.skipped.append(Skipped(param=f"{name}.{p}", why="autotuned from a config list that is not a literal"))
+        return
+    if id(node) in plan.autotune:
+        return
+    roles = kernel_roles(s.kfn)
+    dots = dot_operands(s.kfn)
+    params = list(dict.fromkeys([p for c in configs for p in c if p not in OPTIONS])) + list(OPTIONS)
+    pairs = []
+    for p in params:
+        key = f"{name}.{p}"
+        role = roles.get(p, "other") if p not in OPTIONS else ("warps" if p == "num_warps" else "stages")
+        if p == "num_stages" and not _has_loop(s.kfn):
+            role = "pin"
+        kind = role if role in ("tile", "count", "warps", "stages") else "pin"
+        first = next((c[p] for c in configs if p in c), {"num_warps": 4, "num_stages": 3}.get(p))
+        k = by_key.setdefault(key, Knob(key=key, kind=kind, how="set", autotune=True, dot=p in dots, value=first,
+                                         where=f"@triton.autotune config of {name} ({len(configs)} configs)"))
+        k.params.append(f"{name}.{p}")
+        pairs.append((p, key))
+    plan.autotune[id(node)] = pairs
+
+
+def _configs_node(pairs: list[tuple[str, str]], value) -> cst.BaseExpression:
+    """``[triton.Config({...}, num_warps=.., num_stages=..)]`` with each value from ``value(key)``."""
+    consts = ", ".join(f"{p!r}: {value(k)}" for p, k in pairs if p not in OPTIONS)
+    opts = ", ".join(f"{p}={value(k)}" for p, k in pairs if p in OPTIONS)
+    return cst.parse_expression(f"[triton.Config({{{consts}}}, {opts})]")
+
+
 def build(source: str) -> Space:
     """The task's knobs and what was left alone (and why)."""
     return _analyse(source)[0]
 
 
 class _Rewrite(cst.CSTTransformer):
-    def __init__(self, plan: _Plan, leaf) -> None:
-        self.plan, self.leaf = plan, leaf
+    def __init__(self, plan: _Plan, leaf, pinned=None) -> None:
+        self.plan, self.leaf, self.pinned = plan, leaf, pinned
 
     def on_leave(self, original, updated):
+        pairs = self.plan.autotune.get(id(original))
+        if pairs is not None and self.pinned is not None:
+            return _configs_node(pairs, self.pinned)
         key = self.plan.wrap.get(id(original))
         if key is not None and isinstance(updated, cst.BaseExpression):
             return self.leaf(key, updated)
@@ -224,21 +268,35 @@ def _after_future(module: cst.Module, stmts: list[cst.BaseStatement]) -> cst.Mod
 
 def instrument(source: str) -> str:
     """The source with every knob read through ``tritondx.tools.tune.knob`` (the tune job's configurations)."""
-    _, plan, module = _analyse(source)
+    space, plan, module = _analyse(source)
+    first = {k.key: k.value for k in space.knobs}
 
     def leaf(key: str, expr: cst.BaseExpression) -> cst.BaseExpression:
         return cst.Call(func=cst.Name(KNOB_FN), args=[cst.Arg(cst.SimpleString(repr(key))), cst.Arg(expr)])
 
-    out = module.visit(_Rewrite(plan, leaf))
+    def knob_read(key: str) -> str:   # the job sets a hot kernel's to the autotuner's pick; a cold one runs config 0
+        return f"{KNOB_FN}({key!r}, {first.get(key)!r})"
+
+    out = module.visit(_Rewrite(plan, leaf, knob_read))
     imp = cst.parse_statement(f"from tritondx.tools.tune.knob import knob as {KNOB_FN}\n")
     return _after_future(out, [imp]).code
 
 
-def emit(source: str, config: dict[str, int]) -> str:
+def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | None = None) -> str:
     """The readable source of one configuration: ``config`` maps a knob's key to its power-of-two exponent (scale
-    knobs) or value (set knobs); each is written where the value is defined."""
+    knobs) or value (set knobs); each is written where the value is defined. An autotuned kernel touched by the
+    configuration gets one config: ``config``'s values over the launched pick (``launched``); one left untouched
+    keeps its autotuner."""
     space, plan, module = _analyse(source)
     how = {k.key: k.how for k in space.knobs}
+    touched = {id_: pairs for id_, pairs in plan.autotune.items() if any(k in config for _, k in pairs)}
+    plan.autotune = touched
+
+    def pinned(key: str) -> str:
+        v = config.get(key, (launched or {}).get(key))
+        if v is None:
+            raise ValueError(f"no launched value for {key}: the autotuned kernel cannot be pinned")
+        return repr(v) if isinstance(v, bool) else str(int(v))
 
     def leaf(key: str, expr: cst.BaseExpression) -> cst.BaseExpression:
         if key not in config:
@@ -255,7 +313,7 @@ def emit(source: str, config: dict[str, int]) -> str:
         inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({inner})"
         return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else f"max({inner} // {1 << -v}, 1)")
 
-    return module.visit(_Rewrite(plan, leaf)).code
+    return module.visit(_Rewrite(plan, leaf, pinned)).code
 
 
 def describe(space: Space, config: dict[str, int], values: dict[str, int] | None = None) -> str:

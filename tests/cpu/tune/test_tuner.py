@@ -163,19 +163,20 @@ def reference(x):
     return 2.0 * x
 '''
 
-# no mask: a larger block than the grid's divisor leaves elements unwritten (the screen must reject it)
+# a fixed grid of 4 programs: a smaller block leaves elements unwritten (the screen must reject it)
 UNMASKED_TASK = HEADER.replace("(300,)", "(256,)") + '''
 
 @triton.jit
-def neg(x_ptr, out_ptr, BLOCK: tl.constexpr):
+def neg(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, -tl.load(x_ptr + offs))
+    m = offs < n
+    tl.store(out_ptr + offs, -tl.load(x_ptr + offs, mask=m), mask=m)
 
 
 def launch(x):
     out = torch.empty_like(x)
     BLOCK = 64
-    neg[(4,)](x, out, BLOCK=BLOCK)
+    neg[(4,)](x, out, x.numel(), BLOCK=BLOCK)
     return out
 
 
@@ -308,3 +309,46 @@ def test_an_underfilled_grid_tries_smaller_grid_tiles_first_and_descent_reaches_
     win = min((t for t in trials if t.ms is not None), key=lambda t: t.ms).config
     assert win["k.BLOCK_M"] == -7 and win["k.BLOCK_N"] >= 5     # 1 row per program, >= 4096 columns per step
     assert len(calls) <= 40
+
+
+AUTOTUNED_TASK = HEADER.replace("(300,)", "(1000,)") + '''
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4)],
+                 key=["n"])
+@triton.jit
+def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+def launch(x):
+    out = torch.empty_like(x)
+    twice[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel())
+    return out
+
+
+def reference(x):
+    return 2.0 * x
+'''
+
+
+def test_an_autotuned_kernel_is_searched_from_its_pick_and_pinned_in_the_winner(tmp_path):
+    task = _write(tmp_path, "autotuned", AUTOTUNED_TASK)
+    src = task.read_text()
+    sp = spacemod.build(src)
+    by = {k.key: k for k in sp.knobs}
+    assert by["twice.BLOCK"].kind == "tile" and by["twice.BLOCK"].how == "set" and by["twice.BLOCK"].autotune
+    assert by["twice.num_warps"].kind == "warps"
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    assert res.ran and res.launches[0]["kernel"] == "twice"
+    picked = res.launches[0]["constexprs"]["BLOCK"]
+    tiles = [t for t in res.trials if "twice.BLOCK" in t["config"]]
+    assert {t["config"]["twice.BLOCK"] for t in tiles} == {picked * 2, picked // 2}   # around the autotuner's pick
+    assert all(t["status"] == "ok" for t in res.trials)
+    out = tmp_path / "emitted.py"
+    out.write_text(spacemod.emit(src, {"twice.BLOCK": 256}, {"twice.BLOCK": picked, "twice.num_warps": 4,
+                                                              "twice.num_stages": 3}))
+    text = out.read_text()
+    assert "configs=[triton.Config({'BLOCK': 256}, num_warps=4" in text and "_tdx_knob" not in text
+    _run_emitted(out)
