@@ -387,6 +387,8 @@ def own_temp_folder() -> str:
     base = tempfile.gettempdir()
     sweep_temp_folders(base)
     root = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=base)
+    # Ray keeps its sessions (and their sockets, whose paths must stay short) where it kept them before
+    os.environ.setdefault("RAY_TMPDIR", base)
     os.environ["TMPDIR"] = root
     tempfile.tempdir = root
     atexit.register(shutil.rmtree, root, True)  # registered first: runs after every other exit handler
@@ -462,7 +464,9 @@ def main() -> None:
     put back as they were when it returns, for a caller in the same process)."""
     import signal
     import tempfile
-    before = (os.environ.get("TMPDIR"), tempfile.tempdir)
+    before = (os.environ.get("TMPDIR"), tempfile.tempdir, os.environ.get("RAY_TMPDIR"))
+    _STOPPED_BY.clear()
+    _BATCH_RESUME.clear()
     own_temp_folder()
     handlers = {}
     try:
@@ -481,6 +485,8 @@ def main() -> None:
         else:
             os.environ["TMPDIR"] = before[0]
         tempfile.tempdir = before[1]
+        if before[2] is None:
+            os.environ.pop("RAY_TMPDIR", None)
 
 
 def _run_cli() -> None:

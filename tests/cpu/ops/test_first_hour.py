@@ -13,6 +13,8 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 # A stand-in interpreter: logs its arguments; `import torch` fails until pip installed it, pip and pytest
@@ -103,6 +105,7 @@ def test_a_failed_install_names_its_log(tmp_path):
     assert not (root / ".venv" / ".tritondx-installed").exists()
 
 
+@pytest.mark.slow
 def test_a_long_step_says_it_is_still_running(tmp_path):
     root, env, log = _sandbox(tmp_path)
     env["FAKE_PIP_SLEEP"] = "32"
