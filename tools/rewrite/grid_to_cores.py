@@ -1,8 +1,8 @@
 """A grid-stride kernel launched on a fixed number of programs -> as many programs as this GPU has SMs (x k).
 
 The kernel walks its work as ``for t in range(pid, n, tl.num_programs(0))`` (or with the program count passed
-as an argument), so any program count is correct; a literal count (32, 108: a core count of some other device)
-leaves SMs idle on a larger GPU or under-fills each SM. The launch site's grid element (and the argument that
+as an argument), so any program count is correct; a literal count (32, 108: a core count of some other device), or
+one capped with ``min(..., 48)``, leaves SMs idle on a larger GPU or under-fills each SM. The launch site's grid element (and the argument that
 carries the same count, when the kernel takes one) becomes ``_tdx_sm_count(t) * k``: the SM count of the device
 of the launch's first tensor argument (132 on an H200), times k programs per SM. CPU tensors (the interpreter)
 get the H200's count, which only changes how the work is divided.
@@ -24,7 +24,7 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     stmts,
 )
-from tritondx.tools.evidence.triage_patterns import grid_stride_loop, int_constant
+from tritondx.tools.evidence.triage_patterns import capped_count, grid_stride_loop, int_constant
 
 HELPER = '''
 def _tdx_sm_count(t):
@@ -53,7 +53,8 @@ def cores_source(source: str, per_sm: int) -> tuple[str, list[str]] | None:
         if not isinstance(grid, cst.Tuple) or axis >= len(grid.elements):
             continue
         g = grid.elements[axis].value
-        n = int_constant(ast.parse(code_of(g), mode="eval").body, ast_hosts[host.name.value], tree)
+        e = ast.parse(code_of(g), mode="eval").body
+        n = int_constant(e, ast_hosts[host.name.value], tree) or capped_count(e, ast_hosts[host.name.value], tree)
         tensor = next((v for v in site.bound.values() if isinstance(v, cst.Name) and v.value[:1].islower()), None)
         if n is None or tensor is None:
             continue

@@ -87,3 +87,13 @@ def test_program_id_read_in_the_body_is_left_alone():
         "tl.atomic_add(out_ptr + pid * N + cols, tl.load(x_ptr + r * N + cols, mask=cols < N, other=0.0))").replace(
         "    tl.store(out_ptr + pid * N + cols, acc, mask=cols < N)\n", "")
     assert per_item_source(per_program) is None               # partials kept per program slot
+
+
+def test_capped_grid_also_sized_to_the_device(rw, tmp_path):
+    """The alternative on the same finding: grid_to_cores reads the SM count at launch for a min(M, 48) grid too
+    (the count argument follows the grid)."""
+    props = [p for p in propose(rw.context_from("grid_per_item", []), limit=8) if p.family == "grid_to_cores"]
+    assert [p.params["per_sm"] for p in props] == [1, 4]
+    assert "rownorm_kernel[(_tdx_sm_count(x) * 4,)](x, out, M, N, x.stride(0), out.stride(0), _tdx_sm_count(x) * 4," \
+        in props[1].source
+    rw.verify("grid_per_item", props[1].source, tmp_path, "c4")
