@@ -12,7 +12,9 @@ with the original kernels and helpers kept as they are. The verifier needs no ch
 (tools/verify/branches.py: a side that is the original code path unchanged), so the candidate survives a task
 whose checked sizes (sentinels, or all short rows) never reach it; sizes the task does not check run the
 original code. The template side is checked like any new code: a task whose checked sizes never reach it
-gets the candidate rejected (``unchecked_branch``), as before.
+gets the candidate rejected (``unchecked_branch``), as before. These variants are made where the task's shapes
+are sentinels (:func:`sizes_derivable`): elsewhere the verifier derives sizes for both sides of the plain
+templates' branches.
 
 :func:`with_original_fallback` builds such a candidate for any template; the softmax template here is the
 one-program-per-row kernel of ``templates.softmax_template`` (the online kernel for long rows is left to that
@@ -85,8 +87,18 @@ return _tdx_out.reshape({x}.shape)
 SOFTMAX_MAX_ROW = 16384
 
 
+def sizes_derivable(source: str) -> bool:
+    """Every listed CHECK_SHAPES entry is a tuple of ints: the verifier derives sizes from them and reaches both
+    sides of a size branch within its budget, so the plain template is checkable as it is. A sentinel (``("small",)``)
+    maps to sizes the task chooses: nothing can be derived, and the template specializes to what the task checks
+    by keeping the original code as its other side."""
+    from tritondx.tools.rewrite.taskinfo import task_info
+    shapes = task_info(source).shapes("CHECK_SHAPES")
+    return bool(shapes) and all(all(isinstance(d, int) and not isinstance(d, bool) for d in s) for s in shapes)
+
+
 def softmax_fallback_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Proposal]:
-    if not _softmax_applies(ctx):
+    if not _softmax_applies(ctx) or sizes_derivable(ctx.original.source):
         return []
     import ast
     tree = ast.parse(ctx.original.source)
@@ -106,3 +118,61 @@ def softmax_fallback_template(ctx: RewriteContext, motivated_by: list[str]) -> l
 
 # before the plain softmax template: its fallback side is the original, so it survives sizes the task never checks
 TEMPLATES.insert(TEMPLATES.index(softmax_template), softmax_fallback_template)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# LayerNorm / RMSNorm (+ residual): the rows-in-registers kernel of norm_templates for rows up to MAX_FUSED,
+# the original code above. Warps by arithmetic (a conditional expression would be one more branch to reach).
+# --------------------------------------------------------------------------------------------------------------
+
+NORM_MAX_FUSED = 16384
+
+
+def norm_fallback_code(s, row_elems: int = 2048) -> tuple[str, str, str]:
+    """(test, body, kernels) of the norm template's rows path for ``with_original_fallback``."""
+    from tritondx.tools.rewrite.norm_templates import _rows_kernel
+    x, r = s.x, s.residual
+    body = [f"N = {x}.shape[-1]", f"x2 = {x}.reshape(-1, N)", "M = x2.shape[0]",
+            f"out = torch.empty(x2.shape, device={x}.device, dtype={s.out_dtype_of}.dtype)"]
+    args = ["x2"]
+    if r:
+        body += [f"r2 = {r}.reshape(-1, N)", f"h = torch.empty(x2.shape, device={x}.device, dtype={s.h_dtype_of or x}.dtype)"]
+        args.append("r2")
+    args += [a for a in (s.weight, s.bias) if a]
+    if r:
+        args.append("h")
+    args += ["out", "M", "N", "x2.stride(0)"] + (["r2.stride(0)", "h.stride(0)"] if r else []) + ["out.stride(0)", s.eps]
+    body += ["BLOCK_N = triton.next_power_of_2(N)", f"BLOCK_M = max(1, min(16, {row_elems} // BLOCK_N))",
+             "num_warps = min(16, max(4, BLOCK_M * BLOCK_N // 512))",
+             f"_tdx_{s.kind}norm_rows_kernel[(triton.cdiv(M, BLOCK_M),)]({', '.join(args)}, BLOCK_M=BLOCK_M, "
+             "BLOCK_N=BLOCK_N, num_warps=num_warps)"]
+    rets = [f"out.reshape({x}.shape)" if o == "out" else f"h.reshape({x}.shape)" for o in s.outputs]
+    body.append(f"return {', '.join(rets)}")
+    return f"triton.next_power_of_2({x}.shape[-1]) <= {NORM_MAX_FUSED}", "\n".join(body) + "\n", _rows_kernel(s)
+
+
+def norm_fallback_template(ctx: RewriteContext, motivated_by: list[str]) -> list[Proposal]:
+    from tritondx.tools.rewrite.norm_templates import norm_spec
+    from tritondx.tools.rewrite.taskinfo import task_info
+    spec = norm_spec(ctx.original.source)
+    if spec is None or task_info(ctx.original.source).launch_params() is None or sizes_derivable(ctx.original.source):
+        return []
+    test, body, kernels = norm_fallback_code(spec)
+    src = with_original_fallback(ctx.original.source, test, body, kernels)
+    if src is None:
+        return []
+    label = ("add_" if spec.residual else "") + ("layernorm" if spec.kind == "layer" else "rmsnorm")
+    return [Proposal(
+        "fuse_passes", src, {"template": f"{label}_rows_or_original", "max_fused": NORM_MAX_FUSED},
+        f"{label} template for rows up to N={NORM_MAX_FUSED}: rows held in registers (several per program when N "
+        "is small), one read of each input and one write per output; longer rows run the original code, unchanged "
+        "(that side needs no check)", motivated_by,
+        "one HBM pass per tensor for the rows the template takes; rows above the limit as fast as before")]
+
+
+def _register_norm() -> None:
+    from tritondx.tools.rewrite.norm_templates import norm_template
+    TEMPLATES.insert(TEMPLATES.index(norm_template), norm_fallback_template)
+
+
+_register_norm()

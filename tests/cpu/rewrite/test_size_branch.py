@@ -78,3 +78,27 @@ def test_a_module_level_effect_is_not_the_original(rw):
     fresh = fallback.source.replace("PROGRAMS = 32\n", "PROGRAMS = 32\n_TDX_LIMIT = 16384\n")
     (b,) = added_branches(orig, fresh)
     assert b.needs == [True]                    # a new constant under a new name changes nothing
+
+
+def test_norm_template_with_the_original_as_fallback(rw, tmp_path):
+    task = "rmsnorm_sentinel"
+    ctx = rw.context_from(task, [])
+    props = [p for p in propose(ctx, limit=8) if p.family == "fuse_passes"]
+    kinds = [p.params.get("template") for p in props]
+    assert kinds[0] == "rmsnorm_rows_or_original" and "rmsnorm" in kinds
+    (b,) = added_branches(ctx.original.source, props[0].source)
+    assert b.original == [False]
+    path = tmp_path / "fallback.py"
+    path.write_text(props[0].source)
+    r = verify_candidate(str(rw.task_path(task)), str(path), "fallback", get_backend("interpreter"))
+    assert r.passed, f"{r.klass}: {r.reason}"
+    plain = tmp_path / "plain.py"
+    plain.write_text(props[kinds.index("rmsnorm")].source)
+    r2 = verify_candidate(str(rw.task_path(task)), str(plain), "plain", get_backend("interpreter"))
+    assert not r2.passed and r2.klass == "unchecked_branch"
+
+
+def test_int_shapes_keep_the_plain_templates(rw):
+    """Listed int shapes: the verifier derives sizes for both sides, so no fallback variant is made."""
+    props = [p for p in propose(rw.context_from("l2_rmsnorm", []), limit=8) if p.family == "fuse_passes"]
+    assert props and not any(str(p.params.get("template", "")).endswith("_or_original") for p in props)
