@@ -313,11 +313,13 @@ def _definitions(tree: ast.Module) -> dict[str, list[ast.AST]]:
 
 
 def _module_statements(tree: ast.Module, original_defs: dict[str, list[ast.AST]]) -> list[str]:
-    """The module's top-level statements that run at import with an effect of their own: all but function and
-    class definitions, imports, and pure assignments to names the original does not define."""
+    """The module's top-level statements that run at import with an effect of their own: all but imports, function
+    definitions that do nothing else (:func:`_quiet_def`), and pure assignments to names the original does not
+    define."""
     out = []
     for s in tree.body:
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+        if isinstance(s, (ast.Import, ast.ImportFrom)) or (
+                isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and _quiet_def(s)):
             continue
         if isinstance(s, ast.Assign) and _pure(s.value) and all(
                 isinstance(t, ast.Name) and t.id not in original_defs for t in s.targets):
@@ -326,6 +328,20 @@ def _module_statements(tree: ast.Module, original_defs: dict[str, list[ast.AST]]
             continue
         out.append(ast.dump(s))
     return out
+
+
+#: decorators that only wrap a function when the module is imported
+_QUIET_DECORATORS = ("triton.jit", "jit", "triton.autotune", "autotune", "triton.heuristics", "heuristics",
+                     "triton.Config", "torch.no_grad", "torch.inference_mode", "staticmethod")
+
+
+def _quiet_def(fn: ast.FunctionDef) -> bool:
+    """Defining ``fn`` does nothing else at import: known decorators, defaults without effects."""
+    for d in fn.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        if (dotted(target) or "") not in _QUIET_DECORATORS:
+            return False
+    return all(_pure(d) for d in fn.args.defaults + [k for k in fn.args.kw_defaults if k is not None])
 
 
 def _dump(nodes: list[ast.AST] | None) -> str | None:

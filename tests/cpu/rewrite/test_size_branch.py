@@ -102,3 +102,12 @@ def test_int_shapes_keep_the_plain_templates(rw):
     """Listed int shapes: the verifier derives sizes for both sides, so no fallback variant is made."""
     props = [p for p in propose(rw.context_from("l2_rmsnorm", []), limit=8) if p.family == "fuse_passes"]
     assert props and not any(str(p.params.get("template", "")).endswith("_or_original") for p in props)
+
+
+def test_a_definition_with_an_import_time_effect_is_not_the_original(rw):
+    ctx = rw.context_from(TASK, [])
+    fallback = next(p for p in propose(ctx, limit=8) if p.params.get("template") == "softmax_row_or_original")
+    bad_default = fallback.source.replace("PROGRAMS = 32\n",
+                                          "PROGRAMS = 32\n\n\ndef _noop(x=torch.set_flush_denormal(True)):\n    return x\n")
+    (b,) = added_branches(ctx.original.source, bad_default)
+    assert b.needs == [True, False]
