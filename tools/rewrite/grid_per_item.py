@@ -83,7 +83,8 @@ def _loop_plan(fn: cst.FunctionDef) -> tuple[int, cst.For, int, str, str | None]
         return None
     # the body sees its item only through the loop variable: a name of the program id (a per-program partial's
     # slot) would mean something else with one program per item
-    if names_in(loop.body) & _pid_names(fn, axis) or any(_axis(c) == axis for c in calls_named(loop.body, "tl.program_id")):
+    if names_in(loop.body) & _pid_names(fn, axis) or \
+            any(_axis(c) == axis for c in calls_named(loop.body, "tl.program_id")):
         return None
     inside = _assigned(loop.body) | {loop.target.value}
     before = set().union(set(), *(names_in(s) for s in body[:-1]))
@@ -176,7 +177,8 @@ def _host_bound(end: cst.BaseExpression, fn: cst.FunctionDef, bound: dict[str, c
 
 
 def _paren(e: cst.BaseExpression) -> cst.BaseExpression:
-    return e if isinstance(e, (cst.Name, cst.Integer, cst.Call, cst.Attribute, cst.Subscript)) else expr(f"({code_of(e)})")
+    atom = isinstance(e, (cst.Name, cst.Integer, cst.Call, cst.Attribute, cst.Subscript))
+    return e if atom else expr(f"({code_of(e)})")
 
 
 def _all_calls(node: cst.CSTNode) -> list[cst.Call]:

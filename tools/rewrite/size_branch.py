@@ -136,12 +136,14 @@ def norm_fallback_code(s, row_elems: int = 2048) -> tuple[str, str, str]:
             f"out = torch.empty(x2.shape, device={x}.device, dtype={s.out_dtype_of}.dtype)"]
     args = ["x2"]
     if r:
-        body += [f"r2 = {r}.reshape(-1, N)", f"h = torch.empty(x2.shape, device={x}.device, dtype={s.h_dtype_of or x}.dtype)"]
+        body += [f"r2 = {r}.reshape(-1, N)",
+                 f"h = torch.empty(x2.shape, device={x}.device, dtype={s.h_dtype_of or x}.dtype)"]
         args.append("r2")
     args += [a for a in (s.weight, s.bias) if a]
     if r:
         args.append("h")
-    args += ["out", "M", "N", "x2.stride(0)"] + (["r2.stride(0)", "h.stride(0)"] if r else []) + ["out.stride(0)", s.eps]
+    args += ["out", "M", "N", "x2.stride(0)"] + (["r2.stride(0)", "h.stride(0)"] if r else [])
+    args += ["out.stride(0)", s.eps]
     body += ["BLOCK_N = triton.next_power_of_2(N)", f"BLOCK_M = max(1, min(16, {row_elems} // BLOCK_N))",
              "num_warps = min(16, max(4, BLOCK_M * BLOCK_N // 512))",
              f"_tdx_{s.kind}norm_rows_kernel[(triton.cdiv(M, BLOCK_M),)]({', '.join(args)}, BLOCK_M=BLOCK_M, "
