@@ -11,7 +11,10 @@ tiles (``[:, None]``), so the figure is an estimate, and the finding says so. Fi
 - ``tiny_programs_launch``: at least 4 programs per SM, each holding at most ``TINY_ELEMENTS`` elements (16-256
   bytes of fp32 or 16-bit data) -> rows_per_program, launch_config.
 
-Nothing runs here: :func:`launch_findings` reads records that a sandboxed job produced.
+Nothing runs here: :func:`launch_findings` reads records that a sandboxed job produced. They should come from a
+call at a benchmark size (on a GPU, or a recording that skips the kernels' execution): at the interpreter's small
+check sizes nearly every grid is smaller than the device, and ``launch_grid_small`` would say so of kernels that
+fill it at their real sizes.
 """
 
 from __future__ import annotations
