@@ -82,8 +82,9 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
     note = state.get("human_feedback")
     plan = read_feedback(note, CATALOG)
     ctx.avoid, ctx.prefer = set(plan.avoid), ctx.prefer | set(plan.prefer)
-    if cfg.tune and backend_of(state).can_time and (state.get("best") or {}).get("id", "initial") in \
-            state.get("tuned_for", []):
+    best = state.get("best") or {}
+    if cfg.tune and backend_of(state).can_time and (best.get("id", "initial") in state.get("tuned_for", [])
+                                                    or best.get("family") == "tune"):
         ctx.avoid |= TUNED_FAMILIES   # the tuner timed this version's launch space already, many configurations
     proposals: list[Proposal] = []
     update: dict = {}

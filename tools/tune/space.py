@@ -234,8 +234,8 @@ def build(source: str) -> Space:
 
 
 class _Rewrite(cst.CSTTransformer):
-    def __init__(self, plan: _Plan, leaf, pinned=None) -> None:
-        self.plan, self.leaf, self.pinned = plan, leaf, pinned
+    def __init__(self, plan: _Plan, leaf, pinned=None, only: set[str] | None = None) -> None:
+        self.plan, self.leaf, self.pinned, self.only = plan, leaf, pinned, only
 
     def on_leave(self, original, updated):
         pairs = self.plan.autotune.get(id(original))
@@ -244,7 +244,8 @@ class _Rewrite(cst.CSTTransformer):
         key = self.plan.wrap.get(id(original))
         if key is not None and isinstance(updated, cst.BaseExpression):
             return self.leaf(key, updated)
-        adds = self.plan.add.get(id(original))
+        adds = {p: k for p, k in (self.plan.add.get(id(original)) or {}).items()
+                if self.only is None or k in self.only}   # a configuration's source touches only what it changes
         if adds and isinstance(updated, cst.Call):
             vals = {p: self.leaf(k, cst.Integer(str(self.plan.defaults[k]))) for p, k in adds.items()}
             return add_call_kwargs(updated, vals)
@@ -313,7 +314,7 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
         inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({inner})"
         return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else f"max({inner} // {1 << -v}, 1)")
 
-    return module.visit(_Rewrite(plan, leaf, pinned)).code
+    return module.visit(_Rewrite(plan, leaf, pinned, only=set(config))).code
 
 
 def describe(space: Space, config: dict[str, int], values: dict[str, int] | None = None) -> str:

@@ -216,6 +216,7 @@ def test_launch_behind_autograd_apply_is_found_and_tuned(tmp_path):
     out = tmp_path / "emitted.py"
     out.write_text(spacemod.emit(src, {"scale_kernel.BLOCK": 1}))
     assert "BLOCK = 128" in out.read_text() and "_tdx_knob" not in out.read_text()
+    assert "num_warps" not in out.read_text()   # a configuration's source changes only what it sets
     _run_emitted(out)
 
 
