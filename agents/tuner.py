@@ -21,10 +21,25 @@ from tritondx.tools.tune.run import table, tune_task
 
 #: findings that motivate a launch configuration change (what the winners cite)
 LAUNCH_FAMILIES = ("launch_config", "launch_search", "autotune", "autotune_widen", "grid_to_cores", "persistent",
-                   "pipelining")
+                   "pipelining", "grid_per_item", "rows_per_program", "split_reduction")
 
 
 Next = Literal["verifier", "rewriter", "approval", "profiler", "ir_analyst", "compiler_expert", "__end__"]
+
+
+def _launch_evidence(res, path: str, subject: str) -> list:
+    """``triage_launches`` findings from the tune job's records (GPU, benchmark size): programs vs SMs, waves, work
+    per program. Evidence only: a record the reader cannot use gives nothing."""
+    from pathlib import Path
+
+    from tritondx.tools.evidence.triage_launches import launch_findings
+    try:
+        found = launch_findings(res.launches, Path(path).read_text())
+    except (SyntaxError, ValueError, KeyError, TypeError):
+        return []
+    for f in found:
+        f.subject = subject
+    return found
 
 
 def tuner_node(state: DXState, config: RunnableConfig) -> Command[Next]:
@@ -51,9 +66,12 @@ def tuner_node(state: DXState, config: RunnableConfig) -> Command[Next]:
                     "gpu_seconds": state.get("gpu_seconds", 0.0) + (res.seconds if backend.can_time else 0.0),
                     "device_seconds": state.get("device_seconds", 0.0) + res.device_seconds}
     update["after_tune"] = None
+    found = _launch_evidence(res, best_path(state), subject) if res.timed else []
+    if found:   # grid and work per program at the benchmark size: evidence for this round and the next rewrite
+        update["findings"] = [f.model_dump() for f in found]
     if not res.winners:   # where the verifier was routing before it sent the new best here (else the first rewrite)
         return Command(goto=state.get("after_tune") or "rewriter", update=update)
-    motivated = [f["id"] for f in state.get("findings", [])
+    motivated = [f["id"] for f in state.get("findings", []) + update.get("findings", [])
                  if set(f.get("suggests", [])) & set(LAUNCH_FAMILIES) and f["id"] not in state.get("insufficient", [])]
     cands = folder.parent.parent / "candidates"
     cands.mkdir(parents=True, exist_ok=True)

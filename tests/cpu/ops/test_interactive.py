@@ -70,7 +70,7 @@ def test_runs_history_show(session, cli):
     rows = [ln.split() for ln in r.stdout.splitlines()[1:]]
     assert "(asked a person)" in r.stdout
     nodes = [row[2] for row in rows]
-    assert nodes[:4] == ["(input)", "__start__", "triage", "rewriter"]
+    assert nodes[:5] == ["(input)", "__start__", "triage", "tuner", "rewriter"]   # the tuner: no GPU, no winner
     assert "approval" in nodes and "final_approval" in nodes and nodes[-1] == "final_approval"
     assert [row[0] for row in rows] == [str(i) for i in range(-1, len(rows) - 1)]
     assert {row[3] for row in rows} >= {"triage", "profile"}  # highest tier so far

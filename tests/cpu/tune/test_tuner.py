@@ -353,3 +353,15 @@ def test_an_autotuned_kernel_is_searched_from_its_pick_and_pinned_in_the_winner(
     text = out.read_text()
     assert "configs=[triton.Config({'BLOCK': 256}, num_warps=4" in text and "_tdx_knob" not in text
     _run_emitted(out)
+
+
+def test_the_tuners_records_become_grid_evidence(tmp_path):
+    """On a GPU the tune job's records are at the benchmark size: 2 programs on 132 SMs is a finding of the run."""
+    from tritondx.agents.tuner import _launch_evidence
+    from tritondx.tools.tune.run import TuneResult
+    task = _write(tmp_path, "apply_task", APPLY_TASK)
+    res = TuneResult(timed=True, launches=[{"kernel": "scale_kernel", "grid": [2], "constexprs": {"BLOCK": 64},
+                                            "options": {}, "calls": 1, "share": 1.0}])
+    found = {f.detector: f for f in _launch_evidence(res, str(task), "r1c1")}
+    assert "launch_grid_small" in found and found["launch_grid_small"].subject == "r1c1"
+    assert "grid_per_item" in found["launch_grid_small"].suggests
