@@ -581,3 +581,30 @@ class ReplaceNode(cst.CSTTransformer):
 
 def replace_nodes(node, mapping: dict[int, object]):
     return node.visit(ReplaceNode(mapping))
+
+
+def dependent_names(fn: cst.FunctionDef, seeds) -> set[str]:
+    """Names assigned (transitively, through assignments and augmented assignments) from an expression for which
+    ``seeds(expr)`` is true, e.g. one that calls ``tl.program_id(0)`` or ``tl.load``."""
+    pairs = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                for nm in names_in(t.target):
+                    pairs.append((nm, n.value))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            for nm in names_in(n.target):
+                pairs.append((nm, n.value))
+
+    fn.visit(V())
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for nm, v in pairs:
+            if nm not in out and (seeds(v) or names_in(v) & out):
+                out.add(nm)
+                changed = True
+    return out

@@ -27,6 +27,7 @@ from __future__ import annotations
 import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
+    dependent_names,
     add_call_kwargs,
     add_params,
     calls_named,
@@ -172,28 +173,7 @@ def _is_number(e: cst.BaseExpression) -> bool:
 
 def _loaded_names(fn: cst.FunctionDef) -> set[str]:
     """Names whose value comes from a load (transitively): data-dependent."""
-    pairs = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            for t in n.targets:
-                for nm in names_in(t.target):
-                    pairs.append((nm, n.value))
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            for nm in names_in(n.target):
-                pairs.append((nm, n.value))
-
-    fn.visit(V())
-    out: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for nm, v in pairs:
-            if nm not in out and (calls_named(v, "tl.load") or names_in(v) & out):
-                out.add(nm)
-                changed = True
-    return out
+    return dependent_names(fn, lambda v: bool(calls_named(v, "tl.load")))
 
 
 def _reduce_rows(c: cst.Call) -> cst.Call:

@@ -23,6 +23,7 @@ import libcst as cst
 from tritondx.tools.rewrite.alignment import _pure_host_expr
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
+    dependent_names,
     add_call_kwargs,
     add_params,
     calls_named,
@@ -73,28 +74,7 @@ def _axis(call: cst.Call) -> int | None:
 
 def _pid_names(fn: cst.FunctionDef, axis: int) -> set[str]:
     """Names whose value depends on ``tl.program_id(axis)`` (transitively through assignments)."""
-    pairs = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            for t in n.targets:
-                for nm in names_in(t.target):
-                    pairs.append((nm, n.value))
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            for nm in names_in(n.target):
-                pairs.append((nm, n.value))
-
-    fn.visit(V())
-    out: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for nm, v in pairs:
-            if nm not in out and (any(_axis(c) == axis for c in calls_named(v, "tl.program_id")) or names_in(v) & out):
-                out.add(nm)
-                changed = True
-    return out
+    return dependent_names(fn, lambda v: any(_axis(c) == axis for c in calls_named(v, "tl.program_id")))
 
 
 def _depends(e: cst.CSTNode, axis: int, names: set[str]) -> bool:
