@@ -16,5 +16,5 @@ if ! "$py" -m tritondx.tools.npu.toolchain find >/dev/null 2>&1; then
     echo "tests: the triton-ascend install failed; the Ascend tests will skip" >&2
   fi
 fi
-echo "tests: the CPU suite takes about 30-40 minutes on 2 cores (Triton interpreter, sandboxed jobs) ..." >&2
+echo "tests: the CPU suite takes about 30 minutes on 2 cores (Triton interpreter, sandboxed jobs) ..." >&2
 exec "$py" -m pytest tests/cpu -q --durations=25 "$@"
