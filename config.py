@@ -19,7 +19,6 @@ ENV_KNOBS = {
     "final_profile": "TRITONDX_FINAL_PROFILE",
     "accept_unmeasured": "TRITONDX_ACCEPT_UNMEASURED",
 
-    "search_budget_s": "TRITONDX_SEARCH_BUDGET",
     "tune": "TRITONDX_TUNE",
     "wall_budget_s": "TRITONDX_WALL_BUDGET",
     "tune_budget_s": "TRITONDX_TUNE_BUDGET",
@@ -34,8 +33,6 @@ class RunConfig(BaseModel):
     target: str | None = Field(None, description="IR target, e.g. cuda:90 or ascend950; default from the backend")
     max_rounds: int = Field(6, description="rewrite rounds in all tiers together")
     candidates_per_round: int = 4
-    search_budget_s: float = Field(30.0, description="device seconds per round for the launch-space search's "
-                                                     "configurations (on a backend that times)")
 
     tune: bool = Field(True, description="the tuner: time many launch configurations of each new best version in "
                                          "one job and verify only the winners (tools/tune)")

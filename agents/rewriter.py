@@ -12,7 +12,6 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-import json
 
 from tritondx.agents.common import backend_of, best_spec, findings, highest_tier, logger, run_config, run_dir
 from tritondx.state import DXState
@@ -23,7 +22,7 @@ from tritondx.tools.task.spec import load_task
 
 
 #: families whose whole job the tuner does (one verified candidate per configuration), on a backend that times
-TUNED_FAMILIES = {"launch_search", "launch_config"}
+TUNED_FAMILIES = {"launch_config"}
 
 
 def _context(state: DXState) -> RewriteContext:
@@ -43,17 +42,7 @@ def _context(state: DXState) -> RewriteContext:
         findings=findings(state), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
         dtypes=probe.get("dtypes", []), tried=tried, insufficient=set(state.get("insufficient", [])),
         unmeasured_families=unmeasured, prefer=set(state.get("force_families") or []),
-        can_time=backend_of(state).can_time, search_budget_s=cfg.search_budget_s,
-        compile_fn=_compile_fn(state))
-
-
-def _compile_fn(state: DXState):
-    """ptxas figures of a candidate (compile-only, CPU) for the launch search, where the target is CUDA."""
-    target = state.get("target") or run_config(state).target or ""
-    if not str(target).startswith("cuda"):
-        return None
-    from tritondx.tools.rewrite.launch_search import ptxas_compile_fn
-    return ptxas_compile_fn(state["task_path"], run_dir(state) / "search" / f"r{state.get('round', 0) + 1}", target)
+        can_time=backend_of(state).can_time)
 
 
 def _llm_proposals(state: DXState, ctx: RewriteContext, log) -> tuple[list[Proposal], dict]:
@@ -114,14 +103,6 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
                         "description": p.description, "motivated_by": p.motivated_by, "prediction": p.prediction,
                         "path": str(path), "parent": (state.get("best") or {}).get("id", "initial"),
                         "signature": p.signature, "origin": "llm" if p.family.startswith("llm") else "expert"})
-    if ctx.search_records:
-        # every configuration of the launch search (emitted, pruned and why, over budget) is evidence of the round
-        trail = folder / f"launch_search_r{rnd}.json"
-        trail.write_text(json.dumps(ctx.search_records, indent=1))
-        by = {}
-        for r in ctx.search_records:
-            by[r["status"]] = by.get(r["status"], 0) + 1
-        log.info("launch_search", round=rnd, configurations=len(ctx.search_records), path=str(trail), **by)
     log.info("proposed", round=rnd, tier=tier, candidates=[(r["id"], r["family"]) for r in records])
     update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
                    "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})

@@ -20,7 +20,7 @@ from tritondx.tools.rewrite.base import family_signature
 from tritondx.tools.tune.run import table, tune_task
 
 #: findings that motivate a launch configuration change (what the winners cite)
-LAUNCH_FAMILIES = ("launch_config", "launch_search", "autotune", "autotune_widen", "grid_to_cores", "persistent",
+LAUNCH_FAMILIES = ("launch_config", "autotune", "autotune_widen", "grid_to_cores", "persistent",
                    "pipelining", "grid_per_item", "rows_per_program", "split_reduction")
 
 

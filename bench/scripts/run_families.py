@@ -47,7 +47,6 @@ FAMILY_TASKS = {
     "tl_dot": "examples/matmul_no_dot.py",
     "fuse_launches": "bench/families/fuse_launches.py",
     "launch_config": "examples/add_tiny_block.py",
-    "launch_search": "examples/add_tiny_block.py",
     "alignment_hints": "bench/families/alignment_hints.py",
     "index_width": "bench/families/index_width.py",
     "autotune": "bench/families/autotune.py",
@@ -64,7 +63,7 @@ FAMILY_TASKS = {
     "split_reduction": "bench/families/split_reduction.py",
 }
 #: table order
-ORDER = ["launch_config", "launch_search", "tl_dot", "fuse_passes", "fuse_launches", "vectorize_scalar_loop", "split_k",
+ORDER = ["launch_config", "tl_dot", "fuse_passes", "fuse_launches", "vectorize_scalar_loop", "split_k",
          "grouped_ordering", "pipelining", "persistent", "mask_removal", "index_width", "alignment_hints", "autotune",
          "tile_2d", "strided_args", "cheap_math", "grid_to_cores", "causal_split", "autotune_widen",
          "grid_per_item", "rows_per_program", "flat_tiles", "split_reduction"]

@@ -28,13 +28,8 @@ class RewriteContext:
     #: families a person's feedback said not to propose (tools/rewrite/feedback.py)
     avoid: set[str] = field(default_factory=set)
 
-    #: the backend times candidates (a GPU): the launch search may emit a batch timed in one bench job
+    #: the backend times candidates (a GPU): a batch family's proposals are timed side by side in one bench job
     can_time: bool = False
-    search_budget_s: float = 30.0
-    #: candidate source -> per-launch ptxas resources (compile-only, cuda:90), or None: evidence for the search
-    compile_fn: Callable[[str], list[dict] | None] | None = None
-    #: the last launch search's configuration records (every configuration tried, pruned or over budget)
-    search_records: list[dict] = field(default_factory=list)
 
     def motivating(self, family: str) -> list[Finding]:
         return [f for f in self.findings if family in f.suggests and f.id not in self.insufficient]

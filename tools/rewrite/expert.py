@@ -23,7 +23,6 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     grouped,
     index_width,
     launch_config,
-    launch_search,
     mask_removal,
     matmul_templates,
     norm_templates,

@@ -28,7 +28,7 @@ CANDIDATES = 8   # run_families.py --candidates default
 
 #: family -> the tier whose finding proposes it on its showcase task
 TIER = {
-    "launch_config": "triage", "launch_search": "triage", "tl_dot": "triage", "fuse_passes": "triage", "fuse_launches": "triage",
+    "launch_config": "triage", "tl_dot": "triage", "fuse_passes": "triage", "fuse_launches": "triage",
     "vectorize_scalar_loop": "triage", "autotune": "triage",
     "split_k": "ir", "persistent": "ir", "mask_removal": "ir", "index_width": "ir", "alignment_hints": "ir",
     "pipelining": "compiler", "grouped_ordering": "profile",
