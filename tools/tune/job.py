@@ -225,7 +225,7 @@ def _screen_only(doms, evaluate, budget_s: float, known: list[Trial] | None = No
     done = {tuple(sorted(t.config.items())) for t in out}
     cfgs: list[dict[str, int]] = [{}]
     for d in doms:
-        if d.kind in ("tile", "count"):
+        if d.kind in ("tile", "count", "grid"):
             i = d.values.index(d.start)
             cfgs += [{d.key: d.values[j]} for j in (i + 1, i - 1) if 0 <= j < len(d.values)]
     for cfg in cfgs:

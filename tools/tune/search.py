@@ -82,12 +82,14 @@ def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, 
             v = k.get("value")
         lo_val = 16 if k.get("dot") else 1
         hi_val = 64 if k["kind"] == "count" else 1 << 16
+        if k["kind"] == "grid":     # a program count: up to 64 per SM of the largest device, never below 1
+            lo_val, hi_val = 1, 132 * 64
         exps = [e for e in range(-8, 9)
                 if v is None or lo_val <= (v << e if e >= 0 else v >> -e) <= hi_val and (e >= 0 or v >> -e << -e == v)]
         if v is None:
             exps = [e for e in range(-3, 4)]
         if len(exps) > 1:
-            first = -1 if k.get("grid_tied") and (fill or {}).get(kernel, 1.0) < 1.0 else 1
+            first = -1 if k.get("grid_tied") and k["kind"] != "grid" and (fill or {}).get(kernel, 1.0) < 1.0 else 1
             out.append(Domain(k["key"], k["kind"], exps, 0, kernel, v, first))
     return out
 
@@ -173,7 +175,7 @@ class Searcher:
         if base is None:
             return self.trials
         cur, cur_t = {}, base
-        order = sorted(self.doms, key=lambda d: {"tile": 0, "count": 1, "warps": 2, "stages": 3}[d.kind])
+        order = sorted(self.doms, key=lambda d: {"grid": 0, "tile": 1, "count": 2, "warps": 3, "stages": 4}[d.kind])
         for rnd in range(4):          # coordinate descent with runs, from the best so far
             improved = False
             for d in order:

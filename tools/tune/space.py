@@ -26,7 +26,7 @@ from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs, free_n
 from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
 from tritondx.tools.tune.tunables import dot_operands, host_semantic, kernel_roles
 
-KnobKind = Literal["tile", "count", "warps", "stages", "pin"]
+KnobKind = Literal["tile", "count", "grid", "warps", "stages", "pin"]
 #: the name the instrumented source reads knobs through
 KNOB_FN = "_tdx_knob"
 
@@ -186,8 +186,31 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
             k.dot = k.dot or p in dots
             k.grid_tied = k.grid_tied or tied
             k.params.append(pname)
+        _grid_knobs(s, plan, by_key)
     space.knobs = list(by_key.values())
     return space, plan, an.module
+
+
+def _grid_knobs(s, plan: _Plan, by_key: dict[str, Knob]) -> None:
+    """A program count written as a number in the grid (``(32,)``, ``(M, 48)``, ``min(M, 48)``): a count sized for
+    another device (a core-count heuristic, a persistent loop). Scaled where it stands; the screen rejects a count
+    the kernel cannot take (a grid-stride loop takes any)."""
+    g = s.grid_value
+    if not isinstance(g, (cst.Tuple, cst.List)):
+        return
+    for i, el in enumerate(g.elements):
+        e = el.value
+        cands = [e] if isinstance(e, cst.Integer) else \
+            [a.value for a in e.args if isinstance(a.value, cst.Integer)] \
+            if isinstance(e, cst.Call) and dotted(e.func) == "min" else []
+        for n in cands:
+            if int(n.value, 0) < 2 or id(n) in plan.wrap:
+                continue
+            key = f"{s.kernel}.grid{i}"
+            plan.wrap[id(n)] = key
+            k = by_key.setdefault(key, Knob(key=key, kind="grid", how="scale", value=int(n.value, 0), grid_tied=True,
+                                             where=f"program count in the grid of {s.kernel}: {code_of(g)[:60]}"))
+            k.params.append(f"{s.kernel}.grid{i}")
 
 
 def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob]) -> None:

@@ -281,8 +281,10 @@ def test_a_host_view_of_a_tile_makes_it_semantic(tmp_path):
 def test_the_screen_rejects_a_configuration_whose_output_differs(tmp_path):
     task = _write(tmp_path, "unmasked", UNMASKED_TASK)
     res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
-    by = {t["config"].get("neg.BLOCK"): t for t in res.trials}
+    by = {t["config"].get("neg.BLOCK"): t for t in res.trials if set(t["config"]) <= {"neg.BLOCK"}}
     assert by[None]["status"] == "ok"                                   # as launched: 4 x 64 covers 256
+    grid = {t["config"]["neg.grid0"]: t for t in res.trials if "neg.grid0" in t["config"]}
+    assert grid[-1]["status"] == "failed" and "mismatch" in grid[-1]["note"]   # 2 programs: half unwritten
     assert by[-1]["status"] == "failed" and "mismatch" in by[-1]["note"]   # 4 x 32: half the output unwritten
     assert "Screened out" in table(res)
 
@@ -365,3 +367,41 @@ def test_the_tuners_records_become_grid_evidence(tmp_path):
     found = {f.detector: f for f in _launch_evidence(res, str(task), "r1c1")}
     assert "launch_grid_small" in found and found["launch_grid_small"].subject == "r1c1"
     assert "grid_per_item" in found["launch_grid_small"].suggests
+
+
+# a grid-stride kernel on a fixed program count (a core-count heuristic from another device)
+FIXED_GRID_TASK = HEADER.replace("CHECK_SHAPES = [(300,)]", "CHECK_SHAPES = [(37, 16)]").replace(
+    "BENCH_SHAPES = [(300,)]", "BENCH_SHAPES = [(37, 16)]") + '''
+
+@triton.jit
+def rows_scale(x_ptr, out_ptr, M, N, BLOCK_N: tl.constexpr):
+    cols = tl.arange(0, BLOCK_N)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N)
+        tl.store(out_ptr + row * N + cols, 2.0 * x, mask=cols < N)
+
+
+def launch(x):
+    M, N = x.shape
+    out = torch.empty_like(x)
+    rows_scale[(min(M, 4),)](x, out, M, N, BLOCK_N=16)
+    return out
+
+
+def reference(x):
+    return 2.0 * x
+'''
+
+
+def test_a_fixed_program_count_in_the_grid_is_a_knob(tmp_path):
+    task = _write(tmp_path, "fixed_grid", FIXED_GRID_TASK)
+    src = task.read_text()
+    knob = spacemod.build(src).knob("rows_scale.grid0")
+    assert knob.kind == "grid" and knob.value == 4
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    grids = {t["config"]["rows_scale.grid0"]: t["status"] for t in res.trials if "rows_scale.grid0" in t["config"]}
+    assert grids == {1: "ok", -1: "ok"}          # 8 and 2 programs: a grid-stride loop takes any count
+    out = tmp_path / "emitted.py"
+    out.write_text(spacemod.emit(src, {"rows_scale.grid0": 3}))
+    assert "rows_scale[(min(M, 32),)]" in out.read_text()
+    _run_emitted(out)
