@@ -12,7 +12,6 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-
 from tritondx.agents.common import backend_of, best_spec, findings, highest_tier, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext

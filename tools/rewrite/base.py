@@ -31,8 +31,29 @@ class RewriteContext:
     #: the backend times candidates (a GPU): a batch family's proposals are timed side by side in one bench job
     can_time: bool = False
 
-    def motivating(self, family: str) -> list[Finding]:
-        return [f for f in self.findings if family in f.suggests and f.id not in self.insufficient]
+    def motivating(self, family: str, detectors: tuple[str, ...] = ()) -> list[Finding]:
+        """Findings that suggest ``family`` (or come from one of ``detectors``, the ones it answers), not yet found
+        insufficient."""
+        return [f for f in self.findings if f.id not in self.insufficient
+                and (family in f.suggests or f.detector in detectors)]
+
+    def per_kernel(self, family: str, motivating: list[Finding], sizes, build, params, prediction: str
+                   ) -> list["Proposal"]:
+        """One proposal per motivated kernel and size: ``build(source, kernel, *size)`` gives ``(source, what)`` or
+        None (the sizes after the first that does not apply are not tried); ``params(kernel, *size)`` its params."""
+        kernels = {f.kernel for f in motivating}
+        out = []
+        for k in self.spec.kernels:
+            if k.name not in kernels and None not in kernels:
+                continue
+            for size in sizes:
+                res = build(self.spec.source, k.name, *size)
+                if res is None:
+                    break
+                src, what = res
+                out.append(Proposal(family, src, params(k.name, *size), what,
+                                    [f.id for f in motivating if f.kernel in (k.name, None)], prediction))
+        return out
 
 
 @dataclass

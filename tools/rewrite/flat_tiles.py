@@ -245,23 +245,8 @@ def tiles_source(source: str, kernel: str, rows: int, cols: int) -> tuple[str, s
 @rewrite("flat_tiles", "a 2-D array walked through a flat index split by // and % (a naive transpose) -> "
                        "TDX_BLOCK_R x TDX_BLOCK_C tiles on a 2-D grid", priority=8, also=("tile_2d",))
 def flat_tiles(ctx: RewriteContext) -> list[Proposal]:
-    motivating = [f for f in ctx.findings if f.id not in ctx.insufficient and
-                  ("flat_tiles" in f.suggests or f.detector in ANSWERS)]
-    if not motivating:
-        return []
-    kernels = {f.kernel for f in motivating}
-    out = []
-    for k in ctx.spec.kernels:
-        if k.name not in kernels and None not in kernels:
-            continue
-        for r, c in TILES:
-            res = tiles_source(ctx.spec.source, k.name, r, c)
-            if res is None:
-                break
-            src, what = res
-            out.append(Proposal("flat_tiles", src, {"kernel": k.name, "rows": r, "cols": c}, what,
-                                [f.id for f in motivating if f.kernel in (k.name, None)],
-                                "both the read and the write move whole 32-byte sectors along their own contiguous "
-                                "dimension (the strided side becomes a tile's column, converted in shared memory); "
-                                "a bandwidth-bound transpose approaches the copy bandwidth"))
-    return out
+    return ctx.per_kernel("flat_tiles", ctx.motivating("flat_tiles", ANSWERS), TILES, tiles_source,
+                          lambda k, r, c: {"kernel": k, "rows": r, "cols": c},
+                          "both the read and the write move whole 32-byte sectors along their own contiguous "
+                          "dimension (the strided side becomes a tile's column, converted in shared memory); "
+                          "a bandwidth-bound transpose approaches the copy bandwidth")

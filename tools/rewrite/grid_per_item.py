@@ -255,8 +255,7 @@ def per_item_source(source: str, kernels: set[str] | None = None) -> tuple[str, 
                           "item of its loop (the grid is the loop's bound)", priority=29,
          also=("grid_to_cores", "persistent", "split_k"))
 def grid_per_item(ctx: RewriteContext) -> list[Proposal]:
-    motivating = [f for f in ctx.findings if f.id not in ctx.insufficient and
-                  ("grid_per_item" in f.suggests or f.detector in ANSWERS)]
+    motivating = ctx.motivating("grid_per_item", ANSWERS)
     if not motivating:
         return []
     res = per_item_source(ctx.spec.source)

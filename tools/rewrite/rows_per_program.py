@@ -302,22 +302,7 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
 @rewrite("rows_per_program", "a grid of tiny programs (one row/token/head each) -> several rows per program as a "
                              "2-D block", priority=9, also=("launch_config",))
 def rows_per_program(ctx: RewriteContext) -> list[Proposal]:
-    motivating = [f for f in ctx.findings if f.id not in ctx.insufficient and
-                  ("rows_per_program" in f.suggests or f.detector in ANSWERS)]
-    if not motivating:
-        return []
-    kernels = {f.kernel for f in motivating}
-    out = []
-    for k in ctx.spec.kernels:
-        if k.name not in kernels and None not in kernels:
-            continue
-        for elems, max_rows in SIZES:
-            res = rows_source(ctx.spec.source, k.name, elems, max_rows)
-            if res is None:
-                break
-            src, what = res
-            out.append(Proposal("rows_per_program", src, {"kernel": k.name, "elements": elems, "max_rows": max_rows},
-                                what, [f.id for f in motivating if f.kernel in (k.name, None)],
-                                "programs move kilobytes instead of a few dozen bytes: launch and scheduling cost per "
-                                "byte falls, and each warp's accesses cover whole rows"))
-    return out
+    return ctx.per_kernel("rows_per_program", ctx.motivating("rows_per_program", ANSWERS), SIZES, rows_source,
+                          lambda k, e, m: {"kernel": k, "elements": e, "max_rows": m},
+                          "programs move kilobytes instead of a few dozen bytes: launch and scheduling cost per "
+                          "byte falls, and each warp's accesses cover whole rows")

@@ -249,8 +249,7 @@ def split_source(source: str, per_sm: int = PER_SM) -> tuple[str, list[str]] | N
 @rewrite("split_reduction", "few long rows: a row reduction split across programs in two stages (fp32 partials, "
                             "then one program per row combines them)", priority=28, also=("split_k",))
 def split_reduction(ctx: RewriteContext) -> list[Proposal]:
-    motivating = [f for f in ctx.findings if f.id not in ctx.insufficient and
-                  ("split_reduction" in f.suggests or f.detector in ANSWERS)]
+    motivating = ctx.motivating("split_reduction", ANSWERS)
     if not motivating:
         return []
     res = split_source(ctx.spec.source)

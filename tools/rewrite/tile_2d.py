@@ -261,20 +261,8 @@ def tile_source(source: str, kernel: str, rows_per_program: int, chunk: int) -> 
                     "TDX_BLOCK_R x TDX_BLOCK_C tiles (coalesced loads and stores, layout converted in shared memory)",
          priority=8)
 def tile_2d(ctx: RewriteContext) -> list[Proposal]:
-    motivating = ctx.motivating("tile_2d")
-    kernels = {f.kernel for f in motivating}
-    out = []
-    for k in ctx.spec.kernels:
-        if k.name not in kernels and None not in kernels:
-            continue
-        for r, c in TILES:
-            res = tile_source(ctx.spec.source, k.name, r, c)
-            if res is None:
-                break
-            src, what = res
-            out.append(Proposal("tile_2d", src, {"kernel": k.name, "rows": r, "chunk": c}, what,
-                                [f.id for f in motivating if f.kernel in (k.name, None)],
-                                "each warp reads and writes whole 32-byte sectors along each access's contiguous dim "
-                                "(the strided access becomes a column of a tile); bandwidth-bound kernels approach "
-                                "the copy bandwidth"))
-    return out
+    return ctx.per_kernel("tile_2d", ctx.motivating("tile_2d"), TILES, tile_source,
+                          lambda k, r, c: {"kernel": k, "rows": r, "chunk": c},
+                          "each warp reads and writes whole 32-byte sectors along each access's contiguous dim "
+                          "(the strided access becomes a column of a tile); bandwidth-bound kernels approach "
+                          "the copy bandwidth")

@@ -175,11 +175,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:  # a configuration that does not compile or faults is screened out
             errors[label] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:240] if str(exc) else ''}"
             env.mods.pop(tuple(sorted(kc.items())), None)
-            if env.cuda:
-                try:
-                    torch.cuda.synchronize()
-                except Exception:
-                    raise   # a CUDA fault poisons the context: the job ends, the parent classifies it
+            env.sync()   # a CUDA fault poisons the context: this raises, the job ends, the parent classifies it
             return None
 
     budget = float(job.get("budget_s", 60.0))

@@ -73,6 +73,7 @@ class TuneResult(BaseModel):
     trials: list[dict[str, Any]] = Field(default_factory=list)
     final: dict[str, Any] = Field(default_factory=dict)
     winners: list[Winner] = Field(default_factory=list)
+    values: dict[str, Any] = Field(default_factory=dict)   # each knob's value as launched (where one was recorded)
     seconds: float = 0.0
     device_seconds: float = 0.0
     budget_s: float = 0.0
@@ -128,7 +129,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     res = r.result
     out.ran, out.timed = True, bool(res.get("timed"))
     out.launches, out.hot, out.trials, out.final = res["launches"], res["hot"], res["trials"], res.get("final", {})
-    values = {k: v for k, v in (res.get("launched_values") or {}).items() if v is not None}
+    values = out.values = {k: v for k, v in (res.get("launched_values") or {}).items() if v is not None}
     init = out.final.get("initial")
     if out.timed and init:
         # the initial kernel, or the configuration as launched where it timed faster (an autotuner's pick, a noisy
@@ -159,7 +160,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     return out
 
 
-def table(res: TuneResult, space_labels: dict[str, str] | None = None, limit: int = 5) -> str:
+def table(res: TuneResult, limit: int = 5) -> str:
     """The search as one compact markdown block: launches, knobs, configurations tried/screened out, best few."""
     if not res.ran:
         return f"Launch tuner: not run ({res.error})." if res.error else ""
@@ -178,7 +179,7 @@ def table(res: TuneResult, space_labels: dict[str, str] | None = None, limit: in
                                          "correctness only."))
     fails = [t for t in res.trials if t["status"] == "failed" and t.get("note")]
     if fails:
-        lines.append("Screened out, e.g.: " + "; ".join(f"{_cfg(t['config'])}: {t['note'][:80]}" for t in fails[:2]) + ".")
+        lines.append("Screened out, e.g.: " + "; ".join(f"{_cfg(res, t['config'])}: {t['note'][:80]}" for t in fails[:2]) + ".")
     if res.timed and res.final:
         lines.append("")
         lines.append("| configuration | median (ms) | vs initial | spread | timed output |")
@@ -187,11 +188,19 @@ def table(res: TuneResult, space_labels: dict[str, str] | None = None, limit: in
         rows = sorted(res.final.items(), key=lambda kv: kv[1]["median_ms"])[:limit + 1]
         for k, v in rows:
             ratio = f"{init / v['median_ms']:.2f}x" if init else "-"
-            lines.append(f"| {'initial' if k == 'initial' else _cfg(v['config'])} | {v['median_ms']:.4f} | {ratio} | "
+            lines.append(f"| {'initial' if k == 'initial' else _cfg(res, v['config'])} | {v['median_ms']:.4f} | {ratio} | "
                          f"{100 * v['spread']:.0f}% | {v['timed_output'][:40]} |")
     return "\n".join(lines)
 
 
-def _cfg(cfg: dict[str, int]) -> str:
-    return ", ".join(f"{k.split('.', 1)[-1]}={'x' if isinstance(v, int) and False else ''}{v}"
-                     for k, v in sorted(cfg.items())) or "as launched"
+def _cfg(res: TuneResult, cfg: dict[str, int]) -> str:
+    """``BLOCK_M=16, num_warps=8``: a scale knob's value where the launch or the source gives it, else ``x2^k``."""
+    knobs = {k["key"]: k for k in res.knobs}
+    parts = []
+    for key, v in sorted(cfg.items()):
+        k = knobs.get(key, {})
+        base = res.values.get(key, k.get("value"))
+        if k.get("how") == "scale":
+            v = (base << v if v >= 0 else base >> -v) if isinstance(base, int) else f"x{2.0 ** v:g}"
+        parts.append(f"{key.split('.', 1)[-1]}={v}")
+    return ", ".join(parts) or "as launched"

@@ -154,9 +154,11 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
             if node is None:
                 space.skipped.append(Skipped(param=pname, why=f"{d.kind}: {'; '.join(d.chain)[:120]}"))
                 continue
-            if role == "count" and not any(q == "grid" for o, q in res.users.get(id(node), []) if o is s) \
-                    and not any(o is s and q == "grid" for o, q in res.users.get(id(d.node) if d.node is not None
-                                                                              else -1, [])):
+            g = s.grid_value   # does this launch's grid read the value (a smaller tile means more programs)?
+            tied = g is not None and (p in meta_keys(g) or bool(d.name and d.name in free_names(g))
+                                      or bool(d.kind == "literal" and _cdiv_divisors(g, d.value))
+                                      or any(o is s and q == "grid" for o, q in res.users.get(id(node), [])))
+            if role == "count" and not tied:
                 space.skipped.append(Skipped(param=pname, why="a loop count the grid does not follow"))
                 continue
             other = [f"{o.kernel}.{q}" for o, q, r in uses.get(id(node), []) if r == "semantic"]
@@ -175,12 +177,8 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
             if d.kind == "literal":               # a call literal: cdiv divisors of the same value in its grid
                 for n in _cdiv_divisors(s.grid_value, d.value):
                     plan.wrap[id(n)] = key
-            line = an.line(node) if hasattr(an, "line") else 0
             where = (f"{d.kind} {d.name + ' ' if d.name else ''}in {d.scope.qual if d.scope else '<module>'}"
-                     f", line {line}: {code_of(node)[:60]}")
-            g = s.grid_value
-            tied = g is not None and (p in meta_keys(g) or bool(d.name and d.name in free_names(g))
-                                      or bool(d.kind == "literal" and _cdiv_divisors(g, d.value)))
+                     f", line {an.line(node)}: {code_of(node)[:60]}")
             k = by_key.setdefault(key, Knob(key=key, kind=role, how="scale", value=d.value, where=where,
                                              dot=p in dots))
             k.dot = k.dot or p in dots

@@ -257,25 +257,19 @@ def test_gemm_with_short_tile_names_gets_larger_tiles(tmp_path):
     _run_emitted(out)
 
 
-def test_a_block_that_also_sizes_a_view_is_left_alone(tmp_path):
-    sp = spacemod.build(textwrap.dedent(VIEW_TASK))
-    assert [k.key for k in sp.knobs if k.kind == "tile"] == ["group_max.BLOCK"]
-    why = {s.param: s.why for s in sp.skipped}
-    assert "group_max.GROUP" not in {k.key for k in sp.knobs}
-    assert "group_max.GROUP" not in why or "layout" in why["group_max.GROUP"] or "assert" in why["group_max.GROUP"]
-
-
-def test_a_host_view_of_a_tile_makes_it_semantic(tmp_path):
-    text = textwrap.dedent(VIEW_TASK).replace("group_max(x_ptr, out_ptr, n, GROUP: tl.constexpr, BLOCK: tl.constexpr)",
-                                              "group_max(x_ptr, out_ptr, n, BLOCK: tl.constexpr, GROUP: tl.constexpr)")
-    text = text.replace("offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
-                        "offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK) + 0 * tl.arange(0, GROUP)[0]")
-    text = text.replace("group_max[(triton.cdiv(x.numel(), BLOCK),)](x, out, x.numel(), GROUP, BLOCK)",
-                        "group_max[(triton.cdiv(x.numel(), BLOCK),)](x, out, x.numel(), BLOCK, GROUP)")
+@pytest.mark.parametrize("keep_assert", [True, False])
+def test_a_block_that_also_sizes_a_view_or_an_assert_is_left_alone(tmp_path, keep_assert):
+    text = textwrap.dedent(VIEW_TASK).replace(   # GROUP also sizes a block in the kernel: a tile by use
+        "offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+        "offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK) + 0 * tl.arange(0, GROUP)[0]")
+    if not keep_assert:
+        text = text.replace("    assert x.numel() % GROUP == 0\n", "")
     sp = spacemod.build(text)
     why = {s.param: s.why for s in sp.skipped}
-    assert "group_max.GROUP" in why and "assert" in why["group_max.GROUP"]   # GROUP tiles, but the host asserts on it
+    # GROUP tiles in the kernel, but the launcher asserts on it and views the output by it: part of the data layout
+    assert "group_max.GROUP" in why and ("assert" if keep_assert else "view()") in why["group_max.GROUP"]
     assert "group_max.GROUP" not in {k.key for k in sp.knobs}
+    assert "group_max.BLOCK" in {k.key for k in sp.knobs}
 
 
 def test_the_screen_rejects_a_configuration_whose_output_differs(tmp_path):
@@ -286,7 +280,7 @@ def test_the_screen_rejects_a_configuration_whose_output_differs(tmp_path):
     grid = {t["config"]["neg.grid0"]: t for t in res.trials if "neg.grid0" in t["config"]}
     assert grid[-1]["status"] == "failed" and "mismatch" in grid[-1]["note"]   # 2 programs: half unwritten
     assert by[-1]["status"] == "failed" and "mismatch" in by[-1]["note"]   # 4 x 32: half the output unwritten
-    assert "Screened out" in table(res)
+    assert "Screened out" in table(res) and "BLOCK=32: mismatch" in table(res)   # values, not exponents
 
 
 def test_an_underfilled_grid_tries_smaller_grid_tiles_first_and_descent_reaches_far_values():
