@@ -48,7 +48,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
-from tritondx.tools.evidence.records import TIERS
+from tritondx.tools.records.evidence import TIERS
 
 log = structlog.get_logger(__name__)
 

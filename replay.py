@@ -26,7 +26,7 @@ from typing import Any
 from langgraph.types import Command
 
 from tritondx.errors import TritonDXError
-from tritondx.tools.evidence.records import TIERS
+from tritondx.tools.records.evidence import TIERS
 
 _NOT_COPIED = {"checkpoints.sqlite", "checkpoints.sqlite-wal", "checkpoints.sqlite-shm", "checkpoints.json",
                "checkpoints.json.tmp", "log.jsonl", "run.json",

@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from tritondx.config import RunConfig
 from tritondx.state import DXState
 from tritondx.tools.backends.base import Backend, get_backend
-from tritondx.tools.evidence.records import TIERS, Finding
+from tritondx.tools.records.evidence import TIERS, Finding
 from tritondx.tools.task.spec import TaskSpec, load_task
 
 # Graph node that gathers each tier's evidence.

@@ -10,7 +10,7 @@ from langgraph.types import Command
 from tritondx.agents.common import backend_of, best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence.analysis import analyze_tier
-from tritondx.tools.evidence.records import TIERS
+from tritondx.tools.records.evidence import TIERS
 from tritondx.tools.run.phases import Phases
 
 

@@ -14,7 +14,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import TIER_NODE, backend_of, best_path, dump, logger, next_tier, run_config, run_dir
 from tritondx.state import DXState
-from tritondx.tools.evidence.records import ArtifactRef
+from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.evidence.ncu import (NcuSession, counter_findings, counter_summary, measured_work,
                                          profile_session)
 from tritondx.tools.run.phases import Phases

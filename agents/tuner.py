@@ -15,7 +15,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, best_path, highest_tier, logger, run_config, run_dir
 from tritondx.state import DXState
-from tritondx.tools.evidence.records import ArtifactRef
+from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.rewrite.base import family_signature
 from tritondx.tools.tune.run import table, tune_task
 

@@ -20,7 +20,7 @@ from tritondx.state import DXState
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.report.closure import untried_route
 from tritondx.tools.verify.select_untimed import unmeasured_choice
-from tritondx.tools.evidence.records import ArtifactRef
+from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.verify.route import Limits, RoundFacts, decide, escalation_why  # noqa: F401 (callers)
 from tritondx.tools.verify.select import beats, measurements, pick, summarize_bench
 from tritondx.tools.verify.staged import confirm, contenders, screen_note

@@ -1,7 +1,6 @@
 """Diagnosis evidence, tier by tier (trusted side: reads task source, IR text and job results; the
 code that runs a kernel does so through a sandboxed job, never in this process).
 
-- ``records``: the evidence records every tier shares (findings, artifacts, measurements);
 - ``triage`` / ``triage_patterns``: tier 0, patterns on the task source (ast only);
 - ``profiler``: tier 1, roofline position from measurements; ``work``: the FLOPs and bytes it needs;
 - ``ncu``: hardware counters through Nsight Compute (the launch runs in a sandboxed job);

@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 
 from tritondx.tools.evidence import ahead
-from tritondx.tools.evidence.records import ArtifactRef, Finding, Tier
+from tritondx.tools.records.evidence import ArtifactRef, Finding, Tier
 from tritondx.tools.ir.context import KernelIR, load_capture
 from tritondx.tools.ir.detectors import resource_report, run_detectors
 from tritondx.tools.run.phases import Phases

@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
-from tritondx.tools.evidence.records import Finding, finding_id
+from tritondx.tools.records.evidence import Finding, finding_id
 from tritondx.tools.exec.gpulock import held_seconds, profiler
 
 log = structlog.get_logger(__name__)

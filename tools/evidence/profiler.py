@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritondx.tools.evidence.records import Finding, finding_id
+from tritondx.tools.records.evidence import Finding, finding_id
 from tritondx.tools.evidence.work import WorkFigures, shape_key
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from tritondx.tools.evidence.records import Finding, finding_id
+from tritondx.tools.records.evidence import Finding, finding_id
 from tritondx.tools.task.spec import TaskSpec
 from tritondx.tools.evidence.triage_patterns import source_patterns
 

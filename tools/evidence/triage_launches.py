@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from tritondx.tools.evidence.records import Finding, finding_id
+from tritondx.tools.records.evidence import Finding, finding_id
 
 #: H200 (and H100 SXM) SM count, the default target's
 SM_COUNT = 132

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritondx.tools.evidence.records import Finding, Severity, Tier, finding_id
+from tritondx.tools.records.evidence import Finding, Severity, Tier, finding_id
 from tritondx.tools.ir.context import KernelIR
 from tritondx.tools.ir.parse import IRLine
 from tritondx.tools.ir.ssa import (

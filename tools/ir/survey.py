@@ -16,7 +16,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.ir.context import load_capture
 from tritondx.tools.ir.detectors import REGISTRY, run_detectors
 

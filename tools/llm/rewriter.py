@@ -17,7 +17,7 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel, Field, field_validator
 
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.llm.client import ChatReply, LLMClient, LLMError, Message, extract_json_object
 from tritondx.tools.llm.prompts import load_prompt, render_prompt
 

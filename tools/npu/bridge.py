@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.evidence.records import Finding, Tier
+from tritondx.tools.records.evidence import Finding, Tier
 
 
 def analyze_ascend(tier: Tier, task_path: str, target: str, run_dir: Path, round_: int

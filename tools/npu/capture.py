@@ -3,7 +3,7 @@
 ``capture_ascend`` runs ``capture_script.py`` under the interpreter of the triton-ascend
 environment (see ``toolchain.py``) in a subprocess with a timeout and a scrubbed environment, then
 turns the script's ``manifest.json`` into an :class:`AscendCapture` whose per-kernel stage
-artifacts are :class:`~tritondx.tools.evidence.records.ArtifactRef` records (path, sha256, size, kind).
+artifacts are :class:`~tritondx.tools.records.evidence.ArtifactRef` records (path, sha256, size, kind).
 
 Without CANN the compile stops at the binary stage ("ASCEND_HOME_PATH is not set" on A2/A3, a
 missing ``npuc``/``bishengir-compile`` on 950); the TTIR and the adapter IR (``*.ttadapter``:
@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from tritondx.errors import SandboxError
-from tritondx.tools.evidence.records import ArtifactRef
+from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.npu.targets import AscendTarget, resolve_target
 from tritondx.tools.npu.toolchain import find_python
 

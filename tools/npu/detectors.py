@@ -3,7 +3,7 @@
 Each detector is a small class with an ``id``, a ``tier`` ("ir" for facts visible in the Triton
 program itself, "compiler" for what triton-ascend's adapter made of it), the ``stage`` it reads
 ("ttir" or "ttadapter"), and the rewrite families it ``suggests``. ``detect(ctx)`` returns
-:class:`tritondx.tools.evidence.records.Finding` objects carrying the evidence: the IR line, the task
+:class:`tritondx.tools.records.evidence.Finding` objects carrying the evidence: the IR line, the task
 source line it maps to, and the metric.
 
 Entry points:
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from tritondx.tools.evidence.records import Finding, Severity, finding_id
+from tritondx.tools.records.evidence import Finding, Severity, finding_id
 from tritondx.tools.npu.adapter_ir import (
     REINTERPRET_SIZES_RE,
     IRModule,

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.evidence.records import TIERS
+from tritondx.tools.records.evidence import TIERS
 from tritondx.tools.report.checked import checked_md
 from tritondx.tools.report.text import clip, unmeasured_cell
 

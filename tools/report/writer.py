@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritondx.tools.evidence.records import TIERS
+from tritondx.tools.records.evidence import TIERS
 from tritondx.tools.run.phases import table_md
 from tritondx.tools.run.host import process_cpu_seconds
 from tritondx.tools.report.checked import checked_md, tolerance_text

@@ -38,7 +38,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     tile_2d,
     vectorize,
 )
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.task.spec import parse_task_source
 

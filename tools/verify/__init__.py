@@ -9,7 +9,7 @@ their answers; ``api``: the orchestrator's calls for the probe, capture, verify 
 ``judge_server`` (the judge as one server per task: every round's ``verify`` requests; its warm
 runners kept, what a request left removed), ``servers`` (orchestrator side: one server per task),
 ``select`` / ``route`` (what the verifier node decides from the evidence), ``select_untimed`` (which
-kernel is the result when speed cannot be measured), ``check_file`` (``tritondx verify``), ``records``.
+kernel is the result when speed cannot be measured), ``check_file`` (``tritondx verify``); its records are in ``tools/records/verify.py``.
 ``impl``: the probe job (runs inside the sandboxed worker, next to the task's code) and what the judge
 shares with it (``Rejected``, the input check, the device phase).
 

@@ -14,7 +14,7 @@ from tritondx.tools.backends.base import Backend
 from tritondx.tools.exec.sandbox import JobResult, run_job
 from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error
 from tritondx.tools.verify.policy import STATIC_RULES, check as policy_check  # noqa: F401 (STATIC_RULES: callers)
-from tritondx.tools.verify.records import Verdict
+from tritondx.tools.records.verify import Verdict
 from tritondx.tools.verify.timing import CEILINGS_FILE, bench_variants  # noqa: F401 (callers)
 from tritondx.tools.verify.verification import verify_candidate  # noqa: F401 (callers)
 

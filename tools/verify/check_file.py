@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from tritondx.errors import TaskFormatError
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.verify.records import DECIDED, HardwareCheck, Verdict
+from tritondx.tools.records.verify import DECIDED, HardwareCheck, Verdict
 from tritondx.tools.verify.select import beats, summarize_bench
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING, hardware_check, time_round
 from tritondx.tools.verify.verification import verify_all

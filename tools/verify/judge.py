@@ -43,7 +43,7 @@ from tritondx.tools.verify.flip import credit, flip_branches, flip_cases, flippe
 from tritondx.tools.verify.coverage import trace_decides, trace_verdict
 from tritondx.tools.verify.compare import compare, is_constant, sensitivity, unchanged
 from tritondx.tools.verify.evaluator import state_names
-from tritondx.tools.verify.records import DECIDED
+from tritondx.tools.records.verify import DECIDED
 from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
 from tritondx.tools.verify.impl import _OOM_TEXT, Rejected, _check_inputs, device_phase

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.verify.records import Verdict
+from tritondx.tools.records.verify import Verdict
 from tritondx.tools.verify.select import beats
 from tritondx.tools.verify.verification import verify_all
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from tritondx.tools.exec import triton_cache
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.verify.jobs import job_error, run_device_job
-from tritondx.tools.verify.records import HardwareCheck
+from tritondx.tools.records.verify import HardwareCheck
 
 log = structlog.get_logger(__name__)
 

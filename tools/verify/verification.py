@@ -14,7 +14,7 @@ from tritondx.tools.exec.gpulock import JOB_ALONE_ENV, held_seconds
 from tritondx.tools.exec.sandbox import run_job
 from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error, run_device_job
 from tritondx.tools.verify.policy import check as policy_check
-from tritondx.tools.verify.records import DECIDED, DECIDED_TAG, CheckRecord, Verdict
+from tritondx.tools.records.verify import DECIDED, DECIDED_TAG, CheckRecord, Verdict
 
 log = structlog.get_logger(__name__)
 

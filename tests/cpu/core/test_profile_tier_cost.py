@@ -15,7 +15,7 @@ from tritondx.agents import profiler
 from tritondx.config import RunConfig
 from tritondx.tools.backends.cuda import CudaBackend
 from tritondx.tools.evidence.ncu import NcuSession
-from tritondx.tools.evidence.records import ArtifactRef
+from tritondx.tools.records.evidence import ArtifactRef
 
 TASK = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
 NCU_DEVICE_S = 2.5   # what the faked launch job says it held the device

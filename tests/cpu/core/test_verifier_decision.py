@@ -88,7 +88,7 @@ def test_a_hardware_check_that_cannot_measure_the_initial_kernel_keeps_the_winne
     report says the speedup is not hardware-confirmed (was: every winner rejected, so no speedup at all)."""
     from tritondx.agents import verifier as V
     from tritondx.tools.report.writer import _hardware_md
-    from tritondx.tools.verify.records import HardwareCheck, Verdict
+    from tritondx.tools.records.verify import HardwareCheck, Verdict
     from tritondx.tools.verify.timing import HW_UNAVAILABLE, TimedRound
     task = tmp_path / "task.py"
     task.write_text((Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py").read_text())
@@ -127,7 +127,7 @@ def test_on_a_timing_backend_only_the_would_be_winners_get_the_full_checks(tmp_p
     from tritondx.agents import verifier as V
     from tritondx.tools.backends.cuda import CudaBackend
     from tritondx.tools.report.writer import build_report
-    from tritondx.tools.verify.records import Verdict
+    from tritondx.tools.records.verify import Verdict
     from tritondx.tools.verify import staged
     from tritondx.tools.verify.timing import TimedRound
     task = tmp_path / "task.py"
@@ -180,7 +180,7 @@ def test_the_fastest_contenders_hardware_check_starts_beside_its_full_checks(tmp
     from tritondx.tools.backends.cuda import CudaBackend
     from tritondx.tools.exec.sandbox import JobResult
     from tritondx.tools.verify import staged, timing
-    from tritondx.tools.verify.records import Verdict
+    from tritondx.tools.records.verify import Verdict
     from tritondx.tools.verify.timing import TimedRound
     task = tmp_path / "task.py"
     task.write_text((Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py").read_text())
@@ -285,7 +285,7 @@ def test_the_winners_hardware_check_runs_at_that_case_and_confirms_a_gain_the_fi
     from tritondx.tools.backends.cuda import CudaBackend
     from tritondx.tools.exec.sandbox import JobResult
     from tritondx.tools.verify import staged, timing
-    from tritondx.tools.verify.records import Verdict
+    from tritondx.tools.records.verify import Verdict
     from tritondx.tools.verify.timing import TimedRound
     task = tmp_path / "task.py"
     task.write_text((Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py").read_text())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.report.closure import close_findings, closure_md, untried_route, untried_suggestions
 from tritondx.tools.report.recheck import recheck_best
 from tritondx.tools.rewrite.base import RewriteContext

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.report.html import render_run_html
 from tritondx.tools.rewrite.base import Proposal
 from tritondx.tools.rewrite.expert import cited

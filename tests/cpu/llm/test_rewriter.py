@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tritondx.errors import TaskFormatError
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.llm.rewriter import LLMRewriter, RewriteProposal
 from tritondx.tools.task.spec import parse_task_source
 

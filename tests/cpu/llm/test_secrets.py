@@ -10,7 +10,7 @@ import traceback
 import pytest
 import structlog
 
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.llm.client import LLMAuthError
 from tritondx.tools.llm.redact import RedactingFilter, redact_secrets, redact_text, register_secret
 from tritondx.tools.llm.rewriter import LLMRewriter

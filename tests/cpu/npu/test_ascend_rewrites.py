@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.npu.capture import capture_ascend
 from tritondx.tools.npu.detectors import run_detectors
 from tritondx.tools.rewrite.ascend import ASCEND_FAMILIES, drop_gpu_settings, split_plan

@@ -2,7 +2,7 @@
 does not (needs the ascend venv; the captures are shared per session)."""
 
 import pytest
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.npu.detectors import DETECTOR_IDS, DETECTORS, run_detectors
 
 # detector id -> (positive kernel, counter-example kernel), all on ascend910b (Ascend910B4)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.base import get_backend
-from tritondx.tools.evidence.records import Finding
+from tritondx.tools.records.evidence import Finding
 from tritondx.tools.rewrite import expert  # noqa: F401  (registers every family)
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.task.spec import load_task, parse_task_source
