@@ -86,3 +86,13 @@ class RunConfig(BaseModel):
                 env[field] = os.environ[var]  # pydantic converts and validates
         env.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**env)
+
+
+class RunContext(BaseModel):
+    """What the caller of one graph invocation gives every node through LangGraph's runtime context
+    (``StateGraph(..., context_schema=RunContext)``; ``graph.stream(..., context=RunContext(...))``): not state,
+    so a resumed or replayed run is not bound to the first invocation's values."""
+
+    #: when this invocation's wall time starts (epoch seconds; the CLI's imports count for a first run). Without
+    #: it (a run started through the LangGraph API) the report's wall time is the nodes' own seconds.
+    started_at: float | None = None

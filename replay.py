@@ -254,12 +254,17 @@ def format_state(info: dict[str, Any]) -> str:
 
 
 def _finish(run_dir: Path, final: dict[str, Any], waiting: list, t0: float) -> dict[str, Any]:
+    """What a resumed, replayed or forked run came to: paused, empty, or the report its report node wrote
+    (written here from the state for a run that ended before the graph had a report node)."""
     from tritondx.runner import finish
     if waiting:
         return {"status": "paused", "run_dir": str(run_dir), "waiting": waiting}
     if not final.get("task_name"):
         return {"status": "empty", "run_dir": str(run_dir)}
-    return finish(run_dir, final, time.time() - t0)
+    if not (run_dir / "report.json").exists():
+        from tritondx.tools.report.writer import write_outputs
+        write_outputs(run_dir, final, time.time() - t0)
+    return finish(run_dir)
 
 
 def resume(run: str | Path, approver=None, verbose: bool = False) -> dict[str, Any]:
@@ -285,7 +290,7 @@ def resume(run: str | Path, approver=None, verbose: bool = False) -> dict[str, A
             graph_input = None
         else:
             return _finish(r.dir, snap.values, [], t0)
-        final, waiting = drive(r.graph, graph_input, r.config(), approver)
+        final, waiting = drive(r.graph, graph_input, r.config(), approver, started_at=t0)
         return _finish(r.dir, final, waiting, t0)
 
 
@@ -302,7 +307,7 @@ def replay(run: str | Path, checkpoint: str, approver=None, verbose: bool = Fals
         if not snap.next:
             raise TritonDXError(f"checkpoint {cid} is the end of the run: nothing to replay "
                                 "(pick an earlier one, or --fork with --tier)")
-        final, waiting = drive(r.graph, None, r.config(cid), approver)
+        final, waiting = drive(r.graph, None, r.config(cid), approver, started_at=t0)
         out = _finish(r.dir, final, waiting, t0)
         out["replayed_from"] = cid
         return out
@@ -390,10 +395,10 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
     try:
         if writer in builder.nodes:
             graph.update_state(config, Command(goto=goto, update=values), as_node=writer)
-            final, waiting = drive(graph, None, config, approver)
+            final, waiting = drive(graph, None, config, approver, started_at=t0)
         else:  # the input checkpoint (or the one right after it): start over with the overrides
             state_in = {"task_path": meta["task"], "run_dir": str(new_dir.resolve()), "config": cfg.model_dump()}
-            final, waiting = drive(graph, state_in, config, approver)
+            final, waiting = drive(graph, state_in, config, approver, started_at=t0)
     finally:
         saver.conn.close()
     res = _finish(new_dir, final, waiting, t0)

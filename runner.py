@@ -14,14 +14,13 @@ from typing import Any, Callable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
-from tritondx.config import RunConfig
+from tritondx.config import RunConfig, RunContext
 from tritondx.errors import TaskFormatError, TritonDXError
 from tritondx.checkpoints import thread_id_for
-from tritondx.graph import RUNNER_WRITES_REPORT, builder
+from tritondx.graph import builder
 from tritondx.logs import Heartbeat, setup_logging
 from tritondx import IMPORTED_AT
 from tritondx.tools.evidence import ahead
-from tritondx.tools.report.writer import write_outputs
 from tritondx.tools.task.spec import load_task
 
 RUNS_DIR = Path(os.environ.get("TRITONDX_RUNS", "runs"))
@@ -79,48 +78,34 @@ def open_checkpointer(run_dir: Path) -> BaseCheckpointSaver:
 Approver = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def drive(graph, graph_input: Any, config: dict[str, Any], approver: Approver | None = None
-          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Invoke the graph and answer its approval interrupts until it ends (or, without an approver, until
-    it pauses). Returns the state values and the requests still waiting for an answer."""
-    # the caller writes the report files when the graph ends (finish), not the ending node (graph.py)
-    config = {**config, "configurable": {**config["configurable"], RUNNER_WRITES_REPORT: True}}
+def drive(graph, graph_input: Any, config: dict[str, Any], approver: Approver | None = None,
+          started_at: float | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Invoke the graph and answer its approval interrupts until it ends (its report node writes the run's
+    files) or, without an approver, until it pauses. Returns the state values and the requests still waiting
+    for an answer. ``started_at``: where this invocation's wall time starts (the report's), default now."""
     beat = Heartbeat()
+    context = RunContext(started_at=started_at or time.time())
 
     def run(inp: Any, conf: dict[str, Any]) -> None:  # invoke, with the task events feeding the heartbeat
         with beat:
-            for ev in graph.stream(inp, conf, durability="sync", stream_mode="tasks"):
+            for ev in graph.stream(inp, conf, context=context, durability="sync", stream_mode="tasks"):
                 beat.task_event(ev)
 
     try:
         run(graph_input, config)
-        latest = {"configurable": {"thread_id": config["configurable"]["thread_id"], RUNNER_WRITES_REPORT: True},
+        latest = {"configurable": {"thread_id": config["configurable"]["thread_id"]},
                   "recursion_limit": config.get("recursion_limit", 200)}
         while True:
             snap = graph.get_state(latest)
             waiting = [i.value[0] if isinstance(i.value, list) and i.value else i.value for i in snap.interrupts]
             if not waiting or approver is None:
-                return settle_ahead(snap.values), waiting
+                if waiting and snap.values.get("run_dir"):   # paused: its background capture ends first
+                    ahead.settle(Path(snap.values["run_dir"]))
+                return snap.values, waiting
             run(Command(resume=[approver(waiting[0])]), latest)
     except BaseException:
         ahead.settle()  # no background capture outlives the run that started it
         raise
-
-
-def settle_ahead(values: dict[str, Any]) -> dict[str, Any]:
-    """The state values once the run's background IR capture (tools/evidence/ahead.py) has ended: waited
-    for, and its seconds in the phases where no node counted them (the IR tier compiled another source)."""
-    if not values.get("run_dir"):
-        return values
-    folder = Path(values["run_dir"])
-    ahead.settle(folder)
-    seconds = ahead.take_seconds(folder)
-    ahead.forget(folder)
-    if seconds:
-        phases = dict(values.get("phase_seconds") or {})
-        phases[ahead.PHASE] = round(phases.get(ahead.PHASE, 0.0) + seconds, 3)
-        values = {**values, "phase_seconds": phases}
-    return values
 
 
 def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bool = False,
@@ -141,10 +126,11 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 200}
     state_in = {"task_path": str(Path(task_path).resolve()), "run_dir": str(run_dir.resolve()),
                 "config": cfg.model_dump()}
-    t0 = time.time()
     unusable = False
     try:
-        final, waiting = drive(graph, state_in, config, approver)
+        # the CLI's imports, the task check, the checkpointer: part of the wall time, in the "startup" phase
+        # (the report's run_phases: everything outside the nodes)
+        final, waiting = drive(graph, state_in, config, approver, started_at=run_started(entered))
     except TaskFormatError:  # the probe found the task unusable (triage never finished): no run to keep
         unusable = not graph.get_state(config).values.get("probe")
         raise
@@ -152,13 +138,9 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
         saver.conn.close()
         if unusable:
             discard_run_dir(run_dir, before)
-    wall = time.time() - t0
     if waiting:  # paused for a person (no approver here): `tritondx resume RUN` picks it up
         return {"status": "paused", "run_dir": str(run_dir), "waiting": waiting}
-    # the CLI's imports, the task check, the checkpointer: part of the wall time, in the "startup" phase
-    # (the report's run_phases: everything outside the nodes)
-    before_graph = max(0.0, t0 - run_started(entered))
-    return finish(run_dir, final, wall + before_graph)
+    return finish(run_dir)
 
 
 _first_run = [True]
@@ -194,7 +176,8 @@ def discard_run_dir(run_dir: Path, before: set[str] | None) -> None:
                 item.unlink(missing_ok=True)
 
 
-def finish(run_dir: Path, final: dict[str, Any], wall: float) -> dict[str, Any]:
-    report = write_outputs(run_dir, final, wall)
+def finish(run_dir: Path) -> dict[str, Any]:
+    """The report the graph's report node wrote, with the run folder."""
+    report = json.loads((run_dir / "report.json").read_text())
     report["run_dir"] = str(run_dir)
     return report

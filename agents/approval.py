@@ -215,27 +215,27 @@ def approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
                                             "decisions": decisions})
 
 
-def final_approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["__end__", "rewriter", "verifier"]]:
+def final_approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["report", "rewriter", "verifier"]]:
     """After the verifier decides to stop: a person accepts the best kernel, keeps the initial one, edits the
     best one (verified again as a new candidate) or asks for another rewrite round with feedback."""
     cfg = run_config(state)
     best = state.get("best") or {}
     if not cfg.interactive or best.get("id") in (None, "initial"):
-        return Command(goto="__end__")
+        return Command(goto="report")
     log = logger("final_approval", config)
     response = interrupt([final_request(state)])[0]
     kind = response_kind(response)
     rnd = state.get("round", 0)
     if kind == "accept":
         log.info("best_accepted", best=best.get("id"))
-        return Command(goto="__end__", update={"status": "done", "decisions": [
+        return Command(goto="report", update={"status": "done", "decisions": [
             {"node": "final_approval", "round": rnd, "candidate": best.get("id"), "decision": "accept",
              "reason": f"a person accepted {best.get('id')} as the optimized kernel"}]})
     if kind == "reject":
         log.info("best_rejected", best=best.get("id"))
         initial = {"id": "initial", "path": state["task_path"], "median_ms": None, "speedup": 1.0,
                    "rejected_best": best.get("id")}
-        return Command(goto="__end__", update={"status": "done", "best": initial, "decisions": [
+        return Command(goto="report", update={"status": "done", "best": initial, "decisions": [
             {"node": "final_approval", "round": rnd, "candidate": best.get("id"), "decision": "reject",
              "reason": f"a person rejected {best.get('id')}; the initial kernel is kept"}]})
     if kind == "feedback":

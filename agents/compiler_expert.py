@@ -13,10 +13,10 @@ from tritondx.tools.evidence.analysis import analyze_tier
 from tritondx.tools.run.phases import Phases
 
 
-def compiler_expert_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "__end__"]]:
+def compiler_expert_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "report"]]:
     log = logger("compiler_expert", config)
     cfg = run_config(state)
-    goto = "__end__" if cfg.mode == "diagnose" else "rewriter"
+    goto = "report" if cfg.mode == "diagnose" else "rewriter"
     ph = Phases()
     found, artifacts, note = analyze_tier("compiler", best_path(state), state["target"], run_dir(state),
                                           state.get("round", 0), phases=ph)

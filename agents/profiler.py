@@ -87,7 +87,7 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
             notes.append(f"{label}: {note}")
     out["ncu"] = "ok" if out["kernels"] else "; ".join(notes)
     log.info("final_profile", kernels={k: len(v) for k, v in out["kernels"].items()}, note="; ".join(notes)[:200])
-    goto = "final_approval" if cfg.interactive else "__end__"
+    goto = "final_approval" if cfg.interactive else "report"
     return Command(goto=goto, update={"final_profile": out, "artifacts": arts, "status": "done",
                                       "phase_seconds": ph.seconds,
                                       "device_seconds": state.get("device_seconds", 0.0) + device_s,
@@ -98,7 +98,7 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
 
 def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "ir_analyst",
                                                                           "compiler_expert", "final_approval",
-                                                                          "__end__"]]:
+                                                                          "report"]]:
     if state.get("status") == "final_profile":
         return final_profile(state, config)
     log = logger("profiler", config)

@@ -24,7 +24,7 @@ LAUNCH_FAMILIES = ("launch_config", "autotune", "autotune_widen", "grid_to_cores
                    "pipelining", "grid_per_item", "rows_per_program", "split_reduction")
 
 
-Next = Literal["verifier", "rewriter", "approval", "profiler", "ir_analyst", "compiler_expert", "__end__"]
+Next = Literal["verifier", "rewriter", "approval", "profiler", "ir_analyst", "compiler_expert"]
 
 
 def _launch_evidence(res, path: str, subject: str) -> list:

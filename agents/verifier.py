@@ -28,7 +28,7 @@ from tritondx.tools.verify.timing import (HW_UNAVAILABLE, NCU_MISSING, claim_cas
                                           hardware_check, initial_hardware, time_round, unused_device_seconds)
 from tritondx.tools.verify.verification import verify_all
 
-Next = Literal["tuner", "rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "__end__"]
+Next = Literal["tuner", "rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "report"]
 
 #: kept for callers of the former names
 _summarize_bench = summarize_bench
@@ -205,4 +205,4 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         return Command(goto="profiler", update=upd)
     if goto == "__end__" and cfg.interactive:
         goto = "final_approval"  # a person accepts the best kernel first (agents/approval.py)
-    return Command(goto=goto, update=upd)
+    return Command(goto="report" if goto == "__end__" else goto, update=upd)

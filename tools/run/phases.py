@@ -2,7 +2,7 @@
 bench, rewrite, report), summed over the run.
 
 A node times the job-running parts it calls with ``Phases.time(name)``; whatever the node spends
-outside them is its own phase (``NODE_PHASE``, added by the graph's ``timed`` wrapper), so the phases
+outside them is its own phase (which one, the graph says: its ``timed`` wrapper), so the phases
 of a node always add up to its wall time. ``startup`` (the CLI, the graph, the checkpointer) is the
 run's wall time not spent in any node, filled in by the report.
 
@@ -17,9 +17,6 @@ from __future__ import annotations
 import contextlib
 import time
 
-#: the phase a node's own time (outside the jobs it timed) belongs to
-NODE_PHASE = {"triage": "analysis:triage", "profiler": "analysis:profile", "ir_analyst": "analysis:ir",
-              "compiler_expert": "analysis:compiler", "rewriter": "rewrite", "verifier": "select"}
 #: the order phases are shown in
 ORDER = ("startup", "probe", "analysis:triage", "analysis:profile", "ir_compile", "ir_compile_ahead",
          "analysis:ir", "analysis:compiler", "rewrite", "verify", "bench", "hwcheck", "ncu", "select", "report")
@@ -45,12 +42,11 @@ class Phases:
         self.seconds[name] = round(self.seconds.get(name, 0.0) + max(0.0, seconds), 3)
 
 
-def with_node_rest(node: str, node_wall: float, timed: dict[str, float] | None) -> dict[str, float]:
-    """``timed`` plus the node's remaining wall seconds under its own phase (``BACKGROUND`` phases are
+def with_node_rest(own: str, node_wall: float, timed: dict[str, float] | None) -> dict[str, float]:
+    """``timed`` plus the node's remaining wall seconds under its own phase ``own`` (``BACKGROUND`` phases are
     no part of the node's wall time)."""
     out = dict(timed or {})
     rest = node_wall - sum(v for k, v in out.items() if k not in BACKGROUND)
-    own = NODE_PHASE.get(node, node)
     out[own] = round(out.get(own, 0.0) + max(0.0, rest), 3)
     return out
 

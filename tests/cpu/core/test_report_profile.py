@@ -57,7 +57,7 @@ def test_final_profile_node_without_ncu_ends_the_run(tmp_path, monkeypatch):
     state = {"task_path": str(task), "run_dir": str(tmp_path), "config": RunConfig().model_dump(),
              "best": {"id": "r1c1", "path": str(task), "measured": True}, "status": "final_profile"}
     cmd = profiler.profiler_node(state, {"configurable": {"thread_id": "t"}})
-    assert cmd.goto == "__end__"
+    assert cmd.goto == "report"
     assert cmd.update["status"] == "done" and "findings" not in cmd.update
     assert cmd.update["final_profile"]["ncu"].startswith("initial: ncu not available")
 
@@ -72,22 +72,21 @@ def test_counter_summary_keeps_the_first_launch_of_each_kernel():
     assert out[0]["top_stalls"] == [["b", 0.5], ["c", 0.3], ["d", 0.2]]
 
 
-def test_the_ending_node_writes_the_report_unless_the_runner_will(tmp_path):
-    """graph.py: a run started through the API gets its report from the node that ends it; a run
-    driven by runner.drive (RUNNER_WRITES_REPORT in the config) is written once, by the runner."""
+def test_the_report_node_writes_the_run_files_from_the_state(tmp_path):
+    """agents/report.py: the run's files come from the node every run ends through, from the state alone (a run
+    started through the LangGraph API gets them too); outside a graph its wall time is the nodes' seconds; a
+    state the probe never accepted writes nothing."""
+    import json
     from pathlib import Path
-    from langgraph.types import Command
-    from tritondx.graph import RUNNER_WRITES_REPORT, _write_report_at_end
+    from tritondx.agents.report import report_node
     task = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
     state = {"run_dir": str(tmp_path), "task_path": str(task), "config": RunConfig().model_dump(),
-             "best": {"id": "initial", "path": str(task)}, "decisions": [{"node": "triage"}]}
-    cmd = Command(goto="__end__", update={"status": "done", "decisions": [{"node": "verifier", "decision": "end"}]})
-    _write_report_at_end(cmd, state, {"configurable": {"thread_id": "t", RUNNER_WRITES_REPORT: True}})
-    assert not (tmp_path / "report.json").exists()
-    _write_report_at_end(Command(goto="rewriter", update={}), state, {"configurable": {"thread_id": "t"}})
-    assert not (tmp_path / "report.json").exists()
-    _write_report_at_end(cmd, state, {"configurable": {"thread_id": "t"}})
-    import json
+             "best": {"id": "initial", "path": str(task)}, "node_seconds": {"triage": 1.5, "verifier": 2.0},
+             "status": "done", "decisions": [{"node": "triage"}, {"node": "verifier", "decision": "end"}]}
+    assert report_node(state, {"configurable": {"thread_id": "t"}}) == {}
+    assert not (tmp_path / "report.json").exists()   # no task_name: the probe never accepted the task
+    assert report_node({**state, "task_name": "axpy"}, {"configurable": {"thread_id": "t"}}) == {}
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["status"] == "done" and [d["node"] for d in report["decisions"]] == ["triage", "verifier"]
+    assert report["wall_seconds"] == 3.5
     assert (tmp_path / "optimized_task.py").read_text() == task.read_text()

@@ -106,4 +106,4 @@ def test_verifier_does_not_end_with_an_untried_suggestion(tmp_path):
     assert cmd.goto == "rewriter" and cmd.update["force_families"] == ["autotune"], cmd.update["decisions"]
     state["family_attempts"].append({"round": 2, "family": "autotune", "outcome": "proposed_nothing", "proposed": 0})
     cmd = verifier_node(state, {"configurable": {"thread_id": "t"}})
-    assert cmd.goto == "__end__" and cmd.update["decisions"][0]["reason"] == "no tier left"
+    assert cmd.goto == "report" and cmd.update["decisions"][0]["reason"] == "no tier left"

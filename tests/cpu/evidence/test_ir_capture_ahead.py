@@ -88,7 +88,7 @@ def test_an_incomplete_ahead_capture_is_not_reused(capture_calls, run, monkeypat
 
 
 def test_the_ahead_seconds_overlap_and_are_no_part_of_the_node():
-    out = with_node_rest("ir_analyst", 1.0, {"ir_compile": 0.25, ahead.PHASE: 5.0})
+    out = with_node_rest("analysis:ir", 1.0, {"ir_compile": 0.25, ahead.PHASE: 5.0})
     assert out == {"ir_compile": 0.25, ahead.PHASE: 5.0, "analysis:ir": 0.75}
 
 

@@ -118,7 +118,7 @@ def test_graph_with_approvals_is_drawable():
     g = builder.compile().get_graph()
     mermaid = g.draw_mermaid()
     for edge in ("rewriter -.-> approval", "rewriter -.-> verifier", "approval -.-> verifier",
-                 "approval -.-> rewriter", "verifier -.-> final_approval", "final_approval -.-> __end__",
+                 "approval -.-> rewriter", "verifier -.-> final_approval", "final_approval -.-> report", "report --> __end__",
                  "final_approval -.-> rewriter"):
         assert edge in mermaid, edge
 
@@ -128,7 +128,7 @@ def test_approval_passes_through_without_interactive():
     state = {"config": {"interactive": False}, "candidates": [{"id": "r1c1"}], "pending": ["r1c1"],
              "best": {"id": "r1c1"}}
     assert approval_node(state, {}).goto == "verifier" and approval_node(state, {}).update is None
-    assert final_approval_node(state, {}).goto == "__end__"
+    assert final_approval_node(state, {}).goto == "report"
 
 
 def test_response_types():

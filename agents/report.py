@@ -1,0 +1,50 @@
+"""Report node: the last step of every run. Writes ``optimized_task.py``, ``report.json``, ``report.md`` and
+``report.html`` into the run folder from the state's plain records (``tools/report/writer.py``), after the
+run's background IR capture (``tools/evidence/ahead.py``) has ended."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import get_runtime
+
+from tritondx.agents.common import logger
+from tritondx.config import RunContext
+from tritondx.state import DXState
+from tritondx.tools.evidence import ahead
+from tritondx.tools.report.writer import write_outputs
+
+
+def run_wall(state: DXState) -> float:
+    """This invocation's wall seconds, from the runtime context's clock; else the nodes' own seconds."""
+    try:
+        ctx = get_runtime(RunContext).context
+    except RuntimeError:   # called outside a graph (a test)
+        ctx = None
+    started = getattr(ctx, "started_at", None)
+    return time.time() - started if started else sum((state.get("node_seconds") or {}).values())
+
+
+def settled(state: DXState) -> dict:
+    """The state once the background IR capture has ended: its seconds go under its own phase where no node
+    counted them (the IR tier compiled another source, or never ran)."""
+    folder = Path(state["run_dir"])
+    ahead.settle(folder)
+    seconds = ahead.take_seconds(folder)
+    ahead.forget(folder)
+    if not seconds:
+        return dict(state)
+    phases = dict(state.get("phase_seconds") or {})
+    phases[ahead.PHASE] = round(phases.get(ahead.PHASE, 0.0) + seconds, 3)
+    return {**state, "phase_seconds": phases}
+
+
+def report_node(state: DXState, config: RunnableConfig) -> dict:
+    """Writes the files; routes nowhere (its edge goes to the end) and changes no state."""
+    if not state.get("run_dir") or not state.get("task_name"):   # the probe never accepted the task
+        return {}
+    report = write_outputs(Path(state["run_dir"]), settled(state), run_wall(state))
+    logger("report", config).info("report_written", run_dir=state["run_dir"], best=(state.get("best") or {}).get("id"),
+                                  speedup=report.get("speedup"))
+    return {}
