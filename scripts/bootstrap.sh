@@ -3,8 +3,8 @@
 #   bash scripts/bootstrap.sh        what `tritondx` needs (torch CPU, triton, langgraph, ...): run-example.sh
 #   bash scripts/bootstrap.sh test   the same plus the test extras ([test]: pytest, Ray, the PostgreSQL client,
 #                                    langgraph-cli, Liger, ...) on top: test.sh
-# Progress goes to stderr: one line per step, and a line every 30 s while a long step runs. pip's own output
-# goes to $venv/bootstrap.log; a failed step names that file and shows its last lines.
+# Progress goes to stderr: one line per step, and a line every 30 s ($TRITONDX_HEARTBEAT_S) while a long step
+# runs. pip's own output goes to $venv/bootstrap.log; a failed step names that file and shows its last lines.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${TRITONDX_VENV:-$root/.venv}
@@ -28,10 +28,12 @@ log=$venv/bootstrap.log
 : > "$log"
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; say "interrupted; pip'"'"'s output so far is in $log"; exit 130' INT TERM
-# step WHAT CMD...: one line saying WHAT, CMD's output to the log, a line every 30 s while it runs; on failure
+# step WHAT CMD...: one line saying WHAT, CMD's output to the log, a line every $every s while it runs; on failure
 # the log's name and its last lines, and exit 1.
+every=${TRITONDX_HEARTBEAT_S:-30}
+case "$every" in ''|*[!0-9]*|0) every=30 ;; esac
 step() {
-  local what=$1 t0=$SECONDS next=30 rc=0
+  local what=$1 t0=$SECONDS next=$every rc=0
   shift
   say "$what ..."
   printf '\n=== %s\n$ %s\n' "$what" "$*" >> "$log"
@@ -41,7 +43,7 @@ step() {
     sleep 1
     if (( SECONDS - t0 >= next )); then
       say "  ... still ${what%% (*} ($(( SECONDS - t0 )) s)"
-      next=$(( next + 30 ))
+      next=$(( next + every ))
     fi
   done
   wait "$pid" || rc=$?
