@@ -89,12 +89,14 @@ def _doing(node: str, state: Any) -> str:
     """What a node that has just started on ``state`` is doing, in words."""
     state = state if isinstance(state, dict) else {}
     if node == "triage":
-        from tritondx.tools.verify.api import probe_timeout
+        from tritondx.tools.task.probe_job import probe_timeout
         return (f"running the task once in a sandbox to check it (stopped after {probe_timeout():.0f} s; "
                 "TRITONDX_PROBE_TIMEOUT sets the limit)")
     if node == "verifier":
         pending = list(state.get("pending") or [])
-        where = " under the Triton interpreter" if state.get("backend") == "interpreter" else ""
+        from tritondx.tools.backends.registry import lookup
+        backend = lookup(state.get("backend"))
+        where = backend.kernels_run_where if backend else ""
         if pending:
             return f"checking {len(pending)} candidate(s) ({', '.join(pending)}){where}"
         return f"checking the round's candidates{where}"
@@ -102,6 +104,9 @@ def _doing(node: str, state: Any) -> str:
         return f"checking {state.get('candidate')} against the task's reference"
     return {"rewriter": "writing the next round's candidates",
             "tuner": "searching launch configurations",
+            "bench": "timing the round's survivors against the initial kernel and the best",
+            "select": "deciding where the run goes next",
+            "report": "writing the report",
             "profiler": "profiling the best kernel so far",
             "ir_analyst": "compiling the kernel and reading its IR",
             "compiler_expert": "compiling the kernel with the compiler's pass dumps",
@@ -146,7 +151,7 @@ class Heartbeat:
             return
         log = structlog.get_logger(PROJECT_LOGGER)
         for node, started, doing, rnd in running:
-            log.info(STILL_RUNNING, node=node, round=rnd if node in ("verifier", "rewriter") else None,
+            log.info(STILL_RUNNING, node=node, round=rnd if node in ("verifier", "bench", "rewriter") else None,
                      seconds=int(now - started), doing=doing)
         _LAST_LINE[0] = now
 

@@ -262,8 +262,9 @@ def _finish(run_dir: Path, final: dict[str, Any], waiting: list, t0: float) -> d
     if not final.get("task_name"):
         return {"status": "empty", "run_dir": str(run_dir)}
     if not (run_dir / "report.json").exists():
+        from tritondx.agents.common import TIER_NODE
         from tritondx.tools.report.writer import write_outputs
-        write_outputs(run_dir, final, time.time() - t0)
+        write_outputs(run_dir, final, time.time() - t0, tuple(TIER_NODE.values()))
     return finish(run_dir)
 
 
@@ -345,7 +346,7 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
     from tritondx.checkpoints import open_checkpointer, store_url, thread_id_for
     from tritondx.logs import setup_logging
     from tritondx.runner import drive, new_run_dir, set_active_run
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     for t in (stop_after_tier, tier):
         if t is not None and t not in TIERS:
             raise TritonDXError(f"unknown tier {t!r}; one of {', '.join(TIERS)}")

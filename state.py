@@ -20,7 +20,7 @@ def merge_dict(left: dict, right: dict) -> dict:
 
 
 def add_seconds(left: dict, right: dict) -> dict:
-    """Sum per-key seconds (time spent in each node over the whole run)."""
+    """Sum per-key seconds (the cost ledger over the whole run)."""
     out = dict(left or {})
     for k, v in (right or {}).items():
         out[k] = round(out.get(k, 0.0) + v, 3)
@@ -53,12 +53,11 @@ class DXState(TypedDict, total=False):
     best: dict[str, Any]                                    # id, path, median_ms, speedup, roofline_fraction
     round: int
     rounds_at_tier: int
-    gpu_seconds: float                                      # wall seconds of the device jobs (verify, bench)
-    device_seconds: float                                   # of which those jobs held the device
     decisions: Annotated[list[dict], operator.add]          # verifier's routing decisions with reasons
     llm_usage: dict[str, Any]
-    node_seconds: Annotated[dict[str, float], add_seconds]   # wall seconds spent in each agent node
-    phase_seconds: Annotated[dict[str, float], add_seconds]  # wall seconds per phase (tools/run/phases.py)
+    # the cost ledger (tools/run/phases.py): node:<name>, phase:<name>, device:jobs, device:held seconds, summed
+    cost: Annotated[dict[str, float], add_seconds]
+    round_result: dict[str, Any]                            # this round: checked and passed ids, measured gain
     tune: Annotated[list[dict], merge_by_id]                # each tuner run: launches, configurations, winners
     tuned_for: Annotated[list[str], operator.add]           # versions (best ids) the tuner has searched
     after_tune: str | None                                  # where the verifier routed before the tuner came first

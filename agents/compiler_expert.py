@@ -10,7 +10,7 @@ from langgraph.types import Command
 from tritondx.agents.common import best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
 from tritondx.tools.evidence.analysis import analyze_tier
-from tritondx.tools.run.phases import Phases
+from tritondx.tools.run.phases import Phases, entries
 
 
 def compiler_expert_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "report"]]:
@@ -23,7 +23,7 @@ def compiler_expert_node(state: DXState, config: RunnableConfig) -> Command[Lite
     for f in found:  # the version the evidence was read from
         f.subject = (state.get("best") or {}).get("id") or "initial"
     log.info("passes_analyzed", findings=len(found), note=note)
-    update = {"tiers_done": ["compiler"], "findings": dump(found), "artifacts": artifacts, "phase_seconds": ph.seconds}
+    update = {"tiers_done": ["compiler"], "findings": dump(found), "artifacts": artifacts, "cost": entries(ph.seconds)}
     if cfg.mode == "diagnose":
         update["status"] = "diagnosed"
     if note:

@@ -11,7 +11,7 @@ from tritondx.agents.common import backend_of, best_path, dump, logger, run_conf
 from tritondx.state import DXState
 from tritondx.tools.evidence.analysis import analyze_tier
 from tritondx.tools.records.evidence import TIERS
-from tritondx.tools.run.phases import Phases
+from tritondx.tools.run.phases import Phases, entries
 
 
 def compiler_follows(state: DXState, goto: str) -> bool:
@@ -37,7 +37,7 @@ def ir_analyst_node(state: DXState, config: RunnableConfig) -> Command[Literal["
     for f in found:  # the version the evidence was read from
         f.subject = (state.get("best") or {}).get("id") or "initial"
     log.info("ir_analyzed", findings=len(found), target=state["target"], note=note)
-    update = {"tiers_done": ["ir"], "findings": dump(found), "artifacts": artifacts, "phase_seconds": ph.seconds}
+    update = {"tiers_done": ["ir"], "findings": dump(found), "artifacts": artifacts, "cost": entries(ph.seconds)}
     if note:
         update["decisions"] = [{"node": "ir_analyst", "decision": "capture note", "reason": note}]
     return Command(goto=goto, update=update)

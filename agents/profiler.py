@@ -14,12 +14,13 @@ from langgraph.types import Command
 
 from tritondx.agents.common import TIER_NODE, backend_of, best_path, dump, logger, next_tier, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.backends.targets import adapter_for
 from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.evidence.ncu import (NcuSession, counter_findings, counter_summary, measured_work,
                                          profile_session)
-from tritondx.tools.run.phases import Phases
+from tritondx.tools.run.phases import Phases, entries
 from tritondx.tools.evidence.profiler import roofline_findings
-from tritondx.tools.verify.api import bench_variants
+from tritondx.tools.verify.timing import bench_variants
 from tritondx.tools.evidence.work import first_bench_shape, work_for_bench
 
 
@@ -89,8 +90,7 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
     log.info("final_profile", kernels={k: len(v) for k, v in out["kernels"].items()}, note="; ".join(notes)[:200])
     goto = "final_approval" if cfg.interactive else "report"
     return Command(goto=goto, update={"final_profile": out, "artifacts": arts, "status": "done",
-                                      "phase_seconds": ph.seconds,
-                                      "device_seconds": state.get("device_seconds", 0.0) + device_s,
+                                      "cost": entries(ph.seconds, device_held=device_s),
                                       "decisions": [{"node": "profiler", "decision": "final profile",
                                                      "reason": "ncu counters of the initial and best kernels"
                                                      if out["kernels"] else out["ncu"]}]})
@@ -142,10 +142,8 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
     if use_ncu:
         ph.add("ncu", ncu_s)
     ph.add("bench", max(0.0, time.monotonic() - t0 - ncu_s) if use_ncu else t_bench)
-    update["phase_seconds"] = ph.seconds
-    update["gpu_seconds"] = state.get("gpu_seconds", 0.0) + seconds
-    update["device_seconds"] = state.get("device_seconds", 0.0) + ncu_device_s + \
-        ((result or {}).get("device_seconds", 0.0) if reused is None else 0.0)
+    update["cost"] = entries(ph.seconds, seconds, ncu_device_s + ((result or {}).get("device_seconds", 0.0)
+                                                                  if reused is None else 0.0))
     if result is None:
         log.warning("profile_failed", error=error)
         update["decisions"] = [{"node": "profiler", "decision": "profile failed", "reason": error}]
@@ -168,7 +166,7 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
             update["decisions"] = [{"node": "profiler", "decision": "no counters", "reason": note}]
     # FLOPs and bytes the task does not declare: counted from the measured kernel's IR (and ncu)
     work = work_for_bench(best_path(state), result, ncu_work, first_bench_shape(best_path(state)), state["target"]) \
-        if not state["target"].startswith("ascend") else None
+        if adapter_for(state["target"]).triton_capture else None
     found = roofline_findings(result, "best" if len(variants) > 1 else "initial", work) + found
     for f in found:  # the version the evidence was read from
         f.subject = (state.get("best") or {}).get("id") or "initial"

@@ -9,11 +9,12 @@ from pathlib import Path
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
-from tritondx.agents.common import logger
+from tritondx.agents.common import TIER_NODE, logger
 from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.evidence import ahead
 from tritondx.tools.report.writer import write_outputs
+from tritondx.tools.run.phases import NODE, PHASE, part
 
 
 def run_wall(state: DXState) -> float:
@@ -23,7 +24,7 @@ def run_wall(state: DXState) -> float:
     except RuntimeError:   # called outside a graph (a test)
         ctx = None
     started = getattr(ctx, "started_at", None)
-    return time.time() - started if started else sum((state.get("node_seconds") or {}).values())
+    return time.time() - started if started else sum(part(state.get("cost"), NODE).values())
 
 
 def settled(state: DXState) -> dict:
@@ -35,16 +36,16 @@ def settled(state: DXState) -> dict:
     ahead.forget(folder)
     if not seconds:
         return dict(state)
-    phases = dict(state.get("phase_seconds") or {})
-    phases[ahead.PHASE] = round(phases.get(ahead.PHASE, 0.0) + seconds, 3)
-    return {**state, "phase_seconds": phases}
+    cost = dict(state.get("cost") or {})
+    cost[PHASE + ahead.PHASE] = round(cost.get(PHASE + ahead.PHASE, 0.0) + seconds, 3)
+    return {**state, "cost": cost}
 
 
 def report_node(state: DXState, config: RunnableConfig) -> dict:
     """Writes the files; routes nowhere (its edge goes to the end) and changes no state."""
     if not state.get("run_dir") or not state.get("task_name"):   # the probe never accepted the task
         return {}
-    report = write_outputs(Path(state["run_dir"]), settled(state), run_wall(state))
+    report = write_outputs(Path(state["run_dir"]), settled(state), run_wall(state), tuple(TIER_NODE.values()))
     logger("report", config).info("report_written", run_dir=state["run_dir"], best=(state.get("best") or {}).get("id"),
                                   speedup=report.get("speedup"))
     return {}

@@ -12,13 +12,13 @@ from langgraph.types import Command
 from tritondx.agents.common import dump, ensure_run_dir, ir_reads_initial, logger, run_config
 from tritondx.errors import TaskFormatError
 from tritondx.state import DXState
-from tritondx.tools.backends.base import get_backend
-from tritondx.tools.run.phases import Phases
+from tritondx.tools.backends.registry import get_backend
+from tritondx.tools.run.phases import Phases, entries
 from tritondx.tools.task.spec import load_task
 from tritondx.tools.evidence import ahead
 from tritondx.tools.evidence.triage import triage
 from tritondx.tools.verify import servers
-from tritondx.tools.verify.api import probe_task
+from tritondx.tools.task.probe_job import probe_task
 from tritondx.tools.verify.timing import HW_INITIAL_AT_ENV, initial_hardware
 
 
@@ -52,6 +52,5 @@ def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["tune
         "run_dir": str(folder), "task_path": str(initial), "task_name": spec.name, "kernel_class": kclass,
         "backend": backend.name, "target": target, "probe": probe, "findings": dump(found), "tiers_done": ["triage"],
         "best": {"id": "initial", "path": str(initial), "median_ms": None, "speedup": 1.0},
-        "round": 0, "rounds_at_tier": 0, "gpu_seconds": 0.0, "device_seconds": 0.0, "status": "running",
-        "phase_seconds": ph.seconds,
+        "round": 0, "rounds_at_tier": 0, "status": "running", "cost": entries(ph.seconds),
     })

@@ -15,6 +15,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, best_path, highest_tier, logger, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.run.phases import entries
 from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.rewrite.base import family_signature
 from tritondx.tools.tune.run import table, tune_task
@@ -63,8 +64,8 @@ def tuner_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     log.info("tuned", round=rnd, subject=subject, timed=res.timed, configurations=len(res.trials),
              winners=[w.label for w in res.winners], seconds=res.seconds, error=res.error[:160] or None)
     update: dict = {"tune": [summary], "tuned_for": [subject], "artifacts": {f"tune_r{rnd}": ref.model_dump()},
-                    "gpu_seconds": state.get("gpu_seconds", 0.0) + (res.seconds if backend.can_time else 0.0),
-                    "device_seconds": state.get("device_seconds", 0.0) + res.device_seconds}
+                    "cost": entries(device_jobs=res.seconds if backend.can_time else 0.0,
+                                    device_held=res.device_seconds)}
     update["after_tune"] = None
     found = _launch_evidence(res, best_path(state), subject) if res.timed else []
     if found:   # grid and work per program at the benchmark size: evidence for this round and the next rewrite

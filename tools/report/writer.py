@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tritondx.tools.records.evidence import TIERS
-from tritondx.tools.run.phases import table_md
+from tritondx.tools.run.phases import NODE, PHASE, device, part, table_md
 from tritondx.tools.run.host import process_cpu_seconds
 from tritondx.tools.report.checked import checked_md, tolerance_text
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
@@ -23,7 +23,8 @@ def screened(v: dict[str, Any]) -> bool:
     return bool(v.get("passed")) and v.get("scope") == "screen"
 
 
-def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str, Any]:
+def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nodes: tuple[str, ...] = ()
+                 ) -> dict[str, Any]:
     verifs = {v.get("candidate_id", v["id"]): v for v in state.get("verifications", []) if ":" not in v["id"]}
     timing_rejects = {v["candidate_id"]: v for v in state.get("verifications", []) if v["id"].endswith(":timing")}
     meas = {m["id"]: m for m in state.get("measurements", [])}
@@ -37,7 +38,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
                           {"verified": None if screened(v) else v.get("passed"), "screened": screened(v),
                            "rejection": v.get("klass"), "reason": v.get("reason"),
                            "coverage": (verifs.get(c["id"]) or {}).get("coverage") or [], "measurement": m,
-                           # the judge's time on it (``judge.STEPS``; the last, fullest verification)
+                           # the judge's time on it (``judge_candidate.STEPS``; the last, fullest verification)
                            "verify_seconds": (verifs.get(c["id"]) or {}).get("seconds"),
                            "verify_steps": (verifs.get(c["id"]) or {}).get("steps") or {}})
     best = state.get("best") or {}
@@ -56,27 +57,28 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str,
         "closure": [r.model_dump() for r in closure], "family_attempts": state.get("family_attempts", []),
         "best_rule": best_rule(state), "tolerances": tolerance_text(state.get("probe") or {}),
         "insufficient": sorted(set(state.get("insufficient", []))),
-        "wall_seconds": wall, "gpu_seconds": state.get("gpu_seconds", 0.0),
-        "device_seconds": state.get("device_seconds", 0.0),
+        "wall_seconds": wall, "gpu_seconds": device(state.get("cost"))[0],
+        "device_seconds": device(state.get("cost"))[1],
         "checkpoint_db_bytes": sum(p.stat().st_size for p in run_dir.glob("checkpoints.sqlite*")) if db.exists()
         else None,
         "artifacts": state.get("artifacts", {}), "llm_usage": state.get("llm_usage"),
         "measurements": state.get("measurements", []),
         "final_profile": state.get("final_profile"),
         "tune": state.get("tune", []),
-        "node_seconds": state.get("node_seconds", {}),
+        "node_seconds": part(state.get("cost"), NODE),
         "phase_seconds": run_phases(state, wall),
         # CPU seconds of the run's process and of every job it has waited for (tools/run/host.py)
         "cpu_seconds": process_cpu_seconds(),
-        "analysis_seconds": round(sum(v for k, v in (state.get("node_seconds") or {}).items()
-                                      if k in ("triage", "profiler", "ir_analyst", "compiler_expert")), 3),
+        # the wall seconds of the nodes that gather the tiers' evidence (the caller names them)
+        "analysis_seconds": round(sum(v for k, v in part(state.get("cost"), NODE).items()
+                                      if k in analysis_nodes), 3),
     }
 
 
 def run_phases(state: dict[str, Any], wall: float) -> dict[str, float]:
     """Seconds per phase (tools/run/phases.py); ``startup``: the run's wall time outside every node."""
-    out = dict(state.get("phase_seconds") or {})
-    outside = wall - sum((state.get("node_seconds") or {}).values())
+    out = part(state.get("cost"), PHASE)
+    outside = wall - sum(part(state.get("cost"), NODE).values())
     if outside > 0:  # added to what came before the graph (the CLI's imports: runner.py)
         out["startup"] = round(out.get("startup", 0.0) + outside, 3)
     return out
@@ -96,7 +98,7 @@ def closed_findings(run_dir: Path, state: dict[str, Any], candidates: list[dict[
         except Exception as exc:  # a table without "fixed" rather than no report
             import structlog
             structlog.get_logger("tritondx").warning("closure_recheck_failed", error=f"{type(exc).__name__}: {exc}")
-    ended = [d for d in state.get("decisions", []) if d.get("node") == "verifier"]
+    ended = [d for d in state.get("decisions", []) if d.get("kind") == "route"]
     if (state.get("config") or {}).get("mode") == "diagnose":
         why = "diagnose mode (no rewriting)"
     else:
@@ -244,9 +246,11 @@ def _md(report: dict[str, Any], diff: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(run_dir: Path, state: dict[str, Any], wall: float) -> dict[str, Any]:
+def write_outputs(run_dir: Path, state: dict[str, Any], wall: float, analysis_nodes: tuple[str, ...] = ()
+                  ) -> dict[str, Any]:
+    """The run's files from its records; ``analysis_nodes``: the nodes whose seconds are the diagnosis's."""
     t0 = time.monotonic()
-    report = build_report(run_dir, state, wall)
+    report = build_report(run_dir, state, wall, analysis_nodes)
     best = state.get("best") or {}
     initial = Path(state["task_path"])
     best_path = Path(best.get("path") or initial)

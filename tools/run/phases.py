@@ -65,3 +65,40 @@ def table_md(seconds: dict[str, float], wall: float | None = None) -> list[str]:
     lines = ["| phase | seconds | share |", "|---|---|---|"]
     lines += [f"| {k} | {v:.1f} | {v / total:.0%} |" for k, v in ordered(seconds)]
     return lines
+
+
+# --- the run's cost ledger -------------------------------------------------------------------------------------
+# One state key, ``cost`` (summed by its reducer), instead of four counters: ``node:<name>`` wall seconds of each
+# node, ``phase:<name>`` wall seconds per phase (above), ``device:jobs`` wall seconds of the device jobs (verify,
+# bench, tune, profile), ``device:held`` the seconds those jobs held the device.
+NODE, PHASE, DEVICE_JOBS, DEVICE_HELD = "node:", "phase:", "device:jobs", "device:held"
+
+
+def entries(phases: dict[str, float] | None = None, device_jobs: float = 0.0, device_held: float = 0.0
+            ) -> dict[str, float]:
+    """A node's entries for the ledger: its timed phases and the device seconds of the jobs it ran."""
+    out = {PHASE + k: v for k, v in (phases or {}).items()}
+    if device_jobs:
+        out[DEVICE_JOBS] = round(device_jobs, 3)
+    if device_held:
+        out[DEVICE_HELD] = round(device_held, 3)
+    return out
+
+
+def with_node(name: str, own: str, wall: float, cost: dict[str, float] | None) -> dict[str, float]:
+    """A node's entries plus its wall seconds and what it did not time itself under its own phase ``own``."""
+    out = {k: v for k, v in (cost or {}).items() if not k.startswith(PHASE)}
+    phases = with_node_rest(own, wall, {k[len(PHASE):]: v for k, v in (cost or {}).items() if k.startswith(PHASE)})
+    out.update({PHASE + k: v for k, v in phases.items()})
+    out[NODE + name] = round(wall, 3)
+    return out
+
+
+def part(cost: dict[str, float] | None, prefix: str) -> dict[str, float]:
+    """The ledger's entries under ``prefix`` (``NODE`` or ``PHASE``), by name."""
+    return {k[len(prefix):]: v for k, v in (cost or {}).items() if k.startswith(prefix)}
+
+
+def device(cost: dict[str, float] | None) -> tuple[float, float]:
+    """(wall seconds of the device jobs, seconds they held the device)."""
+    return (cost or {}).get(DEVICE_JOBS, 0.0), (cost or {}).get(DEVICE_HELD, 0.0)

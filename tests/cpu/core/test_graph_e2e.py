@@ -33,7 +33,7 @@ def test_optimize_writes_verified_kernel_report_and_checkpoints(cli, tmp_path):
     nodes = {e.get("node") for e in logs}
     assert {"triage", "rewriter", "verifier"} <= nodes
     assert all(e.get("thread_id") == out.name for e in logs if e.get("node"))
-    decisions = [d for d in report["decisions"] if d["node"] == "verifier"]
+    decisions = [d for d in report["decisions"] if d["node"] == "select"]
     assert decisions and "speed not measured" in decisions[0]["reason"]
 
 

@@ -13,9 +13,10 @@ import pytest
 
 from tritondx.agents import profiler
 from tritondx.config import RunConfig
-from tritondx.tools.backends.cuda import CudaBackend
+from tritondx.tools.backends.cuda.backend import CudaBackend
 from tritondx.tools.evidence.ncu import NcuSession
 from tritondx.tools.records.evidence import ArtifactRef
+from tritondx.tools.run.phases import PHASE, part
 
 TASK = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
 NCU_DEVICE_S = 2.5   # what the faked launch job says it held the device
@@ -71,7 +72,7 @@ def test_the_profile_tier_reuses_the_escalating_rounds_bench(tmp_path, monkeypat
                                  {"configurable": {"thread_id": "t"}})
     assert calls["bench"] == 0 and len(calls["ncu"]) == 1
     # the ncu session's device time counts (the reused bench's was counted by its round)
-    assert cmd.update["device_seconds"] == pytest.approx(NCU_DEVICE_S)
+    assert cmd.update["cost"]["device:held"] == pytest.approx(NCU_DEVICE_S)
     prof = json.loads(Path(cmd.update["artifacts"]["profile_round1"]["path"]).read_text())
     assert set(prof["shapes"][0]["variants"]) == {"initial", "best"}
     assert prof["shapes"][0]["variants"]["best"]["median_ms"] == 0.015 and prof["reused_from"] == ref.path
@@ -100,5 +101,5 @@ def test_ncu_reads_the_counters_beside_the_tiers_own_bench(tmp_path, monkeypatch
     wall = time.monotonic() - t0
     assert calls["bench"] == 1 and len(calls["ncu"]) == 1
     assert abs(calls["ncu"][0][0] - calls["bench_at"]) < 0.3 and calls["ncu"][0][1].startswith("tdx-profile-ncu")
-    ph = cmd.update["phase_seconds"]
+    ph = part(cmd.update["cost"], PHASE)
     assert ph["ncu"] >= 0.5 and ph["ncu"] + ph["bench"] <= wall + 0.05

@@ -81,7 +81,7 @@ def test_the_report_node_writes_the_run_files_from_the_state(tmp_path):
     from tritondx.agents.report import report_node
     task = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
     state = {"run_dir": str(tmp_path), "task_path": str(task), "config": RunConfig().model_dump(),
-             "best": {"id": "initial", "path": str(task)}, "node_seconds": {"triage": 1.5, "verifier": 2.0},
+             "best": {"id": "initial", "path": str(task)}, "cost": {"node:triage": 1.5, "node:verifier": 2.0},
              "status": "done", "decisions": [{"node": "triage"}, {"node": "verifier", "decision": "end"}]}
     assert report_node(state, {"configurable": {"thread_id": "t"}}) == {}
     assert not (tmp_path / "report.json").exists()   # no task_name: the probe never accepted the task

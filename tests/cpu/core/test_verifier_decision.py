@@ -1,4 +1,4 @@
-"""The verifier's rule for "measurably faster" (agents.verifier.beats), on round medians measured on
+"""The verify loop's rule for "measurably faster" (tools/verify/select.beats), on round medians measured on
 the H200 (l2_foreach_add, bench_round1.json of the 2026-11-30 suite run) and on made-up noisy ones."""
 
 from __future__ import annotations
@@ -7,7 +7,32 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.agents.verifier import _summarize_bench, beats
+from tritondx.tools.verify.select import beats, summarize_bench as _summarize_bench
+
+#: where a round stops: the nodes after the verify loop (verifier -> [bench ->] select)
+AFTER_ROUND = ["rewriter", "tuner", "profiler", "ir_analyst", "compiler_expert", "report", "final_approval"]
+
+
+def run_round(state: dict) -> dict:
+    """The round's part of the real graph (verifier, bench where it applies, select) on ``state``, as the rewriter
+    left it: the state it ends with, and where it would go next (``"next"``)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+    from tritondx.graph import builder
+    graph = builder.compile(checkpointer=InMemorySaver(), interrupt_before=AFTER_ROUND)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.update_state(config, Command(goto="verifier", update=state), as_node="rewriter")
+    graph.invoke(None, config)
+    snap = graph.get_state(config)
+    return {**snap.values, "next": list(snap.next)}
+
+
+def on_cuda(monkeypatch) -> None:
+    """The round's nodes on the CUDA backend, on this CPU."""
+    from tritondx.agents import bench, select, verifier
+    from tritondx.tools.backends.cuda.backend import CudaBackend
+    for module in (verifier, bench, select):
+        monkeypatch.setattr(module, "backend_of", lambda s: CudaBackend())
 
 
 def _result(rounds: dict[str, list[float]], spreads: dict[str, float] | None = None) -> dict:
@@ -60,7 +85,7 @@ def test_two_rounds_are_too_few_to_pair():
 def test_escalation_reason_matches_the_gain():
     """H200 l2_softmax, 2026-11-30: the trail said "best gain this round 1.11x < 1.05x" when a round
     that gained 1.11x had used up its tier's rounds."""
-    from tritondx.agents.verifier import escalation_why
+    from tritondx.tools.verify.route import escalation_why
     assert escalation_why(True, True, True, 1.11, 1.05, 2) == \
         "round gained 1.11x, but the 2 round(s) allowed at this tier are used"
     assert escalation_why(True, True, True, 1.0, 1.05, 2) == "best gain this round 1.00x < 1.05x"
@@ -86,7 +111,7 @@ def test_a_hardware_check_that_cannot_measure_the_initial_kernel_keeps_the_winne
     does not confirm the claim rejects it; one that could not measure the *initial* kernel (ncu failing on
     the task's own code: seen on the H200) says nothing about the claim, so the winner stays best and the
     report says the speedup is not hardware-confirmed (was: every winner rejected, so no speedup at all)."""
-    from tritondx.agents import verifier as V
+    from tritondx.agents import bench as B, verifier as V
     from tritondx.tools.report.writer import _hardware_md
     from tritondx.tools.records.verify import HardwareCheck, Verdict
     from tritondx.tools.verify.timing import HW_UNAVAILABLE, TimedRound
@@ -97,21 +122,20 @@ def test_a_hardware_check_that_cannot_measure_the_initial_kernel_keeps_the_winne
              "config": {"backend": "cuda", "max_rounds": 1, "final_profile": False}, "tiers_done": ["triage"],
              "findings": [], "candidates": [cand], "pending": ["r1c1"], "round": 1, "rounds_at_tier": 1,
              "best": {"id": "initial", "path": str(task)}, "family_attempts": []}
-    from tritondx.tools.backends.cuda import CudaBackend
-    monkeypatch.setattr(V, "backend_of", lambda s: CudaBackend())  # the node's CUDA path, on this CPU
+    on_cuda(monkeypatch)
     monkeypatch.setattr(V, "verify_all", lambda *a, **k: [Verdict(candidate_id="r1c1", passed=True, backend="cuda")])
-    monkeypatch.setattr(V, "time_round", lambda *a, **k: TimedRound(result={"shapes": []}, survivors=["r1c1"],
+    monkeypatch.setattr(B, "time_round", lambda *a, **k: TimedRound(result={"shapes": []}, survivors=["r1c1"],
                                                                     variants=[{"id": "initial"}, {"id": "r1c1"}]))
-    monkeypatch.setattr(V, "summarize_bench", lambda r, ids: {"initial": {"median_ms": 2.0, "roofline_fraction": .3},
+    monkeypatch.setattr(B, "summarize_bench", lambda r, ids: {"initial": {"median_ms": 2.0, "roofline_fraction": .3},
                                                               "r1c1": {"median_ms": 1.0, "roofline_fraction": .6}})
-    monkeypatch.setattr(V, "measurements", lambda *a: ([], []))
-    monkeypatch.setattr(V, "pick", lambda *a: ({"id": "r1c1", "median_ms": 1.0, "speedup": 2.0,
+    monkeypatch.setattr(B, "measurements", lambda *a: ([], []))
+    monkeypatch.setattr(B, "pick", lambda *a: ({"id": "r1c1", "median_ms": 1.0, "speedup": 2.0,
                                                "roofline_fraction": 0.6, "family": "launch_config"}, "faster"))
     outcomes = {}
     for label, note in (("unavailable", f"{HW_UNAVAILABLE}: initial under ncu: the candidate's process ended"),
                         ("disagrees", "ncu: 2.0 us -> 1.9 us per call (1.05x) vs claimed 2.00x")):
-        monkeypatch.setattr(V, "hardware_check", lambda *a, _n=note, **k: HardwareCheck(claimed=2.0, note=_n))
-        outcomes[label] = V.verifier_node(dict(state), {"configurable": {"thread_id": "t"}}).update
+        monkeypatch.setattr(B, "hardware_check", lambda *a, _n=note, **k: HardwareCheck(claimed=2.0, note=_n))
+        outcomes[label] = run_round(dict(state))
     kept = outcomes["unavailable"]["best"]
     assert kept["id"] == "r1c1" and kept["hardware"]["confirmed"] is False
     assert "NOT confirmed" in _hardware_md(kept)[0] and HW_UNAVAILABLE in _hardware_md(kept)[0]
@@ -124,8 +148,7 @@ def test_on_a_timing_backend_only_the_would_be_winners_get_the_full_checks(tmp_p
     timed; only those that beat the best get the full checks, fastest first. The fastest one failing them
     is rejected with its class and the next one wins; the one that was not faster is never called verified
     (the report says "listed shapes only")."""
-    from tritondx.agents import verifier as V
-    from tritondx.tools.backends.cuda import CudaBackend
+    from tritondx.agents import bench as B, verifier as V
     from tritondx.tools.report.writer import build_report
     from tritondx.tools.records.verify import Verdict
     from tritondx.tools.verify import staged
@@ -150,23 +173,22 @@ def test_on_a_timing_backend_only_the_would_be_winners_get_the_full_checks(tmp_p
 
     result = _result({"initial": [1.0, 1.0, 1.0], "r1c1": [0.5, 0.5, 0.5], "r1c2": [0.6, 0.6, 0.6],
                       "r1c3": [1.0, 1.01, 0.99]})
-    monkeypatch.setattr(V, "backend_of", lambda s: CudaBackend())
+    on_cuda(monkeypatch)
     monkeypatch.setattr(V, "verify_all", fake_verify)
     monkeypatch.setattr(staged, "verify_all", fake_verify)
-    monkeypatch.setattr(V, "time_round", lambda *a, **k: TimedRound(
+    monkeypatch.setattr(B, "time_round", lambda *a, **k: TimedRound(
         result=result, survivors=ids, variants=[{"id": v} for v in ["initial", *ids]]))
-    upd = V.verifier_node(dict(state), {"configurable": {"thread_id": "t"}}).update
+    upd = run_round(dict(state))
     assert calls == [("screen", ids), ("full", ["r1c1"]), ("full", ["r1c2"])]   # fastest first, until one passes
     assert upd["best"]["id"] == "r1c2"
     by = {v["id"]: v for v in upd["verifications"]}
     assert by["r1c1"]["klass"] == "mismatch" and by["r1c2"]["scope"] == "full" and by["r1c3"]["scope"] == "screen"
-    report = build_report(tmp_path, {**state, **upd, "candidates": cands}, 1.0)
+    report = build_report(tmp_path, upd, 1.0)
     verified = {c["id"]: (c["verified"], c["screened"]) for c in report["candidates"]}
     assert verified == {"r1c1": (False, False), "r1c2": (True, False), "r1c3": (None, True)}
     # with the screen off, one judge job checks every candidate in full
     calls.clear()
-    V.verifier_node({**state, "config": {**state["config"], "verify_screen": False}},
-                    {"configurable": {"thread_id": "t"}})
+    run_round({**state, "config": {**state["config"], "verify_screen": False}})
     assert calls == [("full", ids)]
 
 
@@ -176,8 +198,7 @@ def test_the_fastest_contenders_hardware_check_starts_beside_its_full_checks(tmp
     checks and the next one wins, the next one is measured after its own checks, and the early one is unused."""
     import threading
 
-    from tritondx.agents import verifier as V
-    from tritondx.tools.backends.cuda import CudaBackend
+    from tritondx.agents import bench as B, verifier as V
     from tritondx.tools.exec.sandbox import JobResult
     from tritondx.tools.verify import staged, timing
     from tritondx.tools.records.verify import Verdict
@@ -231,18 +252,18 @@ def test_the_fastest_contenders_hardware_check_starts_beside_its_full_checks(tmp
         monkeypatch.setattr(V, "verify_all", fake_verify)
         monkeypatch.setattr(staged, "verify_all", fake_verify)
         result = _result({"initial": [1.0, 1.0, 1.0], "r1c1": [0.5, 0.5, 0.5], "r1c2": [0.6, 0.6, 0.6]})
-        monkeypatch.setattr(V, "time_round", lambda *a, **k: TimedRound(
+        monkeypatch.setattr(B, "time_round", lambda *a, **k: TimedRound(
             result=result, survivors=ids, variants=[{"id": v} for v in ["initial", *ids]]))
         if fails_full:
             gate.set()   # the second contender's checks need no early measurement
-        return V.verifier_node(dict(state), {"configurable": {"thread_id": "t"}}).update
+        return run_round(dict(state))
 
-    monkeypatch.setattr(V, "backend_of", lambda s: CudaBackend())
+    on_cuda(monkeypatch)
     upd = run(set())
     assert upd["best"]["id"] == "r1c1" and upd["best"]["hardware"]["confirmed"] is True
     assert events == ["hwcheck initial", "hwcheck r1c1", "full r1c1"]   # measured once, before its checks ended
     early: list = []
-    monkeypatch.setattr(V, "early_hardware", lambda *a, _f=V.early_hardware, **k: early.append(_f(*a, **k)) or early[-1])
+    monkeypatch.setattr(B, "early_hardware", lambda *a, _f=B.early_hardware, **k: early.append(_f(*a, **k)) or early[-1])
     upd = run({"r1c1"})
     assert upd["best"]["id"] == "r1c2" and upd["best"]["hardware"]["confirmed"] is True
     assert events.index("full r1c2") < events.index("hwcheck r1c2")
@@ -281,8 +302,7 @@ def test_the_winners_hardware_check_runs_at_that_case_and_confirms_a_gain_the_fi
     """The verifier hands the case to both halves of the check (the hwcheck jobs get its shape and dtype) and judges
     ncu's ratio against the claim there: 1.4x claimed, 1.38x measured, confirmed. Measured at the first shape
     against the geomean, this honest gain was rejected."""
-    from tritondx.agents import verifier as V
-    from tritondx.tools.backends.cuda import CudaBackend
+    from tritondx.agents import bench as B, verifier as V
     from tritondx.tools.exec.sandbox import JobResult
     from tritondx.tools.verify import staged, timing
     from tritondx.tools.records.verify import Verdict
@@ -315,11 +335,11 @@ def test_the_winners_hardware_check_runs_at_that_case_and_confirms_a_gain_the_fi
     monkeypatch.setattr(timing, "_initial", {})
     monkeypatch.setattr(V, "verify_all", fake_verify)
     monkeypatch.setattr(staged, "verify_all", fake_verify)
-    monkeypatch.setattr(V, "backend_of", lambda s: CudaBackend())
+    on_cuda(monkeypatch)
     result = _two_shapes({"initial": 0.1308, "r1c1": 0.1307}, {"initial": 2.8466, "r1c1": 2.0273})
-    monkeypatch.setattr(V, "time_round", lambda *a, **k: TimedRound(
+    monkeypatch.setattr(B, "time_round", lambda *a, **k: TimedRound(
         result=result, survivors=["r1c1"], variants=[{"id": v} for v in ["initial", "r1c1"]]))
-    upd = V.verifier_node(dict(state), {"configurable": {"thread_id": "t"}}).update
+    upd = run_round(dict(state))
     hw = upd["best"]["hardware"]
     assert upd["best"]["id"] == "r1c1" and hw["confirmed"] is True, hw
     assert hw["claimed"] == pytest.approx(1.404, abs=1e-3) and hw["shape"] == [8192, 50257]

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from langgraph.types import Command
 
-from tritondx.batch import summarize_task, write_summary
+from tritondx.batch_summary import summarize_task, write_summary
 from tritondx.graph import timed
-from tritondx.tools.exec.gpulock import HeldSampler
-from tritondx.tools.run.phases import Phases
+from tritondx.tools.exec.held_sampler import HeldSampler
+from tritondx.tools.run.phases import NODE, PHASE, Phases, entries, part
 from tritondx.tools.report.writer import write_outputs
 
 
@@ -23,21 +23,21 @@ def test_a_node_phases_add_up_to_its_wall_time():
         ph = Phases()
         with ph.time("verify"):
             time.sleep(0.2)
-        time.sleep(0.1)  # the node's own work: its phase ("select" for the verifier)
-        return Command(goto="__end__", update={"phase_seconds": ph.seconds})
+        time.sleep(0.1)  # the node's own work: its phase (the graph names it: "select" here)
+        return Command(goto="report", update={"cost": entries(ph.seconds)})
 
-    cmd = timed("verifier", node)({}, {"configurable": {"tritondx_runner_writes_report": True}})
-    ph = cmd.update["phase_seconds"]
+    cmd = timed("select", node, "select")({}, {"configurable": {}})
+    ph = part(cmd.update["cost"], PHASE)
     assert ph["verify"] >= 0.19 and ph["select"] >= 0.09
-    assert abs(sum(ph.values()) - cmd.update["node_seconds"]["verifier"]) < 0.01
+    assert abs(sum(ph.values()) - part(cmd.update["cost"], NODE)["select"]) < 0.01
 
 
 def test_report_json_and_md_carry_the_phases_and_the_batch_sums_them(tmp_path):
     task = tmp_path / "task_initial.py"
     task.write_text("x = 1\n")
     state = {"task_path": str(task), "task_name": "t", "config": {"mode": "optimize"}, "best": {"id": "initial"},
-             "node_seconds": {"triage": 3.0, "verifier": 5.0},
-             "phase_seconds": {"probe": 2.5, "analysis:triage": 0.5, "verify": 4.0, "select": 1.0}}
+             "cost": {"node:triage": 3.0, "node:verifier": 5.0, "phase:probe": 2.5, "phase:analysis:triage": 0.5,
+                      "phase:verify": 4.0, "phase:select": 1.0}}
     write_outputs(tmp_path, state, wall=10.0)
     rep = json.loads((tmp_path / "report.json").read_text())
     ph = rep["phase_seconds"]
@@ -88,7 +88,7 @@ def test_the_sampler_counts_shared_and_exclusive_holds(tmp_path):
 def test_round_benches_never_time_torch_baselines(monkeypatch):
     """torch eager / torch.compile are timed once per task, by the batch's baselines job; a round's bench
     and the profile tier's bench never ask for them."""
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify import timing
     jobs = []
 

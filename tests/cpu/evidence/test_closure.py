@@ -90,8 +90,8 @@ def test_an_untried_suggestion_routes_one_more_round_and_is_tried_first():
     assert trail[0] == {"family": "autotune", "outcome": "proposed_nothing", "proposed": 0}, trail
 
 
-def test_verifier_does_not_end_with_an_untried_suggestion(tmp_path):
-    from tritondx.agents.verifier import verifier_node
+def test_the_run_does_not_end_with_an_untried_suggestion(tmp_path):
+    from tritondx.agents.select import select_node
     task = tmp_path / "task.py"
     task.write_text((ROOT / "examples" / "add_tiny_block.py").read_text())
     f = Finding(id="fl", detector="fixed_launch_config", tier="triage", stage="source", message="m",
@@ -102,8 +102,8 @@ def test_verifier_does_not_end_with_an_untried_suggestion(tmp_path):
                                               "path": str(task)}],
              "pending": [], "round": 1, "rounds_at_tier": 1, "best": {"id": "initial", "path": str(task)},
              "family_attempts": [{"round": 1, "family": "autotune", "outcome": "not_reached", "proposed": 0}]}
-    cmd = verifier_node(state, {"configurable": {"thread_id": "t"}})
+    cmd = select_node(state, {"configurable": {"thread_id": "t"}})
     assert cmd.goto == "rewriter" and cmd.update["force_families"] == ["autotune"], cmd.update["decisions"]
     state["family_attempts"].append({"round": 2, "family": "autotune", "outcome": "proposed_nothing", "proposed": 0})
-    cmd = verifier_node(state, {"configurable": {"thread_id": "t"}})
+    cmd = select_node(state, {"configurable": {"thread_id": "t"}})
     assert cmd.goto == "report" and cmd.update["decisions"][0]["reason"] == "no tier left"

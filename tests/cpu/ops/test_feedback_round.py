@@ -51,7 +51,7 @@ def test_feedback_keeps_approved_and_edited_candidates(run):
              and d["round"] == 1]
     assert human == [("accept", "r1c1"), ("reject", "r1c2"), ("edit", "r1c3"), ("feedback", "r1c4")]
     # the verifier went back to the rewriter for the round the person asked for
-    first = [d for d in run["report"]["decisions"] if d["node"] == "verifier"][0]
+    first = [d for d in run["report"]["decisions"] if d["node"] == "select"][0]
     assert first["decision"] == "rewriter" and "feedback" in first["reason"]
     assert run["report"]["best"]["id"] == "r1c1" and run["report"]["rounds"] == 2
 

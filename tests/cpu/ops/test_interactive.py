@@ -102,7 +102,7 @@ def test_fork_branches_a_new_run(session, cli):
     rep = json.loads((fork_dir / "report.json").read_text())
     assert rep["rounds"] == 2 and rep["best"]["id"] == "r1c1" and rep["tiers_used"] == ["triage", "profile"]
     assert rep["best"]["path"].startswith(str(fork_dir))  # the state's files were copied into the new folder
-    last = [d for d in rep["decisions"] if d["node"] == "verifier"][-1]
+    last = [d for d in rep["decisions"] if d["node"] == "select"][-1]
     assert last["decision"] == "__end__" and last["reason"].startswith("no tier left")  # --stop-after-tier profile
     # the new thread starts at the forked state (update_state as the verifier), not from the input
     hist2 = history(fork_dir)
