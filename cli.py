@@ -296,7 +296,7 @@ def verify(
     """Verify (and on a GPU, time) a candidate against a task. Exit 0 only when verified, 1 when rejected."""
     from tritondx.tools.task.spec import load_task
     load_task(task)
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.check_file import check_candidate_file
     from tritondx.logs import Heartbeat
     with Heartbeat() as beat:  # a line whenever nothing was printed for 15 s

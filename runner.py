@@ -40,7 +40,7 @@ RUN_MARKERS = ("run.json", "checkpoints.sqlite", "report.json")
 
 def check_run_settings(cfg: RunConfig) -> RunConfig:
     """A backend without its device, or a target no compiler takes: one line before any folder is made."""
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.backends.targets import check_target
     get_backend(cfg.backend)
     return cfg.model_copy(update={"target": check_target(cfg.target)})

@@ -12,7 +12,8 @@ from langchain_core.runnables import RunnableConfig
 
 from tritondx.config import RunConfig
 from tritondx.state import DXState
-from tritondx.tools.backends.base import Backend, get_backend
+from tritondx.tools.backends.base import Backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.records.evidence import TIERS, Finding
 from tritondx.tools.task.spec import TaskSpec, load_task
 

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.verify.api import bench_variants
 
 ap = argparse.ArgumentParser()

@@ -10,7 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.tune.run import tune_task
 
 out, budget, workers, tasks = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]

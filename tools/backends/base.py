@@ -1,4 +1,7 @@
-"""Hardware behind one small interface; a registry builds a backend by name."""
+"""The questions every backend and every family of compile targets answers; ``registry`` builds one by name.
+
+Nothing here imports a concrete backend: ``cuda/``, ``npu/`` and ``interpreter/`` import this module.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +19,11 @@ class Backend(ABC):
     #: whether Nsight Compute reads this backend's hardware counters (the profile tier's ncu run, the hardware
     #: check of a claimed speedup, the final profile); ncu itself may still be missing (``evidence.ncu.ncu_path``)
     nsight_compute: bool = False
+    #: whether a batch's Ray task asks Ray for a share of a GPU (``num_gpus=1/workers``) and is pinned to the one
+    #: Ray grants it; otherwise the Ray tasks ask for none and a local instance gets ``--workers`` CPUs
+    ray_grants_gpus: bool = False
+    #: where a node's kernels run, as the progress line says it ("checking 2 candidate(s)<this>"); "" for a device
+    kernels_run_where: str = ""
 
     @abstractmethod
     def available(self) -> bool:
@@ -29,35 +37,31 @@ class Backend(ABC):
         """The compile target for IR capture when none is named."""
         return "cuda:90"
 
+    def pinnable_devices(self) -> list[str]:
+        """The device ids a batch can pin its task processes to (``CUDA_VISIBLE_DEVICES=<id>``), asked without
+        creating a device context in this process; none where tasks are not pinned."""
+        return []
+
     def describe(self) -> str:
         return self.name
 
 
-_REGISTRY: dict[str, Callable[[], Backend]] = {}
+class TargetFamily(ABC):
+    """The compile targets (``--target``) one backend's toolchain compiles for: ``cuda:90``, ``ascend910b``.
+    It checks a name before anything is made and says how a kernel's IR is read for one of its targets."""
 
+    #: the backend whose toolchain compiles for these targets
+    backend: str = ""
+    #: whether Triton's own compile job here captures the IR (``task/capture_job.capture_ir``: a manifest of stages,
+    #: ttir to ptx and sass, read by ``tools/ir``), so that the IR tier's capture ahead, its detectors and the work
+    #: counted from the IR apply; otherwise the family's own toolchain compiles the kernel and its bridge reads the
+    #: IR (Ascend: ``tools/npu/bridge.py``, stages ttir, ttadapter, npubin)
+    triton_capture: bool = True
 
-def register(name: str):
-    def wrap(factory: Callable[[], Backend]):
-        _REGISTRY[name] = factory
-        return factory
-    return wrap
+    @abstractmethod
+    def owns(self, target: str) -> bool:
+        """True when ``target`` names one of this family's targets."""
 
-
-def names() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def get_backend(name: str = "auto") -> Backend:
-    from tritondx.errors import BackendUnavailable
-    from tritondx.tools.backends import cuda, interpreter, npu  # noqa: F401  (registration)
-    if name == "auto":
-        for candidate in ("cuda", "npu", "interpreter"):
-            b = _REGISTRY[candidate]()
-            if b.available():
-                return b
-    if name not in _REGISTRY:
-        raise BackendUnavailable(f"unknown backend {name!r}; choose one of {', '.join(names())} or auto")
-    b = _REGISTRY[name]()
-    if not b.available():
-        raise BackendUnavailable(f"backend {name!r} is not available on this machine ({b.describe()})")
-    return b
+    @abstractmethod
+    def check(self, target: str, progress: Callable[[str], None]) -> str:
+        """The canonical name of ``target``, or a one-line ``TritonDXError`` when no run could use it."""

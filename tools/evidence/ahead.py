@@ -29,6 +29,7 @@ from pathlib import Path
 
 import structlog
 
+from tritondx.tools.backends.targets import adapter_for
 from tritondx.tools.verify.api import capture_ir
 
 log = structlog.get_logger(__name__)
@@ -74,7 +75,7 @@ def start(task_path: str, target: str, run_dir: Path, timeout: float = 600) -> A
     """Start the IR capture of ``task_path`` for ``target`` in the background (one per run folder and target;
     the same source again: the one already started). None when there is none to start (an Ascend target:
     its tiers capture through their own bridge). Never raises."""
-    if target.startswith("ascend"):
+    if not adapter_for(target).triton_capture:
         return None
     try:
         key, sha = _key(run_dir, target), _sha(task_path)

@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 
+from tritondx.tools.backends.targets import adapter_for
 from tritondx.tools.evidence import ahead
 from tritondx.tools.records.evidence import ArtifactRef, Finding, Tier
 from tritondx.tools.ir.context import KernelIR, load_capture
@@ -101,7 +102,7 @@ def analyze_tier(tier: Tier, task_path: str, target: str, run_dir: Path, round_:
     next: this capture also dumps every pass (about 1 s more for 3 kernels), which no detector of this tier
     sees, and the compiler tier reuses it instead of compiling the same source again (``reusable_capture``)."""
     phases = phases or Phases()
-    if target.startswith("ascend"):
+    if not adapter_for(target).triton_capture:   # triton-ascend compiles it; its bridge reads the IR
         from tritondx.tools.npu.bridge import analyze_ascend
         return analyze_ascend(tier, task_path, target, run_dir, round_)
     out_dir = run_dir / "ir" / f"{tier}_round{round_}"

@@ -19,7 +19,7 @@ def main(job_path: str, result_path: str) -> int:
     watch_lifeline()  # first thing: a job never outlives the run that started it
     import os
     if os.environ.get("TRITON_INTERPRET") == "1":  # before any task is imported: libdevice on CPU
-        from tritondx.tools.backends.interpreter_libdevice import install
+        from tritondx.tools.backends.interpreter.libdevice import install
         install()
     with open(job_path) as f:
         job = json.load(f)
@@ -103,7 +103,7 @@ def serve(job_path: str) -> int:
     from tritondx.tools.exec.sandbox import watch_lifeline
     watch_lifeline()
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from tritondx.tools.backends.interpreter_libdevice import install
+        from tritondx.tools.backends.interpreter.libdevice import install
         install()
     from tritondx.tools.exec.sandbox import make_undumpable
     from tritondx.tools.exec.server import SERVE_FDS_ENV

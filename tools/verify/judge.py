@@ -32,7 +32,7 @@ from typing import Any
 import structlog
 import torch
 
-from tritondx.tools.backends.interpreter_memcheck import OOB_TAG
+from tritondx.tools.backends.interpreter.memcheck import OOB_TAG
 from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.task.module import as_tuple, load_module, tolerance, to_dtype

@@ -230,7 +230,7 @@ class StateWatch:
 #: another module (the Triton interpreter binds its helpers, typing names and sentinels in a kernel's module on its
 #: first launch)
 _DEFINITIONS = ("type", "module", "function", "triton", "opaque")
-#: flags of the runner's own interpreter patches (``interpreter_memcheck``, ``interpreter_libdevice``), which the
+#: flags of the runner's own interpreter patches (``interpreter.memcheck``, ``interpreter.libdevice``), which the
 #: interpreter copies into a kernel's module with its own names
 _OURS = ("_tdx_", "_tritondx_")
 
@@ -267,9 +267,9 @@ class Runner:
         self.kept: list = []      # outputs of this group's calls, kept alive: same memory means a cache
         self.pool: list = []      # this group's input spans, reused: a data_ptr-keyed cache goes stale
         if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):  # libdevice on CPU, before the import
-            from tritondx.tools.backends.interpreter_libdevice import install
+            from tritondx.tools.backends.interpreter.libdevice import install
             install()
-            from tritondx.tools.backends.interpreter_memcheck import install as memcheck
+            from tritondx.tools.backends.interpreter.memcheck import install as memcheck
             memcheck()   # an access outside every tensor argument raises on the call that makes it
         self.cand_path = candidate
         with open(candidate) as f:

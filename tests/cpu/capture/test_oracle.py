@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.verify.api import probe_task, verify_candidate
 
 

@@ -2,7 +2,7 @@
 
 import json
 
-from tritondx.batch import aggregate, geomean, write_summary
+from tritondx.batch_summary import aggregate, geomean, write_summary
 
 
 def _entry(name, t0, t1, compile_ms=None, by_tier=None):

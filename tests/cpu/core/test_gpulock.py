@@ -209,7 +209,7 @@ def test_a_verify_job_reports_the_seconds_it_held_the_device():
     """End to end: the job's answer carries ``device_usage`` and the verification ``device_s``, part of
     the job's wall seconds (the rest is start-up, imports and compiles)."""
     from pathlib import Path
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.api import verify_candidate
     here = Path(__file__).resolve().parents[1] / "verifier"
     v = verify_candidate(str(here / "tiny_axpy.py"), str(here.parents[2] / "examples" / "add_tiny_block.py"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from tritondx.tools.backends.interpreter_libdevice import FUNCTIONS, compute
+from tritondx.tools.backends.interpreter.libdevice import FUNCTIONS, compute
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
 G = torch.Generator().manual_seed(0)
@@ -145,7 +145,7 @@ TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}
 
 
 def test_libdevice_kernel_verifies_on_cpu(tmp_path):
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.api import probe_task, verify_candidate
     task = tmp_path / "uses_libdevice.py"
     task.write_text(TASK)
@@ -165,6 +165,6 @@ def test_corpus_libdevice_tasks_pass_the_cpu_probe(name):
     path = CORPUS / f"{name}.py"
     if not path.exists():
         pytest.skip(f"corpus absent: {path}")
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.api import probe_task
     assert probe_task(str(path), get_backend("interpreter"))["ok"]

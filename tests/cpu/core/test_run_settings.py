@@ -9,6 +9,8 @@ import pytest
 
 from tritondx.errors import BackendUnavailable
 from tritondx.tools.backends import targets
+from tritondx.tools.backends.cuda.target import cuda_capabilities
+from tritondx.tools.backends.npu.target import AUTO_INSTALL_ENV
 from tritondx.tools.npu import toolchain
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -42,7 +44,7 @@ def test_ascend_target_without_its_environment_says_how(cli, tmp_path, monkeypat
 
 def test_ascend_environment_is_installed_on_first_use(monkeypatch):
     monkeypatch.delenv(toolchain.ENV_VAR, raising=False)
-    monkeypatch.delenv(targets.AUTO_INSTALL_ENV, raising=False)
+    monkeypatch.delenv(AUTO_INSTALL_ENV, raising=False)
     installed = []
 
     def find_python():
@@ -58,7 +60,7 @@ def test_ascend_environment_is_installed_on_first_use(monkeypatch):
     assert "installing it into" in lines[0] and "first use" in lines[0] and "ready" in lines[1]
     # opted out: no install, one line saying how
     installed.clear()
-    monkeypatch.setenv(targets.AUTO_INSTALL_ENV, "0")
+    monkeypatch.setenv(AUTO_INSTALL_ENV, "0")
     with pytest.raises(BackendUnavailable, match="needs the triton-ascend environment"):
         targets.check_target("ascend950", progress=lines.append)
     assert not installed
@@ -66,11 +68,11 @@ def test_ascend_environment_is_installed_on_first_use(monkeypatch):
 
 def test_known_cuda_targets_pass():
     assert targets.check_target("cuda:90") == "cuda:90" and targets.check_target(None) is None
-    assert 90 in targets.cuda_capabilities() and 999 not in targets.cuda_capabilities()
+    assert 90 in cuda_capabilities() and 999 not in cuda_capabilities()
 
 
 def test_backend_without_its_device_leaves_no_run_folder(cli, tmp_path):
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     try:
         get_backend("cuda")
         pytest.skip("this host has a GPU")

@@ -41,7 +41,7 @@ def test_unknown_job_reports_error():
 
 
 def test_probe_reports_task_problem(tmp_path):
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.api import probe_task
     from tritondx.errors import TaskFormatError
     import pytest

@@ -3,7 +3,7 @@ beside the initial kernel) starts once the optimize run is triaged and runs besi
 times only best vs initial; the summary says how each ratio was measured and what the baselines job cost.
 
 The GPU parts are fakes: a fake ``python`` stands in for both the ``tritondx optimize`` process and the
-``python -m tritondx.batch final-bench`` children, sleeping as long as the real ones would take (scaled
+``python -m tritondx.batch_bench final-bench`` children, sleeping as long as the real ones would take (scaled
 down) and answering with bench records of the real shape.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tritondx import batch
+from tritondx import batch, batch_bench, batch_scale, batch_summary
 
 FAKE_PYTHON = """
 #!{python}
@@ -57,7 +57,7 @@ if args[1] == "tritondx.cli":  # the optimize run
     open(os.path.join(out, "report.json"), "w").write(json.dumps(rep))
     record("run", triaged=triaged)
     sys.exit(int(os.environ.get("FAKE_RUN_RC", "0")))
-baselines = args[-1] == "baselines"  # tritondx.batch final-bench TASK BEST BACKEND ROUNDS [baselines]
+baselines = args[-1] == "baselines"  # tritondx.batch_bench final-bench TASK BEST BACKEND ROUNDS [baselines]
 kind = "baselines" if baselines else "final"
 record(kind + "-started")
 time.sleep(float(os.environ["FAKE_BASE_S" if baselines else "FAKE_FINAL_S"]))
@@ -78,9 +78,9 @@ def fake(tmp_path, monkeypatch):
     exe.write_text(FAKE_PYTHON.format(python=sys.executable).lstrip())
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(sys, "executable", str(exe))
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     monkeypatch.setattr(type(get_backend("interpreter")), "can_time", property(lambda self: True))
-    monkeypatch.setenv(batch.FAKE_GPUS_ENV, "2")
+    monkeypatch.setenv(batch_scale.FAKE_GPUS_ENV, "2")
     log = tmp_path / "log"
     log.mkdir()
     monkeypatch.setenv("FAKE_LOG", str(log))
@@ -89,7 +89,7 @@ def fake(tmp_path, monkeypatch):
     (suite / "t0.py").write_text("# a task file; the fakes never read it\n")
 
     def run(run_s=2.0, base_s=2.5, final_s=0.3, **env):
-        env.setdefault(batch.BASELINES_START_ENV, "triaged")   # beside the run (this host has 2 cores: else "end")
+        env.setdefault(batch_bench.BASELINES_START_ENV, "triaged")   # beside the run (this host has 2 cores: else "end")
         for k, v in {"FAKE_RUN_S": run_s, "FAKE_BASE_S": base_s, "FAKE_FINAL_S": final_s, **env}.items():
             monkeypatch.setenv(k, str(v))
         out = tmp_path / "out"
@@ -132,13 +132,13 @@ def test_ratios_say_how_they_were_measured_and_vs_torch_is_derived_through_the_i
     agg, res, ev, summary, wall = fake(run_s=0.3, base_s=0.3, final_s=0.1)
     e = res["results"][0]
     # speedup: best vs initial side by side in the final bench (0.11/0.05, 0.44/0.20: 2.2x)
-    assert e["speedup"] == pytest.approx(2.2) and e["measured_how"]["speedup"] == batch.SIDE_BY_SIDE_FINAL
+    assert e["speedup"] == pytest.approx(2.2) and e["measured_how"]["speedup"] == batch_summary.SIDE_BY_SIDE_FINAL
     # torch times from the baselines job; best vs torch.compile per shape (0.08/0.10) x (0.11/0.05) = 1.76,
     # not the 1.6 that dividing absolute times of two jobs gives
     assert e["torch_compile_ms"] == pytest.approx((0.08 * 0.32) ** 0.5)
     assert e["vs_torch_compile"] == pytest.approx(1.76) and e["vs_torch_eager"] == pytest.approx(4.4)
-    assert e["measured_how"]["torch"] == batch.SIDE_BY_SIDE_BASELINES
-    assert e["measured_how"]["vs_torch"] == batch.DERIVED
+    assert e["measured_how"]["torch"] == batch_summary.SIDE_BY_SIDE_BASELINES
+    assert e["measured_how"]["vs_torch"] == batch_summary.DERIVED
     assert e["initial_ms_ratio"] == pytest.approx(1.1)  # the same kernel in the two jobs
     assert "torch_compile" not in json.dumps(e["final_bench"]) and "best" not in json.dumps(e["baselines_bench"])
     a = res["aggregate"]
@@ -156,7 +156,7 @@ def test_no_best_kernel_needs_no_final_bench(fake):
     e = res["results"][0]
     assert "final" not in ev and "final_bench" not in e["phase_seconds"]
     assert e["speedup"] == 1.0 and e["initial_ms"] == pytest.approx((0.10 * 0.40) ** 0.5)
-    assert e["vs_torch_compile"] == pytest.approx(0.8) and e["measured_how"]["vs_torch"] == batch.NO_BEST
+    assert e["vs_torch_compile"] == pytest.approx(0.8) and e["measured_how"]["vs_torch"] == batch_summary.NO_BEST
     assert e["timing"]["final_bench_s"] == 0.0
 
 
@@ -177,7 +177,7 @@ def test_a_failed_run_stops_its_baselines_job_and_reports_its_seconds(fake):
 def test_the_baselines_job_times_only_the_original_task(monkeypatch, tmp_path, capsys):
     """Untrusted-code rule: no candidate runs in the job that compiles torch baselines (it may read the
     trusted cache layer like every bench); the final bench asks for no torch baselines."""
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify import api
     jobs = []
 
@@ -190,8 +190,8 @@ def test_the_baselines_job_times_only_the_original_task(monkeypatch, tmp_path, c
     task, best = tmp_path / "t.py", tmp_path / "best.py"
     task.write_text("x = 1\n")
     best.write_text("x = 2\n")
-    batch._final_bench_main([str(task), "", "interpreter", "3", "baselines"])
-    batch._final_bench_main([str(task), str(best), "interpreter", "3"])
+    batch_bench._final_bench_main([str(task), "", "interpreter", "3", "baselines"])
+    batch_bench._final_bench_main([str(task), str(best), "interpreter", "3"])
     assert jobs == [([{"id": "initial", "path": str(task)}], True),
                     ([{"id": "initial", "path": str(task)}, {"id": "best", "path": str(best)}], False)]
 
@@ -250,13 +250,13 @@ def test_a_failed_final_bench_gives_no_speedup_even_with_the_baselines_timed(tmp
                                                            "roofline_fraction": 0.125}}]}
     task = tmp_path / "t.py"
     task.write_text("x = 1\n")
-    e = batch.summarize_task(str(task), tmp_path, 0, 40.0, {"error": "out_of_memory: x", "seconds": 5.0}, "", base)
+    e = batch_summary.summarize_task(str(task), tmp_path, 0, 40.0, {"error": "out_of_memory: x", "seconds": 5.0}, "", base)
     assert "speedup" not in e and "vs_torch_compile" not in e and e["final_bench_error"] == "out_of_memory: x"
     assert e["phase_seconds"] == {"final_bench": 5.0, "baselines": 30.0} and e["baselines_bench"] == base
 
 
 def test_on_a_loaded_host_the_baselines_job_starts_after_the_run_beside_its_final_bench(fake):
-    agg, res, ev, summary, wall = fake(run_s=1.0, base_s=1.0, final_s=0.5, **{batch.BASELINES_START_ENV: "end"})
+    agg, res, ev, summary, wall = fake(run_s=1.0, base_s=1.0, final_s=0.5, **{batch_bench.BASELINES_START_ENV: "end"})
     (run,), (base,), (final,) = ev["run"], ev["baselines"], ev["final"]
     assert base["start"] >= run["end"] and final["start"] >= run["end"]
     assert base["start"] < final["end"] and final["start"] < base["end"]   # beside each other, after the run
@@ -266,11 +266,11 @@ def test_on_a_loaded_host_the_baselines_job_starts_after_the_run_beside_its_fina
 
 
 def test_the_baselines_job_goes_beside_the_runs_only_where_cores_are_spare(monkeypatch):
-    monkeypatch.delenv(batch.BASELINES_START_ENV, raising=False)
-    monkeypatch.setattr(batch.os, "cpu_count", lambda: 16)
-    assert batch.baselines_start(2) == "triaged" and batch.baselines_start(8) == "end"
-    monkeypatch.setenv(batch.BASELINES_START_ENV, "triaged")
-    assert batch.baselines_start(8) == "triaged"
+    monkeypatch.delenv(batch_bench.BASELINES_START_ENV, raising=False)
+    monkeypatch.setattr(batch_bench.os, "cpu_count", lambda: 16)
+    assert batch_bench.baselines_start(2) == "triaged" and batch_bench.baselines_start(8) == "end"
+    monkeypatch.setenv(batch_bench.BASELINES_START_ENV, "triaged")
+    assert batch_bench.baselines_start(8) == "triaged"
 
 
 def test_the_hardware_checks_initial_half_waits_for_a_contender_where_tasks_share_a_device(monkeypatch):
@@ -278,9 +278,9 @@ def test_the_hardware_checks_initial_half_waits_for_a_contender_where_tasks_shar
     a round's first would-be winner, not speculatively in triage (most tasks of a corpus batch never have one)."""
     from tritondx.tools.verify.timing import HW_INITIAL_AT_ENV
     monkeypatch.delenv(HW_INITIAL_AT_ENV, raising=False)
-    assert batch.hw_initial_at(1) == "triage" and batch.hw_initial_at(8) == "contender"
+    assert batch_bench.hw_initial_at(1) == "triage" and batch_bench.hw_initial_at(8) == "contender"
     monkeypatch.setenv(HW_INITIAL_AT_ENV, "triage")
-    assert batch.hw_initial_at(8) == "triage"
+    assert batch_bench.hw_initial_at(8) == "triage"
 
 
 def test_the_baselines_jobs_seconds_are_its_own_not_until_someone_asked(fake):
@@ -297,7 +297,7 @@ def test_no_final_bench_when_the_runs_best_is_its_copy_of_the_initial_kernel(tmp
     of the initial kernel beside itself (it reported 0.95x for an unchanged kernel on the H200, 2026-12-03)."""
     import json
 
-    from tritondx import batch
+    from tritondx import batch_task
     task = tmp_path / "k.py"
     task.write_text("# the user's kernel\n")
     run = tmp_path / "run"
@@ -309,7 +309,7 @@ def test_no_final_bench_when_the_runs_best_is_its_copy_of_the_initial_kernel(tmp
 
     def best(rec):
         (run / "report.json").write_text(json.dumps({"best": rec}))
-        return batch._best_path(run, str(task))
+        return batch_task._best_path(run, str(task))
 
     assert best({"id": "initial", "path": str(copy)}) is None
     assert best({"id": "r1c1", "path": str(copy)}) is None       # the same bytes as the task
@@ -326,7 +326,7 @@ def test_a_worker_goes_on_to_the_next_task_while_the_last_ones_baselines_job_run
     for name in ("t1", "t2"):   # three tasks on the fixture's two workers: the third waits for a free one
         (tmp_path / "suite" / f"{name}.py").write_text("# one more task\n")
     agg, res, ev, summary, wall = fake(run_s=1.0, base_s=2.5, final_s=0.3,
-                                       **{batch.BASELINES_START_ENV: "end", batch.BASELINES_DETACH_ENV: detach})
+                                       **{batch_bench.BASELINES_START_ENV: "end", batch_bench.BASELINES_DETACH_ENV: detach})
     runs = sorted(ev["run"], key=lambda d: d["start"])
     bases = sorted(ev["baselines"], key=lambda d: d["start"])
     assert len(runs) == 3 and len(bases) == 3

@@ -285,8 +285,8 @@ def test_triage_starts_the_initial_half_once_the_probe_accepted_the_task(tmp_pat
     from pathlib import Path
 
     from tritondx.agents import triage as T
-    from tritondx.tools.backends.base import get_backend
-    from tritondx.tools.backends.cuda import CudaBackend
+    from tritondx.tools.backends.registry import get_backend
+    from tritondx.tools.backends.cuda.backend import CudaBackend
     example = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
     started: list[str] = []
     monkeypatch.setattr(T, "probe_task", lambda path, backend: {"ok": True})

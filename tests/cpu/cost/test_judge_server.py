@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.exec.server import JobServer
 from tritondx.tools.verify import seal, servers
 from tritondx.tools.verify.verification import verify_round

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import structlog
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.verify.verification import verify_round
 
 HERE = Path(__file__).resolve().parents[1] / "verifier"

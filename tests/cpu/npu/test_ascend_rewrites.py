@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.records.evidence import Finding
 from tritondx.tools.npu.capture import capture_ascend
 from tritondx.tools.npu.detectors import run_detectors

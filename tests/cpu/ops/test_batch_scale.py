@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from tritondx import batch
+from tritondx import batch, batch_scale
 
 SUITE = Path(__file__).resolve().parents[1] / "reliability" / "batch_suite"  # three tiny axpy tasks
 
 
 def test_visible_gpus(monkeypatch, tmp_path):
-    monkeypatch.delenv(batch.FAKE_GPUS_ENV, raising=False)
+    monkeypatch.delenv(batch_scale.FAKE_GPUS_ENV, raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5,-1,7")
-    assert batch.visible_gpus("cuda") == ["2", "5"]  # CUDA stops at the first invalid id
-    assert batch.visible_gpus("interpreter") == []
+    assert batch_scale.visible_gpus("cuda") == ["2", "5"]  # CUDA stops at the first invalid id
+    assert batch_scale.visible_gpus("interpreter") == []
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert batch.visible_gpus("cuda") == []
+    assert batch_scale.visible_gpus("cuda") == []
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     smi = tmp_path / "nvidia-smi"  # `nvidia-smi -L` of a 2-GPU host, one of them split into MIG slices
     smi.write_text("#!/bin/sh\n[ \"$1\" = -L ] || exit 3\ncat <<'EOF'\n"
@@ -30,24 +30,24 @@ def test_visible_gpus(monkeypatch, tmp_path):
                    "  MIG 1g.18gb     Device  0: (UUID: MIG-cccc)\nEOF\n")
     smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    assert batch.visible_gpus("cuda") == ["0", "1"]
-    monkeypatch.setenv(batch.FAKE_GPUS_ENV, "3")
-    assert batch.visible_gpus("interpreter") == ["0", "1", "2"]
+    assert batch_scale.visible_gpus("cuda") == ["0", "1"]
+    monkeypatch.setenv(batch_scale.FAKE_GPUS_ENV, "3")
+    assert batch_scale.visible_gpus("interpreter") == ["0", "1", "2"]
 
 
 def test_plan_slots(tmp_path, monkeypatch):
     monkeypatch.delenv("TRITONDX_LOCK_DIR", raising=False)
-    one = batch.plan_slots(["0"], 2, tmp_path)
+    one = batch_scale.plan_slots(["0"], 2, tmp_path)
     assert one == [{"TRITONDX_LOCK_DIR": str(tmp_path / ".locks")}] * 2  # one GPU: as before
-    assert batch.plan_slots([], 1, tmp_path) == [{"TRITONDX_LOCK_DIR": str(tmp_path / ".locks")}]
-    many = batch.plan_slots(["0", "3"], 2, tmp_path)
+    assert batch_scale.plan_slots([], 1, tmp_path) == [{"TRITONDX_LOCK_DIR": str(tmp_path / ".locks")}]
+    many = batch_scale.plan_slots(["0", "3"], 2, tmp_path)
     assert [s["CUDA_VISIBLE_DEVICES"] for s in many] == ["0", "3", "0", "3"]
     assert {s["CUDA_VISIBLE_DEVICES"]: s["TRITONDX_LOCK_DIR"] for s in many} == {
         "0": str(tmp_path / "locks" / "gpu0"), "3": str(tmp_path / "locks" / "gpu3")}
     # a caller's lock folder (e.g. other work on the same GPU) is shared, per GPU below it when several
     monkeypatch.setenv("TRITONDX_LOCK_DIR", str(tmp_path / "shared"))
-    assert batch.plan_slots(["0"], 1, tmp_path) == [{"TRITONDX_LOCK_DIR": str(tmp_path / "shared")}]
-    assert batch.plan_slots(["0", "1"], 1, tmp_path)[1]["TRITONDX_LOCK_DIR"] == str(tmp_path / "shared" / "gpu1")
+    assert batch_scale.plan_slots(["0"], 1, tmp_path) == [{"TRITONDX_LOCK_DIR": str(tmp_path / "shared")}]
+    assert batch_scale.plan_slots(["0", "1"], 1, tmp_path)[1]["TRITONDX_LOCK_DIR"] == str(tmp_path / "shared" / "gpu1")
 
 
 FAKE_TASK_PROCESS = """
@@ -77,9 +77,9 @@ def _fake_batch(tmp_path, monkeypatch, n_tasks, gpus, workers, sleep=0.6, **kw):
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(sys, "executable", str(fake))  # run_one starts `sys.executable -m tritondx.cli ...`
     if gpus is None:
-        monkeypatch.delenv(batch.FAKE_GPUS_ENV, raising=False)
+        monkeypatch.delenv(batch_scale.FAKE_GPUS_ENV, raising=False)
     else:
-        monkeypatch.setenv(batch.FAKE_GPUS_ENV, str(gpus))
+        monkeypatch.setenv(batch_scale.FAKE_GPUS_ENV, str(gpus))
     out = tmp_path / "out"
     agg = batch.run_batch(str(suite), str(out), backend="interpreter", workers=workers, progress=False, **kw)
     runs = [json.loads(p.read_text()) for p in sorted(out.glob("runs/*/fake.json"))]
@@ -190,7 +190,7 @@ def test_ray_local_batch_end_to_end_and_resume(tmp_path):
 def test_ray_address_without_ray_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if ray were not installed
     with pytest.raises(Exception, match=r"tritondx\[scale\]"):
-        batch._ray_init("local", "interpreter", 1)
+        batch_scale._ray_init("local", "interpreter", 1)
 
 
 def test_batch_help_lists_scale_options():

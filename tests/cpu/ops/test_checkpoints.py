@@ -185,7 +185,7 @@ def test_unreachable_database_error_is_one_redacted_line(tmp_path):
 def test_batch_sees_an_interrupted_run_in_either_store(tmp_path, store):
     import json
 
-    from tritondx.batch import _earlier_run
+    from tritondx.batch_task import _earlier_run
     from tritondx.checkpoints import count_checkpoints, thread_id_for
     run = tmp_path / "runs" / "task_a"
     run.mkdir(parents=True)

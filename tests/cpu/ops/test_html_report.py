@@ -25,7 +25,7 @@ def _run_page(tmp_path: Path) -> Path:
 
 
 def _batch_page(tmp_path: Path) -> Path:
-    from tritondx.batch import write_summary
+    from tritondx.batch_summary import write_summary
     results = []
     for i, (task, sp, rb, tiers) in enumerate([("axpy", 1.6, 0.55, ["triage"]), ("softmax", 2.1, 0.43, ["triage"]),
                                                 ("matmul", 19.0, 0.045, ["triage", "profile", "ir"]),

@@ -56,7 +56,7 @@ _COVERAGE = [
 def test_a_round_verdict_keeps_the_judges_coverage():
     """The round job's verdicts carry the plan summary (was: dropped, so neither the report nor
     `tritondx verify` could say which shapes and branches were checked)."""
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify import seal
     from tritondx.tools.verify.verification import _verdict_from
     key = seal.new_key()
@@ -145,7 +145,7 @@ def test_verify_a_candidate_in_another_folder_than_its_task(cli, tmp_path):
 
 def test_batch_summary_says_speed_not_measured(tmp_path):
     """summary.md's speedup cell of a finished CPU task (was: "done", read as a result)."""
-    from tritondx.batch import write_summary
+    from tritondx.batch_summary import write_summary
     entry = {"task": "silu_rowsum", "kernel_class": "reduction", "status": "done", "speedup": None,
              "tiers_used": ["triage"], "wall_s": 29.0, "phase_seconds": {}}
     write_summary(tmp_path, [entry, {**entry, "task": "bad", "status": "failed: bad task"}], {"suite": "s"})

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.records.evidence import Finding
 from tritondx.tools.rewrite import expert  # noqa: F401  (registers every family)
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext

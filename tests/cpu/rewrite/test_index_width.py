@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.verify.api import verify_candidate
 
 

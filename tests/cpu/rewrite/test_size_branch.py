@@ -7,7 +7,7 @@ branches stays. The branch rule itself: a side is the original only when everyth
 
 from __future__ import annotations
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.verify.api import verify_candidate
 from tritondx.tools.verify.branches import added_branches

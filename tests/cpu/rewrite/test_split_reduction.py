@@ -54,7 +54,7 @@ def test_max_variant(rw, tmp_path):
     assert 'other=float("-inf"))' in out and "tl.max(_tdx_p, axis=0)" in out
     cand = tmp_path / "cand.py"
     cand.write_text(out)
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.api import verify_candidate
     r = verify_candidate(str(task), str(cand), "c", get_backend("interpreter"))
     assert r.passed, f"{r.klass}: {r.reason}"

@@ -38,7 +38,7 @@ def test_permute_and_reshape(rw, tmp_path):
     assert "_tdx_out.permute(0, 2, 1, 3)" in out and "return _tdx_out.reshape(B, S, H * D)" in out
     cand = tmp_path / "cand.py"
     cand.write_text(out)
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.api import verify_candidate
     r = verify_candidate(str(task), str(cand), "c", get_backend("interpreter"))
     assert r.passed, f"{r.klass}: {r.reason}"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.tune import space as spacemod
 from tritondx.tools.tune.run import table, tune_task
 from tritondx.tools.tune.search import Searcher, domains

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.verify.api import Verification, verify_candidate
 
 HERE = Path(__file__).parent

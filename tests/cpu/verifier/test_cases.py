@@ -168,7 +168,7 @@ def _unmasked(tmp_path: Path) -> Path:
 def test_derived_size_outside_the_original_kernels_contract_is_dropped(tmp_path):
     """The unmasked original fails its own odd derived size: the same kernel as a candidate fails it too,
     and that case is dropped (the original's result as the reason), not held against the candidate."""
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.api import verify_candidate
     task = _unmasked(tmp_path)
     v = verify_candidate(str(task), str(task), "same", get_backend("interpreter"), allowed_ops=["empty_like"])

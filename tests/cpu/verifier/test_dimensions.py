@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.task.module import as_tuple, load_module
 from tritondx.tools.verify import shapes as sh
 from tritondx.tools.verify.api import Verification, verify_candidate

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.verify.api import DEFAULT_MEMORY_BYTES, Verification, verify_candidate
 
 HERE = Path(__file__).parent

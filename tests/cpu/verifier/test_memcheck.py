@@ -1,4 +1,4 @@
-"""The interpreter's bounds checks (tools/backends/interpreter_memcheck.py): an access outside every tensor
+"""The interpreter's bounds checks (tools/backends/interpreter/memcheck.py): an access outside every tensor
 argument of a launch raises on the call that makes it; accesses inside a tensor's storage (a view's base)
 do not; the verifier classifies such a candidate ``out_of_bounds``."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.verify.api import verify_candidate
 
 HERE = Path(__file__).parent
@@ -17,7 +17,7 @@ AXPY = HERE / "tiny_axpy.py"
 
 SCRIPT = r'''
 import torch, triton, triton.language as tl
-from tritondx.tools.backends.interpreter_memcheck import install
+from tritondx.tools.backends.interpreter.memcheck import install
 assert install()
 
 @triton.jit

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.exec.sandbox import JobResult
 from tritondx.tools.verify import jobs, seal, verification, wire
 

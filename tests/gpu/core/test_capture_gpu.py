@@ -16,7 +16,7 @@ PROGRAM = Path(__file__).resolve().parents[2] / "cpu" / "capture" / "program"
 
 
 def test_capture_on_cuda_uses_cuda_events_and_the_task_verifies(tmp_path):
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.api import probe_task, verify_candidate
     exe = shutil.which("tritondx") or f"{sys.executable} -m tritondx.cli"
     out = tmp_path / "tasks"

@@ -46,7 +46,7 @@ def reference(x):
 
 
 def test_the_tune_job_times_configurations_on_the_device(tmp_path):
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.tune.run import tune_task
     task = tmp_path / "neg.py"
     task.write_text(textwrap.dedent(TASK))

@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def test_a_round_on_cuda_through_one_warm_runner():
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     from tritondx.tools.verify.verification import verify_round
     honest = [EXAMPLES / "add_tiny_block.py", CPU_SUITE / "controls" / "axpy_block1024.py"]
     wrong = CPU_SUITE / "wrong" / "w_nan_output.py"

@@ -19,7 +19,7 @@ AXPY = CPU_SUITE / "tiny_axpy.py"
 
 
 def _cuda():
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     return get_backend("cuda")
 
 

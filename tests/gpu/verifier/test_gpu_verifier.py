@@ -31,7 +31,7 @@ EXAMPLES = HERE.parents[2] / "examples"
 
 
 def _cuda():
-    from tritondx.tools.backends.base import get_backend
+    from tritondx.tools.backends.registry import get_backend
     return get_backend("cuda")
 
 

@@ -1,5 +1,5 @@
 """Candidate: its kernel stores 2**40 elements past the output, no mask. Under the Triton interpreter a
-store is a raw write to that address; the runners' bounds checks (tools/backends/interpreter_memcheck.py)
+store is a raw write to that address; the runners' bounds checks (tools/backends/interpreter/memcheck.py)
 stop it on the call that makes it, before it can corrupt or crash the process. The source is plain
 Triton (nothing the static source policy rejects): the fault has to be found at run time. (A runner that
 does die, by SIGSEGV, is tests/cpu/verifier/isolation/iso_segfault.py, with the source policy off.)"""

@@ -13,7 +13,7 @@ import sys
 
 import structlog
 
-from tritondx.tools.backends.base import get_backend
+from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.exec.sandbox import isolation
 from tritondx.tools.verify.api import verify_candidate
 

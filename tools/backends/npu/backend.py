@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 
-from tritondx.tools.backends.base import Backend, register
+from tritondx.tools.backends.base import Backend
 
 
-@register("npu")
 class NpuBackend(Backend):
     name = "npu"
     torch_device = "npu"

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import functools
+import os
+import re
 import shutil
 import subprocess
 
-from tritondx.tools.backends.base import Backend, register
+from tritondx.tools.backends.base import Backend
+
+#: a GPU of ``nvidia-smi -L``: "GPU 0: NVIDIA H200 (UUID: GPU-...)"
+SMI_GPU_RE = re.compile(r"^GPU (\d+):", re.M)
 
 
 @functools.lru_cache(maxsize=1)
@@ -26,12 +31,12 @@ def _gpu_query() -> tuple[str, str] | None:
     return name.strip(), cap.strip()
 
 
-@register("cuda")
 class CudaBackend(Backend):
     name = "cuda"
     torch_device = "cuda"
     can_time = True
     nsight_compute = True
+    ray_grants_gpus = True
 
     def available(self) -> bool:
         return _gpu_query() is not None
@@ -42,6 +47,27 @@ class CudaBackend(Backend):
             return "cuda:90"
         major, _, minor = q[1].partition(".")
         return f"cuda:{int(major) * 10 + int(minor or 0)}"
+
+    def pinnable_devices(self) -> list[str]:
+        """The ids in ``$CUDA_VISIBLE_DEVICES`` (up to the first invalid entry, where CUDA stops too), else the
+        ``GPU n:`` lines of ``nvidia-smi -L``."""
+        cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if cvd is not None:
+            ids = []
+            for x in cvd.split(","):
+                x = x.strip()
+                if not x or x.startswith("-"):  # CUDA stops at the first invalid entry
+                    break
+                ids.append(x)
+            return ids
+        exe = shutil.which("nvidia-smi")
+        if not exe:
+            return []
+        try:
+            r = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return []
+        return [m.group(1) for m in SMI_GPU_RE.finditer(r.stdout)] if r.returncode == 0 else []
 
     def describe(self) -> str:
         q = _gpu_query()

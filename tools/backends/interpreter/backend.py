@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from tritondx.tools.backends.base import Backend, register
+from tritondx.tools.backends.base import Backend
 
 
-@register("interpreter")
 class InterpreterBackend(Backend):
     name = "interpreter"
     torch_device = "cpu"
     can_time = False
+    kernels_run_where = " under the Triton interpreter"
 
     def available(self) -> bool:
         return True

@@ -108,7 +108,7 @@ def compute(name: str, arrays: list[np.ndarray], out_dtype: np.dtype) -> np.ndar
     fn = FUNCTIONS.get(name)
     if fn is None:
         raise NotImplementedError(f"libdevice.{name} has no interpreter form in tritondx "
-                                  f"(tools/backends/interpreter_libdevice.py); it runs on a GPU only")
+                                  f"(tools/backends/interpreter/libdevice.py); it runs on a GPU only")
     if name == "pow" and np.issubdtype(arrays[1].dtype, np.integer):
         arrays = [arrays[0], arrays[1].astype(arrays[0].dtype)]  # numpy refuses negative integer powers
     with np.errstate(all="ignore"):
