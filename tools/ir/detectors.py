@@ -24,6 +24,7 @@ from pathlib import Path
 from tritondx.tools.records.evidence import Finding, Severity, Tier, finding_id
 from tritondx.tools.ir.context import KernelIR
 from tritondx.tools.ir.parse import IRLine
+from tritondx.tools.ir.strides import strides
 from tritondx.tools.ir.ssa import (
     Func,
     Layout,
@@ -712,7 +713,7 @@ def _missing_alignment(det: Detector, k: KernelIR) -> list[Finding]:
         if fast is None or pt.shape[fast] < 2:
             continue
         addr, mask = f.address_operand(op), f.mask_operand(op)
-        st = f.strides(addr)
+        st = strides(f, addr)
         if len(st) != len(pt.shape) or st[fast].kind != "unit":
             continue  # not contiguous along the fast dim: alignment is not what limits it
         mask_roots = f.arg_origins(mask) if mask else set()
@@ -771,7 +772,7 @@ def _uncoalesced(det: Detector, k: KernelIR) -> list[Finding]:
         _, lane = _fast_dims(lay, pt.shape)
         if lane is None or pt.shape[lane] < 2:
             continue
-        st = f.strides(f.address_operand(op))
+        st = strides(f, f.address_operand(op))
         if len(st) != len(pt.shape):
             continue
         s = st[lane]

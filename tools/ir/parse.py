@@ -10,24 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# Location definition in MLIR:
-#   #loc2 = loc("/work/main/examples/matmul_no_dot.py":15:26)
-MLIR_LOC_DEF_RE = re.compile(r'^(#loc\d*) = loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)\)')
-# Named or call-site location pointing at another alias:
-#   #loc21 = loc("pid"(#loc2))      #loc30 = loc(callsite(#loc5 at #loc6))
-MLIR_LOC_ALIAS_RE = re.compile(r'^(#loc\d*) = loc\((?:"[^"]*")?\(?(?:callsite\()?(#loc\d*)')
-# Any location alias definition, whatever its body (file, name, callsite, fused, unknown):
-#   #loc35 = loc(callsite(#loc16 at #loc33))     #loc1 = loc(unknown)
-MLIR_LOC_ANY_DEF_RE = re.compile(r'^(?P<name>#loc\d*) = loc\((?P<body>.*)\)\s*$')
-# Reference at the end of an op:
-#   %x_5 = tt.load %x_4, %mask_3 : tensor<128x!tt.ptr<f32>, #blocked> loc(#loc27)
-MLIR_LOC_REF_RE = re.compile(r'loc\((#loc\d*)\)\s*$')
-# Inline file location at the end of an op (some dumps print locations inline):
-#   tt.return loc("/work/main/examples/add_tiny_block.py":20:4)
-MLIR_LOC_INLINE_RE = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)\)\s*$')
-# Any inline location body at the end of an op (named, callsite, fused):
-#   %2 = arith.maxnumf %arg4, %arg5 : f32 loc(callsite(#loc16 at #loc33))
-MLIR_LOC_TAIL_RE = re.compile(r'\sloc\((?P<body>.*)\)\s*$')
+from tritondx.tools.ir.mlir import SourceLoc, loc_defs, loc_frames, trailing_loc
+
 # Source files that belong to Triton itself (tl.sum, tl.max ... are inlined from triton/language/standard.py):
 #   /work/venv-probe/lib/python3.11/site-packages/triton/language/standard.py
 TRITON_LIB_PATH_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\]triton[/\\]|[/\\]triton[/\\]language[/\\]")
@@ -86,107 +70,20 @@ def pick_frame(frames: list[tuple[str, int]]) -> tuple[str, int] | None:
     return frames[0] if frames else None
 
 
-def _split_top(body: str, sep: str) -> list[str]:
-    parts, depth, cur, i = [], 0, [], 0
-    in_str = False
-    while i < len(body):
-        ch = body[i]
-        if ch == '"':
-            in_str = not in_str
-        if not in_str:
-            if ch in "([<{":
-                depth += 1
-            elif ch in ")]>}":
-                depth -= 1
-            elif depth == 0 and body.startswith(sep, i):
-                parts.append("".join(cur))
-                cur = []
-                i += len(sep)
-                continue
-        cur.append(ch)
-        i += 1
-    parts.append("".join(cur))
-    return [p.strip() for p in parts]
-
-
-def _loc_frames(body: str, defs: dict[str, str], memo: dict[str, list[tuple[str, int]]],
-                active: set[str]) -> list[tuple[str, int]]:
-    """Frames (innermost first) of one MLIR location body.
-
-    Handles ``"file":L:C``, ``"name"(<loc>)``, ``callsite(<callee> at <caller>)``, ``fused[<a>, ...]``
-    (also ``fused<...>[...]``), ``#locN`` references and ``unknown``.
-    """
-    body = body.strip()
-    if body.startswith("loc(") and body.endswith(")"):
-        body = body[4:-1].strip()
-    if body.startswith("#loc"):
-        name = body.split()[0]
-        if name in memo:
-            return memo[name]
-        if name in active or name not in defs:
-            return []
-        active.add(name)
-        frames = _loc_frames(defs[name], defs, memo, active)
-        active.discard(name)
-        memo[name] = frames
-        return frames
-    m = re.match(r'^"(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)$', body)
-    if m:
-        return [(m.group("file"), int(m.group("line")))]
-    if body.startswith("callsite(") and body.endswith(")"):
-        parts = _split_top(body[len("callsite("):-1], " at ")
-        if len(parts) == 2:
-            return _loc_frames(parts[0], defs, memo, active) + _loc_frames(parts[1], defs, memo, active)
-        return []
-    if body.startswith("fused"):
-        start = body.find("[")
-        if start >= 0 and body.endswith("]"):
-            for part in _split_top(body[start + 1:-1], ","):
-                frames = _loc_frames(part, defs, memo, active)
-                if frames:
-                    return frames
-        return []
-    m = re.match(r'^"[^"]*"\((?P<inner>.*)\)$', body)
-    if m:
-        return _loc_frames(m.group("inner"), defs, memo, active)
-    return []
-
-
-def _resolve_mlir_locs(text: str) -> dict[str, tuple[str, int]]:
-    """Map every ``#locN`` alias to the (file, line) a finding should cite (see :func:`pick_frame`)."""
-    defs: dict[str, str] = {}
-    for raw in text.splitlines():
-        if raw.startswith("#loc"):
-            m = MLIR_LOC_ANY_DEF_RE.match(raw)
-            if m:
-                defs[m.group("name")] = m.group("body")
-    memo: dict[str, list[tuple[str, int]]] = {}
-    resolved: dict[str, tuple[str, int]] = {}
-    for name in defs:
-        frame = pick_frame(_loc_frames(name, defs, memo, set()))
-        if frame:
-            resolved[name] = frame
-    return resolved
-
-
 def parse_mlir(text: str, stage: str) -> IRModule:
-    locs = _resolve_mlir_locs(text)
-    defs = {m.group("name"): m.group("body") for m in map(MLIR_LOC_ANY_DEF_RE.match, text.splitlines()) if m}
-    memo: dict[str, list[tuple[str, int]]] = {}
+    """TTIR/TTGIR lines (location aliases left out) with the source line of each line's trailing location
+    (``mlir.trailing_loc``), the frame :func:`pick_frame` chooses among the ones it stands for."""
+    defs = loc_defs(text)
+    memo: dict[str, list[SourceLoc]] = {}
     mod = IRModule(stage=stage)
     for i, raw in enumerate(text.splitlines()):
         if raw.startswith("#"):
             continue
         line = IRLine(index=i, text=raw.strip())
-        m = MLIR_LOC_REF_RE.search(raw)
-        if m and m.group(1) in locs:
-            line.src_file, line.src_line = locs[m.group(1)]
-        else:
-            m2 = MLIR_LOC_TAIL_RE.search(raw)
-            if m2:
-                frame = pick_frame(_loc_frames(m2.group("body"), defs, memo, set()))
-                if frame:
-                    line.src_file, line.src_line = frame
+        frame = pick_frame([(f.file, f.line) for f in
+                            loc_frames(trailing_loc(raw), defs, first_fused=True, memo=memo)])
+        if frame:
+            line.src_file, line.src_line = frame
         mod.lines.append(line)
     return mod
 

@@ -1,20 +1,17 @@
 """A def-use view of one Triton MLIR function (TTIR or TTGIR) for the dataflow detectors.
 
-The view is deliberately small: every op line becomes an :class:`Op` (results, op name, operands,
-enclosing loops, source line); layouts are read from the ``#name = #ttg....`` definitions. On top of
-it sit three analyses the detectors share:
+The view is deliberately small: every op line (read with ``mlir.op_head``) becomes an :class:`Op` (results,
+op name, operands, enclosing loops, source line); layouts are read from the ``#name = #ttg....`` definitions
+(``layouts``). On top of it sit the analyses the detectors share:
 
 - :meth:`Func.origins` -- which function arguments and ``tt.get_program_id`` axes a value depends on
   (forward closure through every op, loop-carried values included);
-- :meth:`Func.strides` -- how an address tensor varies along each dimension (``const``, ``unit``,
-  ``scaled``, ``gather``, ``irregular``), from ``make_range``/``splat``/``expand_dims``/``broadcast``/
-  ``addi``/``muli``/``addptr`` chains; this is a syntactic re-derivation of what the axis analysis
-  should see, used to tell when the layout the compiler chose disagrees with the access pattern;
 - :meth:`Func.loads` -- every global read (``tt.load``, ``ttg.async_copy_global_to_local``,
-  ``ttng.async_tma_copy_global_to_local``, ``tt.descriptor_load``) with its address/mask operands.
+  ``ttng.async_tma_copy_global_to_local``, ``tt.descriptor_load``) with its address/mask operands;
+- ``strides.strides(func, value)`` -- how an address tensor varies along each dimension.
 
 It is a best-effort reading of printed IR, not an MLIR parser: ops it does not know propagate
-dependencies but give ``unknown`` strides.
+dependencies.
 """
 
 from __future__ import annotations
@@ -23,21 +20,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from tritondx.tools.ir.layouts import TENSOR_TYPE_RE, Layout, TensorType, layout_of, parse_layouts, parse_tensor_type
+from tritondx.tools.ir.mlir import op_head, split_top
 from tritondx.tools.ir.parse import IRLine, IRModule, parse_mlir
 
 # ---------------------------------------------------------------------------------------------
 # Line shapes
 # ---------------------------------------------------------------------------------------------
 
-# Op with results (single, multi-result group, or generic quoted form):
-#   %x_5 = tt.load %x_4, %mask_3 : tensor<128x!tt.ptr<f32>, #blocked> loc(#loc27)
-#   %acc_57:7 = scf.for %acc_59 = %c0_i32 to %K step %c32_i32 iter_args(%arg10 = %cst, ...) -> (...) : i32 {
-#   %1 = "tt.reduce"(%acc) <{axis = 0 : i32}> ({
-RESULT_OP_RE = re.compile(r'^(?P<res>%[\w$.\-]+)(?::(?P<n>\d+))?\s*=\s*"?(?P<op>[a-z_][\w]*(?:\.[\w]+)+)"?')
-# Op without results:
-#   tt.store %1, %4, %mask_3 : tensor<128x!tt.ptr<f32>, #blocked> loc(#loc14)
-#   ttng.async_tma_copy_global_to_local %a_desc[%a, %c0_i32] %a_14, %acc_10, %acc_13 : ... loc(#loc30)
-NORESULT_OP_RE = re.compile(r'^"?(?P<op>[a-z_][\w]*(?:\.[\w]+)+)"?(?=[\s(]|$)')
 # SSA value reference (a multi-result element is %name#i):
 #   %acc_57#0      %c-1_i32      %arg10
 VALUE_RE = re.compile(r'%(?P<name>[\w$.\-]+)(?:#\d+)?')
@@ -57,125 +47,19 @@ SCF_FOR_HEAD_RE = re.compile(r'\bscf\.for\s+%(?P<iv>[\w$.\-]+)\s*=\s*(?P<lb>%[\w
 ITER_ARG_RE = re.compile(r'%(?P<arg>[\w$.\-]+)\s*=\s*%(?P<init>[\w$.\-]+)(?:#\d+)?')
 # Block arguments of a region:  ^bb0(%arg4: f32 loc(callsite(#loc1 at #loc15)), %arg5: f32 loc(...)):
 BLOCK_ARGS_RE = re.compile(r'^\^bb\d+\((?P<args>.*)\):\s*$')
-# Tensor type:  tensor<64x64x!tt.ptr<f32>, #blocked1>   tensor<64xf32, #ttg.slice<{dim = 1, parent = #blocked}>>
-TENSOR_TYPE_RE = re.compile(r'tensor<(?P<shape>(?:\d+x)*)(?P<elem>!tt\.ptr<[^>]+>|[a-z]+\d*)(?:,\s*(?P<enc>#[\w.]+(?:<\{[^}]*\}>)?))?>')
-# Memory descriptor type:  !ttg.memdesc<2x64x32xf32, #shared, #smem, mutable>
-MEMDESC_TYPE_RE = re.compile(r'memdesc<(?P<shape>(?:\d+x)+)(?P<elem>[a-z]+\d*),\s*(?P<enc>#[\w.]+(?:<\{[^}]*\}>)?)')
 # Integer constants:  %c128_i32 = arith.constant 128 : i32     %cst = arith.constant dense<4> : tensor<...>
 CONST_INT_RE = re.compile(r'arith\.constant\s+(?:dense<)?(?P<v>-?\d+)>?\s*:\s*(?:tensor<[^>]*x)?i\d+')
-# expand_dims axis:  tt.expand_dims %rm_5 {axis = 1 : i32}
-AXIS_RE = re.compile(r'axis\s*=\s*(\d+)')
-# tt.trans order:  tt.trans %y_26 {order = array<i32: 1, 0>}
-TRANS_ORDER_RE = re.compile(r'order\s*=\s*array<i32:\s*([\d,\s]+)>')
 # Descriptor access with its coordinates:  ttng.async_tma_copy_global_to_local %a_desc[%a, %c0_i32] %buf, ...
 #                                          %x = tt.descriptor_load %a_desc[%m, %k] : !tt.tensordesc<...> -> tensor<...>
 DESC_COORDS_RE = re.compile(r'%[\w$.\-]+\[[^\]]*\]')
 # Program id axis:  %pid = tt.get_program_id x : i32
 PROGRAM_ID_RE = re.compile(r'tt\.get_program_id\s+(?P<axis>[xyz])')
 
-# Layout definitions at the top of TTGIR:
-#   #blocked1 = #ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
-#   #shared = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>
-#   #shared1 = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>
-#   #mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 64, 16]}>
-LAYOUT_DEF_RE = re.compile(r'^(?P<name>#[\w]+)\s*=\s*#(?P<kind>ttg\.[\w]+|ttng\.[\w]+)<\{(?P<body>.*)\}>\s*$', re.MULTILINE)
-# One field of a layout body:  sizePerThread = [1, 4]     maxPhase = 1
-LAYOUT_FIELD_RE = re.compile(r'(?P<key>\w+)\s*=\s*(?P<val>\[[^\]]*\]|[\w.#-]+)')
-# Inline layout inside a type (pass dumps after some passes print them inline):
-#   #ttg.blocked<{sizePerThread = [4, 4], threadsPerWarp = [2, 16], warpsPerCTA = [2, 2], order = [1, 0]}>
-INLINE_LAYOUT_RE = re.compile(r'#(?P<kind>ttg\.[\w]+)<\{(?P<body>[^{}]*)\}>')
 
 LOAD_OPS = ("tt.load", "ttg.async_copy_global_to_local", "ttng.async_tma_copy_global_to_local", "tt.descriptor_load",
             "ttng.async_tma_gather")
 STORE_OPS = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.descriptor_store", "ttng.async_tma_copy_local_to_global")
 LOOP_OPS = ("scf.for", "scf.while")
-# ops whose result strides equal their (first) operand's
-PASS_THROUGH_OPS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui",
-                    "tt.bitcast", "ttg.convert_layout", "tt.int_to_ptr", "tt.ptr_to_int", "arith.bitcast")
-
-
-@dataclass(frozen=True)
-class Layout:
-    name: str
-    kind: str                 # ttg.blocked, ttg.swizzled_shared, ttg.nvmma_shared, ttg.nvidia_mma, ...
-    fields: dict
-
-    def ints(self, key: str) -> list[int]:
-        v = self.fields.get(key, "")
-        return [int(x) for x in re.findall(r"-?\d+", v)] if isinstance(v, str) else []
-
-    def num(self, key: str, default: int = 0) -> int:
-        v = self.fields.get(key)
-        try:
-            return int(v)
-        except (TypeError, ValueError):
-            return default
-
-    @property
-    def order(self) -> list[int]:
-        return self.ints("order")
-
-
-def parse_layouts(text: str) -> dict[str, Layout]:
-    out = {}
-    for m in LAYOUT_DEF_RE.finditer(text):
-        fields = {f.group("key"): f.group("val") for f in LAYOUT_FIELD_RE.finditer(m.group("body"))}
-        out[m.group("name")] = Layout(m.group("name"), m.group("kind"), fields)
-    return out
-
-
-def layout_of(enc: str | None, layouts: dict[str, Layout]) -> Layout | None:
-    """Resolve an encoding reference (``#blocked1``) or an inline one (``#ttg.blocked<{...}>``)."""
-    if not enc:
-        return None
-    if enc in layouts:
-        return layouts[enc]
-    m = INLINE_LAYOUT_RE.search(enc)
-    if m:
-        fields = {f.group("key"): f.group("val") for f in LAYOUT_FIELD_RE.finditer(m.group("body"))}
-        return Layout(enc, m.group("kind"), fields)
-    return None
-
-
-@dataclass(frozen=True)
-class TensorType:
-    shape: tuple[int, ...]
-    elem: str                 # f32, i32, !tt.ptr<f16>
-    enc: str | None
-
-    @property
-    def is_ptr(self) -> bool:
-        return self.elem.startswith("!tt.ptr")
-
-    @property
-    def pointee(self) -> str:
-        m = re.match(r"!tt\.ptr<([a-z]+\d*)", self.elem)
-        return m.group(1) if m else self.elem
-
-    @property
-    def elem_bytes(self) -> int:
-        return elem_bytes(self.pointee)
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-
-def elem_bytes(ty: str) -> int:
-    m = re.search(r"(\d+)$", ty)
-    bits = int(m.group(1)) if m else 32
-    return max(1, bits // 8)
-
-
-def parse_tensor_type(text: str) -> TensorType | None:
-    m = TENSOR_TYPE_RE.search(text)
-    if not m:
-        return None
-    shape = tuple(int(x) for x in m.group("shape").split("x") if x)
-    return TensorType(shape, m.group("elem"), m.group("enc"))
 
 
 @dataclass
@@ -243,35 +127,6 @@ class Op:
     @property
     def src_line(self) -> int | None:
         return self.line.src_line
-
-
-@dataclass
-class Stride:
-    """How an index/address tensor varies along one dimension."""
-
-    kind: str                     # const | unit | scaled | gather | irregular | unknown
-    factor: int | None = None     # for scaled: the known element stride (None when a runtime value)
-    by: str | None = None         # for scaled: the SSA value it is scaled by, if not a constant
-    wraps: bool = False           # unit stride through a modulo (contiguous, but not provably)
-
-
-CONST = Stride("const")
-
-
-def _combine_add(a: Stride, b: Stride) -> Stride:
-    """Stride of a sum: strides add (i*s + i has stride s+1; a known part and a runtime part stay runtime)."""
-    if a.kind == "const":
-        return b
-    if b.kind == "const":
-        return a
-    for k in ("gather", "unknown", "irregular"):
-        if k in (a.kind, b.kind):
-            return Stride(k)
-    fa = 1 if a.kind == "unit" else a.factor
-    fb = 1 if b.kind == "unit" else b.factor
-    if fa is not None and fb is not None:
-        return Stride("scaled", fa + fb) if fa + fb != 1 else Stride("unit")
-    return Stride("scaled", None, a.by or b.by)
 
 
 @dataclass
@@ -404,120 +259,6 @@ class Func:
     def innermost_loop(self, op: Op) -> int | None:
         return op.loops[-1] if op.loops else None
 
-    # --- strides --------------------------------------------------------------------------------
-
-    def strides(self, value: str) -> tuple[Stride, ...]:
-        """Per-dimension variation of an index or pointer tensor (see the module docstring)."""
-        memo: dict[str, tuple[Stride, ...]] = {}
-        return self._strides(value, memo, 0)
-
-    def _rank(self, value: str) -> int:
-        op = self.defs.get(value)
-        t = op.result_type if op else None
-        return len(t.shape) if t else 0
-
-    def _strides(self, value: str, memo: dict, depth: int) -> tuple[Stride, ...]:
-        if value in memo:
-            return memo[value]
-        memo[value] = tuple(Stride("unknown") for _ in range(max(self._rank(value), 1)))
-        res = self._strides_uncached(value, memo, depth)
-        memo[value] = res
-        return res
-
-    def _strides_uncached(self, value: str, memo: dict, depth: int) -> tuple[Stride, ...]:
-        if depth > 200:
-            return (Stride("unknown"),)
-        if value in self.args:
-            return ()
-        if value in self.iter_init:
-            return self._strides(self.iter_init[value], memo, depth + 1)
-        op = self.defs.get(value)
-        if op is None:
-            return ()  # induction variables, block arguments: scalars
-        rank = len(op.result_type.shape) if op.result_type else 0
-        name = op.name
-        ops = op.operands
-
-        def sub(v: str) -> tuple[Stride, ...]:
-            s = self._strides(v, memo, depth + 1)
-            if len(s) < rank:  # a scalar (or lower-rank) operand: constant along every dim
-                s = tuple([CONST] * (rank - len(s))) + tuple(s)
-            return s
-
-        if rank == 0:
-            return ()
-        if name == "tt.make_range":
-            return (Stride("unit"),)
-        if name in ("arith.constant", "tt.splat", "tt.get_program_id", "tt.get_num_programs"):
-            return tuple([CONST] * rank)
-        if name == "tt.expand_dims" and ops:
-            src = list(self._strides(ops[0], memo, depth + 1))
-            m = AXIS_RE.search(op.body)
-            axis = int(m.group(1)) if m else 0
-            src = src + [CONST] * max(0, rank - 1 - len(src))
-            src.insert(min(axis, len(src)), CONST)
-            return tuple(src[:rank])
-        if name == "tt.broadcast" and ops:
-            return sub(ops[0])
-        if name == "tt.trans" and ops:
-            src = sub(ops[0])
-            m = TRANS_ORDER_RE.search(op.body)
-            order = [int(x) for x in m.group(1).split(",")] if m else list(range(rank))[::-1]
-            return tuple(src[i] for i in order) if len(src) == len(order) else tuple(Stride("unknown") for _ in range(rank))
-        if name in PASS_THROUGH_OPS and ops:
-            return sub(ops[0])
-        if name in ("arith.addi", "tt.addptr", "arith.subi", "arith.ori") and len(ops) >= 2:
-            a, b = sub(ops[0]), sub(ops[1])
-            if name == "arith.subi":
-                b = tuple(s if s.kind == "const" else Stride("irregular") if s.kind == "unit" else s for s in b)
-            return tuple(_combine_add(x, y) for x, y in zip(a, b))
-        if name in ("arith.muli", "arith.shli") and len(ops) >= 2:
-            a, b = sub(ops[0]), sub(ops[1])
-            if all(s.kind == "const" for s in b):
-                var, scale = a, ops[1]
-            elif all(s.kind == "const" for s in a):
-                var, scale = b, ops[0]
-            else:
-                return tuple(Stride("irregular") for _ in range(rank))
-            k = self.const_value(scale)
-            if name == "arith.shli" and k is not None:
-                k = 1 << k
-            out = []
-            for s in var:
-                if s.kind == "const":
-                    out.append(CONST)
-                elif k == 1:
-                    out.append(s)
-                elif s.kind in ("unit", "scaled"):
-                    f = (s.factor or 1) * k if (k is not None and (s.kind == "unit" or s.factor)) else None
-                    out.append(Stride("scaled", f, None if k is not None else self.scalar_name(scale)))
-                else:
-                    out.append(s)
-            return tuple(out)
-        if name in ("arith.remsi", "arith.remui") and len(ops) >= 2:
-            a = sub(ops[0])
-            return tuple(Stride("unit", wraps=True) if s.kind == "unit" else
-                         (CONST if s.kind == "const" else Stride("irregular")) for s in a)
-        if name in ("arith.divsi", "arith.divui", "arith.shrsi", "arith.shrui") and len(ops) >= 2:
-            # i // d gives runs of d equal values: constant across a warp when d >= 32 or a runtime value
-            # (row index of a flattened offset); a small known divisor mixes lanes: irregular
-            a = sub(ops[0])
-            d = self.const_value(ops[1])
-            if d is not None and name in ("arith.shrsi", "arith.shrui"):
-                d = 1 << d
-            runs = d is None or d >= 32
-            return tuple(CONST if s.kind == "const" or (runs and s.kind == "unit") else Stride("irregular") for s in a)
-        if name == "arith.andi" and len(ops) >= 2:
-            a = sub(ops[0])
-            return tuple(CONST if s.kind == "const" else Stride("irregular") for s in a)
-        if name in ("arith.select",) and len(ops) >= 3:
-            a, b = sub(ops[1]), sub(ops[2])
-            return tuple(x if (x.kind == y.kind and x.factor == y.factor) else _combine_add(x, y) if "const" in (x.kind, y.kind) else Stride("irregular")
-                         for x, y in zip(a, b))
-        if name in LOAD_OPS or name == "ttg.local_load":
-            return tuple(Stride("gather") for _ in range(rank))
-        return tuple(Stride("unknown") for _ in range(rank))
-
     def const_value(self, value: str) -> int | None:
         if value in self.consts:
             return self.consts[value]
@@ -537,26 +278,6 @@ class Func:
                 return value
             value = op.operands[0]
         return value
-
-
-def _split_args(argtext: str) -> list[str]:
-    parts, depth, cur, in_str = [], 0, [], False
-    for ch in argtext:
-        if ch == '"':
-            in_str = not in_str
-        if not in_str:
-            if ch in "([<{":
-                depth += 1
-            elif ch in ")]>}":
-                depth -= 1
-            elif ch == "," and depth == 0:
-                parts.append("".join(cur).strip())
-                cur = []
-                continue
-        cur.append(ch)
-    if "".join(cur).strip():
-        parts.append("".join(cur).strip())
-    return parts
 
 
 def _func_header_args(text: str) -> str:
@@ -618,7 +339,7 @@ def build_funcs(text: str, module: IRModule | None = None) -> list[Func]:
             if m:
                 args = {}
                 scopes, used = [{}], {}
-                for i, a in enumerate(_split_args(_func_header_args(t))):
+                for i, a in enumerate(split_top(_func_header_args(t))):
                     am = FUNC_ARG_RE.match(a)
                     if am:
                         key = fresh(am.group("name"))
@@ -636,27 +357,21 @@ def build_funcs(text: str, module: IRModule | None = None) -> list[Func]:
             continue
         bm = BLOCK_ARGS_RE.match(t)
         if bm:
-            for a in _split_args(bm.group("args")):
+            for a in split_top(bm.group("args")):
                 am = re.match(r"%([\w$.\-]+)", a)
                 if am:
                     fresh(am.group(1))
             continue
-        m = RESULT_OP_RE.match(t)
-        if m:
-            result_names = [m.group("res")[1:]]
-            opname = m.group("op")
-            rest = t[m.end():]
-        else:
-            m2 = NORESULT_OP_RE.match(t) if not t.startswith("}") else None
-            if not m2:
-                if t.startswith("}") and t.endswith("{"):  # } else {
-                    # the else region of an scf.if: marked, so ops of its two arms tell each other apart
-                    stack.append((f"{popped[0]}:else", popped[1]) if popped[0] == "scf.if" else popped)
-                    scopes.append({})
-                continue
-            result_names = []
-            opname = m2.group("op")
-            rest = t[m2.end():]
+        head = op_head(t) if not t.startswith("}") else None
+        if head is None or len(head.results) > 1 or "." not in head.name:
+            # a comma list of results (``%a, %b = tt.split``) is not read: its results stay undefined
+            if head is None and t.startswith("}") and t.endswith("{"):  # } else {
+                # the else region of an scf.if: marked, so ops of its two arms tell each other apart
+                stack.append((f"{popped[0]}:else", popped[1]) if popped[0] == "scf.if" else popped)
+                scopes.append({})
+            continue
+        result_names = [r[1:] for r in head.results]
+        opname, rest = head.name, head.rest
         body = TRAILING_LOC_RE.sub("", rest)
         region_ops = tuple(i for k, i in stack if i is not None)
         loops = tuple(i for k, i in stack if k in LOOP_OPS and i is not None)

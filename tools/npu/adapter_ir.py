@@ -1,15 +1,14 @@
-"""Parsers for the two IR stages triton-ascend produces without CANN: TTIR and the adapter IR.
+"""The Ascend view of the two IR stages triton-ascend produces without CANN: TTIR and the adapter IR.
 
-Both are MLIR in the pretty form. The parser is line based: every operation line becomes an
-:class:`Op` with its result names, op name, attribute text, types and location; region nesting is
-tracked by brace balance so each op knows its enclosing ops (which ``scf.for`` it sits in). Closing
-lines such as ``} {ExtractedLoadOrStore} loc(#loc3)`` are attached to the op they close, because
-MLIR prints a region op's attributes and location after its body.
+Both are MLIR in the pretty form, read with the shared MLIR reader (``tools/ir/mlir.py``: op heads,
+trailing locations, location aliases). Every operation line becomes an :class:`Op` with its result names,
+op name, attribute text, types and location; region nesting is tracked by brace balance so each op knows
+its enclosing ops (which ``scf.for`` it sits in). Closing lines such as ``} {ExtractedLoadOrStore}
+loc(#loc3)`` are attached to the op they close, because MLIR prints a region op's attributes and location
+after its body.
 
-Locations: ``#locN = loc("file.py":line:col)`` definitions (at the top or the bottom of the file),
-``loc(#locN)`` references and inline ``loc("file.py":line:col)`` are resolved, through
-``callsite(...)``, ``fused[...]`` and named locations, to a :class:`SourceLoc` so each op maps to a
-line of the task source.
+Locations resolve (``mlir.loc_frames``) to a :class:`~tritondx.tools.ir.mlir.SourceLoc`; ``resolve_loc``
+picks the frame in the task file, so each op maps to a line of the task source.
 """
 
 from __future__ import annotations
@@ -20,37 +19,17 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from tritondx.tools.ir.mlir import (
+    LOC_DEF_RE,
+    SourceLoc,
+    brace_delta,
+    loc_frames,
+    op_head,
+    strip_strings,
+    trailing_loc,
+)
+
 # --- regexes (each with an example line it matches) ---------------------------------------------
-
-# #loc13 = loc("/work/task.py":9:4)
-# #loc = loc("/work/task.py":3:0)
-LOC_DEF_RE = re.compile(r"^\s*(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
-
-# "/work/task.py":9:4          (the body of a file location)
-FILE_LOC_RE = re.compile(r'^"((?:[^"\\]|\\.)*)":(\d+):(\d+)$')
-
-# callsite(#loc12 at #loc3)    (inlined call: the callee location comes first)
-CALLSITE_RE = re.compile(r"^callsite\((.*)\s+at\s+(.*)\)$")
-
-# fused[#loc4, #loc5]          (or fused<"attr">[...])
-FUSED_RE = re.compile(r"^fused(?:<[^>]*>)?\[(.*)\]$")
-
-# "x_ptr"(#loc2)               (a named location wrapping another one)
-NAMED_LOC_RE = re.compile(r'^"(?:[^"\\]|\\.)*"\((.*)\)$')
-
-#     %9 = tt.load %8, %6, %cst_0 : tensor<1024x!tt.ptr<i64>> loc(#loc8)
-#     } {ExtractedLoadOrStore} loc(#loc3)
-LOC_REF_RE = re.compile(r"\sloc\((#loc\d*)\)\s*$")
-
-#     %11 = arith.index_cast %arg5 : i32 to index loc("/work/task.py":6:15)
-INLINE_LOC_RE = re.compile(r'\sloc\(("(?:[^"\\]|\\.)*":\d+:\d+)\)\s*$')
-
-#     %17 = scf.for %arg12 = %c0 to %c1024 step %c1 iter_args(%arg13 = %0) -> (tensor<1024xf32>) {
-#     %a, %b = "tt.reduce"(%x) <{axis = 0 : i32}> ({
-#     %14:2 = scf.while ...
-#     tt.store %14, %12, %6 : tensor<1024x!tt.ptr<f32>> loc(#loc12)
-OP_RE = re.compile(r'^\s*(?:(?P<results>%[\w.$-]+(?::\d+)?(?:\s*,\s*%[\w.$-]+(?::\d+)?)*)\s*=\s*)?'
-                   r'(?P<name>"[\w.$-]+"|[a-z_][\w$]*(?:\.[\w$]+)+|return|module)(?=[\s(<{]|$)(?P<rest>.*)$')
 
 # tensor<32x64xf32>   tensor<1024x!tt.ptr<f32>>   tensor<?xf32>
 TENSOR_TYPE_RE = re.compile(r"tensor<((?:(?:\d+|\?)x)*)(!tt\.ptr<[^>]+>|[a-z]\w*)")
@@ -66,6 +45,7 @@ FUNC_NAME_RE = re.compile(r"(?:tt|func)\.func\s+(?:public\s+|private\s+)?@([\w$.
 
 # ... attributes {..., mix_mode = "aiv", parallel_mode = "simd"}
 MIX_MODE_RE = re.compile(r'mix_mode\s*=\s*"([^"]+)"')
+# ... attributes {..., mix_mode = "aiv", parallel_mode = "simd"}
 PARALLEL_MODE_RE = re.compile(r'parallel_mode\s*=\s*"([^"]+)"')
 
 # (the part after "=" of)  %c1024 = arith.constant 1024 : index   /   %c64_i64 = arith.constant 64 : i64
@@ -79,13 +59,6 @@ REINTERPRET_SIZES_RE = re.compile(r"sizes:\s*\[([^\]]*)\]")
 
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "tf32": 4, "i64": 8, "i32": 4, "i16": 2, "i8": 1,
                  "i1": 1, "index": 8, "f8E4M3FN": 1, "f8E5M2": 1, "ui8": 1, "si8": 1}
-
-
-@dataclass(frozen=True)
-class SourceLoc:
-    file: str
-    line: int
-    col: int = 0
 
 
 @dataclass(frozen=True)
@@ -133,15 +106,6 @@ def memref_types(text: str) -> list[ShapedType]:
     return [_shaped("memref", m.group(1), m.group(2)) for m in MEMREF_TYPE_RE.finditer(text)]
 
 
-def _strip_strings(text: str) -> str:
-    return re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)
-
-
-def _brace_delta(text: str) -> int:
-    t = _strip_strings(text)
-    return t.count("{") - t.count("}")
-
-
 @dataclass
 class Op:
     """One operation line (region ops also carry the text of their closing line)."""
@@ -166,9 +130,9 @@ class Op:
         """Names of the attributes written in ``{...}`` on the op line or its closing line (unit
         attributes such as ``DiscreteMemAccess`` and keys such as ``hivm.unlikely_condition``)."""
         out: set[str] = set()
-        texts = [_strip_strings(self.text)]
+        texts = [strip_strings(self.text)]
         if self.close_text:
-            texts.append(_strip_strings(self.close_text))
+            texts.append(strip_strings(self.close_text))
         for t in texts:
             for m in ATTR_DICT_RE.finditer(t):
                 for part in m.group(1).split(","):
@@ -259,29 +223,10 @@ class IRModule:
         return max(0, -(-(hi - lo) // st))
 
     # -- locations ------------------------------------------------------------------------------
-    def resolve_all(self, ref: str | None, _depth: int = 0) -> list[SourceLoc]:
+    def resolve_all(self, ref: str | None) -> list[SourceLoc]:
         """Every file location a location reference stands for, innermost first: for
         ``callsite(callee at caller)`` the callee's then the caller's, for ``fused[...]`` each part."""
-        if ref is None or _depth > 32:
-            return []
-        ref = ref.strip()
-        if ref.startswith("loc(") and ref.endswith(")"):
-            ref = ref[4:-1].strip()
-        if ref.startswith("#loc"):
-            return self.resolve_all(self.loc_defs.get(ref), _depth + 1)
-        m = FILE_LOC_RE.match(ref)
-        if m:
-            return [SourceLoc(m.group(1), int(m.group(2)), int(m.group(3)))]
-        m = CALLSITE_RE.match(ref)
-        if m:
-            return self.resolve_all(m.group(1), _depth + 1) + self.resolve_all(m.group(2), _depth + 1)
-        m = FUSED_RE.match(ref)
-        if m:
-            return [loc for part in _split_top(m.group(1)) for loc in self.resolve_all(part, _depth + 1)]
-        m = NAMED_LOC_RE.match(ref)
-        if m:
-            return self.resolve_all(m.group(1), _depth + 1)
-        return []
+        return loc_frames(ref, self.loc_defs)
 
     def resolve_loc(self, ref: str | None, source_file: str | None = None) -> SourceLoc | None:
         """Resolve ``#locN`` / an inline location body to one file location (None for unknown).
@@ -323,45 +268,6 @@ def _same_file(a: str, b: str) -> bool:
     return a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
 
 
-def _split_top(text: str) -> list[str]:
-    """Split on commas not nested in parentheses/brackets."""
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "([<":
-            depth += 1
-        elif ch in ")]>":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if cur:
-        parts.append("".join(cur))
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _trailing_loc(line: str) -> str | None:
-    """The location at the end of an op line: ``#locN``, an inline file location, or the balanced
-    body of a compound one (``loc(callsite(#loc1 at #loc2))``)."""
-    m = LOC_REF_RE.search(line) or INLINE_LOC_RE.search(line)
-    if m:
-        return m.group(1)
-    s = line.rstrip()
-    if not s.endswith(")"):
-        return None
-    depth = 0
-    for pos in range(len(s) - 1, -1, -1):
-        ch = s[pos]
-        if ch == ")":
-            depth += 1
-        elif ch == "(":
-            depth -= 1
-            if depth == 0:
-                return s[pos + 1:-1].strip() if s[max(0, pos - 4):pos] == " loc" else None
-    return None
-
-
 def parse_ir(text: str, stage: str = "ttadapter") -> IRModule:
     """Parse TTIR or adapter IR text into an :class:`IRModule`."""
     mod = IRModule(text=text, stage=stage)
@@ -372,33 +278,29 @@ def parse_ir(text: str, stage: str = "ttadapter") -> IRModule:
             continue
         m = LOC_DEF_RE.match(line)
         if m:
-            mod.loc_defs[m.group(1)] = m.group(2)
+            mod.loc_defs[m.group("name")] = m.group("body")
             continue
         if line.startswith("#"):       # #map = affine_map<...> and other aliases
             continue
-        delta = _brace_delta(line)
+        delta = brace_delta(line)
         if line.startswith("}"):
             # closing line: "}", "} loc(#loc)", "} {attrs} loc(..)", "} else {", "} -> type loc(..)"
             if stack:
                 opened = mod.ops[stack[-1]]
                 opened.close_text = ((opened.close_text + " ") if opened.close_text else "") + line
                 if opened.loc_ref is None:
-                    opened.loc_ref = _trailing_loc(line)
+                    opened.loc_ref = trailing_loc(line)
                 if delta < 0:
                     opened.end_line_no = i
                     stack.pop()
             continue
         if line.startswith("^"):       # block label ^bb0(...):
             continue
-        m = OP_RE.match(line)
-        if not m:
+        head = op_head(line)
+        if head is None:
             continue
-        results = []
-        if m.group("results"):
-            results = [r.strip().split(":")[0] for r in m.group("results").split(",")]
-        name = m.group("name").strip('"')
-        op = Op(index=len(mod.ops), line_no=i, text=line, name=name, results=results,
-                parent=stack[-1] if stack else None, depth=len(stack), loc_ref=_trailing_loc(line))
+        op = Op(index=len(mod.ops), line_no=i, text=line, name=head.name, results=head.results,
+                parent=stack[-1] if stack else None, depth=len(stack), loc_ref=trailing_loc(line))
         mod.ops.append(op)
         if delta > 0:
             stack.append(op.index)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tritondx.tools.ir.ssa import build_funcs, display, kernel_func, parse_layouts
+from tritondx.tools.ir.layouts import parse_layouts
+from tritondx.tools.ir.ssa import build_funcs, display, kernel_func
+from tritondx.tools.ir.strides import strides
 
 # Shape copied from a real TTGIR (two sibling loops reuse %cols_11/%x; one pointer is loop-carried).
 TTGIR = '''#blocked = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
@@ -68,8 +70,8 @@ def test_sibling_regions_reuse_names():
     # each loop's %x resolves to its own definition
     assert f.defs[f.address_operand(l1)].line.src_line == 6
     assert f.defs[f.address_operand(l2)].line.src_line == 9
-    assert f.strides(f.address_operand(l1))[0].kind == "unit"
-    assert f.strides(f.address_operand(l2))[0].kind == "irregular"   # cols * cols
+    assert strides(f, f.address_operand(l1))[0].kind == "unit"
+    assert strides(f, f.address_operand(l2))[0].kind == "irregular"   # cols * cols
 
 
 def test_origins_through_loop_carried_values():
@@ -84,7 +86,7 @@ def test_origins_through_loop_carried_values():
 def test_two_dim_strides():
     f = kernel_func(TTGIR)
     t = f.loads()[2]
-    rows, cols = f.strides(f.address_operand(t))
+    rows, cols = strides(f, f.address_operand(t))
     assert rows.kind == "scaled" and rows.factor is None and display(rows.by) == "%stride"
     assert cols.kind == "unit"
     pt = f.pointer_type(t)

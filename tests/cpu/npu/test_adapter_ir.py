@@ -1,8 +1,7 @@
 """Parser tests on inline TTIR / adapter IR (no triton-ascend needed)."""
 
+from tritondx.tools.ir.mlir import LOC_DEF_RE, OP_RE
 from tritondx.tools.npu.adapter_ir import (
-    LOC_DEF_RE,
-    OP_RE,
     memref_types,
     parse_adapter_ir,
     parse_ttir,
