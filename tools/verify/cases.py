@@ -24,7 +24,8 @@ from pydantic import BaseModel, Field
 
 from tritondx.tools.task.module import as_tuple, dtype_name, norm_shape, to_dtype
 from tritondx.tools.verify import shapes as sh
-from tritondx.tools.verify.branches import Branch, Walk, added_branches, walk_launch
+from tritondx.tools.verify.branches import Branch, added_branches
+from tritondx.tools.verify.launch_walk import Walk, walk_launch
 from tritondx.tools.verify.buffers import random_fill, written_buffers
 from tritondx.tools.verify.evaluator import reads_state, state_names
 from tritondx.tools.verify.stress import all_finite, apply_values, stress_kinds

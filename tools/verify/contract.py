@@ -5,7 +5,7 @@ what the *original* kernel gets right there. An unmasked original launched on ``
 leaves the tail of an odd size unwritten; an original that reads past its inputs may crash. Such a
 case checks nothing a candidate could be held to. When a candidate fails a derived case, the judge
 asks this module whether the original fails it too; if so the case is dropped from the plan, with the
-original's own result as the reason, and the checks go on (``judge.Judge._outside_contract``). Only
+original's own result as the reason, and the checks go on (``judge_candidate.Judge._outside_contract``). Only
 failures pay for it: a candidate that passes every case never starts the original.
 
 The original is trusted code, but outside its contract it can crash the interpreter or poison a CUDA

@@ -364,7 +364,7 @@ class RunnerProcess:
         """Hand a check case's inputs to the runner (after its hello): it keeps their bytes in host memory, in place of
         the previous case's, and every ``call(staged="case")`` rebuilds fresh tensors from them on its device (into
         the same memory as a sent call's, ``wire.recv``'s pool). The judge sends them once per case, with the device
-        given back (``judge._group``), instead of once per call under the hold."""
+        given back (``judge_candidate.Judge._group``), instead of once per call under the hold."""
         ans = self._ask({"op": "stage_case", "args": args})
         if not (isinstance(ans, dict) and ans.get("ok") and ans.get("staged") == "case"):
             raise self._died(ValueError(f"staging a case answered {str(ans)[:120]}"))

@@ -9,7 +9,7 @@ that is right only there (``tl.where(tl.abs(x) < 6, ...)`` on an elementwise ker
 shows on inputs x100. The stress is applied to every floating-point input after ``make_inputs`` by the trusted
 side (a scale in place) and only where the reference stays finite on the stressed inputs. The judge compares a
 stressed case with the task's rtol and its atol scaled by how much the reference's outputs grew under the stress
-(``judge.CaseData._atol_scales``): a sum's rounding error grows with its terms, a softmax's does not.
+(``case_data.CaseData._atol_scales``): a sum's rounding error grows with its terms, a softmax's does not.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ _ROOT = {"sqrt", "rsqrt", "sqrt_rn", "div_rn"}
 
 def _kernel_calls(tree: ast.Module) -> set[str]:
     """Last parts of the ``tl.*`` / ``libdevice.*`` calls inside @triton.jit functions."""
-    from tritondx.tools.verify.branches import _is_kernel
+    from tritondx.tools.verify.branches import is_kernel
     names: set[str] = set()
     for fn in tree.body:
-        if isinstance(fn, ast.FunctionDef) and _is_kernel(fn):
+        if isinstance(fn, ast.FunctionDef) and is_kernel(fn):
             for n in ast.walk(fn):
                 if isinstance(n, ast.Call):
                     name = dotted(n.func) or (n.func.attr if isinstance(n.func, ast.Attribute) else "")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from tritondx.tools.verify.branches import _StopWalk, _Walker
+from tritondx.tools.verify.launch_walk import _StopWalk, _Walker
 from tritondx.tools.verify.evaluator import UNKNOWN, Evaluator, dotted
 
 #: relations between a size and a block: comparisons, these operators, these calls

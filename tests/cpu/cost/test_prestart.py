@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tritondx.tools.verify import judge as judge_mod
+from tritondx.tools.verify.judge_candidate import Judge
 from tritondx.tools.verify import prestart, seal, warm
 
 AXPY = Path(__file__).resolve().parents[1] / "verifier" / "tiny_axpy.py"
@@ -48,7 +49,7 @@ def test_the_seal_key_leaves_before_the_runners_start_and_the_judge_gets_it(monk
 def test_the_judge_checks_the_round_with_the_prestarted_runners(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(warm, "RunnerPool", _Pool)
-    monkeypatch.setattr(judge_mod.Judge, "run", lambda self: {"passed": True})
+    monkeypatch.setattr(Judge, "run", lambda self: {"passed": True})
     monkeypatch.setenv(seal.SEAL_ENV, "s" * 64)
     _Pool.made = []
     job = _job(1)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tritondx.tools.verify import judge as judge_mod
+from tritondx.tools.verify.judge_candidate import Judge
 from tritondx.tools.verify import warm
 
 AXPY = Path(__file__).resolve().parents[1] / "verifier" / "tiny_axpy.py"
@@ -35,7 +36,7 @@ def test_slots_per_round(monkeypatch, tmp_path, device, parallel, n, want):
         monkeypatch.setenv(JOB_ALONE_ENV, "1")
         device = device[:-len("-alone")]
     monkeypatch.setattr(warm, "RunnerPool", _Pool)
-    monkeypatch.setattr(judge_mod.Judge, "run", lambda self: {"passed": True})
+    monkeypatch.setattr(Judge, "run", lambda self: {"passed": True})
     _Pool.slots_seen = []
     cands = [{"id": f"c{i}", "path": str(AXPY)} for i in range(n)]
     job = {"kind": "verify", "task": str(AXPY), "device": device, "allowed_ops": [], "candidates": cands,

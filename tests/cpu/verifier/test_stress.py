@@ -52,7 +52,7 @@ def test_stressed_atol_grows_with_the_references_own_outputs():
     from types import SimpleNamespace
 
     from tritondx.tools.verify.cases import CheckCase
-    from tritondx.tools.verify.judge import CaseData
+    from tritondx.tools.verify.case_data import CaseData
 
     def task(ref):
         return SimpleNamespace(make_inputs=lambda shape, dtype, seed, device: (
@@ -108,8 +108,9 @@ def test_a_judged_candidate_within_the_sensitivity_is_accepted_and_says_so():
     from types import SimpleNamespace
 
     from tritondx.tools.verify.cases import CheckCase
-    from tritondx.tools.verify.impl import Rejected
-    from tritondx.tools.verify.judge import CaseData, Judge
+    from tritondx.tools.exec.rejected import Rejected
+    from tritondx.tools.verify.case_data import CaseData
+    from tritondx.tools.verify.judge_candidate import Judge
 
     task = SimpleNamespace(make_inputs=lambda shape, dtype, seed, device: tuple(_poly_inputs(seed)),
                            reference=_poly, TOLERANCE={torch.float32: {"atol": 1e-5, "rtol": 1e-5}})

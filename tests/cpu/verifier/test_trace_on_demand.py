@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools.verify import judge as judge_mod
 from tritondx.tools.verify import spawn
 from tritondx.tools.verify.cases import BranchCoverage, CasePlan, CheckCase
 from tritondx.tools.verify.branches import Branch
 from tritondx.tools.verify.coverage import trace_decides
-from tritondx.tools.verify.impl import Rejected
-from tritondx.tools.verify.judge import Judge
+from tritondx.tools.exec.rejected import Rejected
+from tritondx.tools.verify.judge_candidate import Judge
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"
@@ -139,7 +138,7 @@ def _bc(status: str, in_kernel: bool) -> BranchCoverage:
 
 def test_wants_trace_follows_the_branches_the_trace_decides(tmp_path):
     case = CheckCase(shape=(8,), dtype="float32", seed=1, why="listed in CHECK_SHAPES")
-    j = judge_mod.Judge.__new__(judge_mod.Judge)
+    j = Judge.__new__(Judge)
     j.device = "cpu"
     j.plan = CasePlan(cases=[case], branches=[_bc("covered", True), _bc("dead", False)])
     assert not j._wants_trace(case)
@@ -157,7 +156,7 @@ def test_wants_trace_follows_the_branches_the_trace_decides(tmp_path):
 def test_the_judge_holds_the_device_per_case_and_stages_outside_the_holds(tmp_path, interpret, monkeypatch):
     """``Judge._held``: each case's calls run under a device hold of their own (a timer of another job waits for
     one case's device work at most, never a whole group's), a case's inputs are staged with no hold, and the
-    verdict carries the judge's seconds per step (``judge.STEPS``)."""
+    verdict carries the judge's seconds per step (``judge_candidate.STEPS``)."""
     from tritondx.tools.exec import gpulock
 
     (tmp_path / "locks").mkdir()
