@@ -28,6 +28,7 @@ from langgraph.types import Command, interrupt
 
 from tritondx.agents.common import best_path, logger, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.records.run import Candidate, Decision, Verification
 
 ALLOWED = ["accept", "reject", "edit", "feedback"]
 _ALIASES = {"ignore": "reject", "response": "feedback", "approve": "accept"}
@@ -132,9 +133,13 @@ def final_request(state: DXState) -> dict[str, Any]:
             "description": _describe("final", head, evidence, diff)}
 
 
+def _said(node: str, rnd: int, cid: str | None, decision: str, reason: str) -> dict[str, Any]:
+    """A person's answer as a decision record."""
+    return Decision(node=node, kind="person", round=rnd, candidate=cid, decision=decision, reason=reason).record()
+
+
 def _rejection(cid: str, reason: str) -> dict[str, Any]:
-    return {"id": cid, "candidate_id": cid, "passed": False, "klass": "rejected_by_human", "reason": reason,
-            "backend": "human"}
+    return Verification.of(cid, "person", False, "rejected_by_human", reason, "human")
 
 
 # verification class of a candidate dropped because a person asked for a new round (not a rejection)
@@ -150,8 +155,8 @@ def _write_edit(state: DXState, c: dict[str, Any], source: str) -> dict[str, Any
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{c['id']}_{c['family'].replace(':', '_')}.edited.py"
     path.write_text(source)
-    return {**c, "path": str(path), "origin": "human-edit", "edited_from": c["path"],
-            "description": f"{c.get('description', '')} [edited by a person]".strip()}
+    return Candidate(**{**c, "path": str(path), "origin": "human-edit", "edited_from": c["path"],
+                        "description": f"{c.get('description', '')} [edited by a person]".strip()}).model_dump()
 
 
 def approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["verifier", "rewriter"]]:
@@ -173,28 +178,28 @@ def approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
         kind = response_kind(response)
         if kind == "accept":
             keep.append(c["id"])
-            decisions.append({"node": "approval", "round": rnd, "candidate": c["id"], "decision": "accept",
-                              "reason": f"{c['id']} ({c['family']}) approved as proposed"})
+            decisions.append(_said("approval", rnd, c["id"], "accept",
+                                   f"{c['id']} ({c['family']}) approved as proposed"))
         elif kind == "reject":
             rejected.append(_rejection(c["id"], "rejected at the approval prompt"))
-            decisions.append({"node": "approval", "round": rnd, "candidate": c["id"], "decision": "reject",
-                              "reason": f"{c['id']} ({c['family']}) rejected by a person"})
+            decisions.append(_said("approval", rnd, c["id"], "reject",
+                                   f"{c['id']} ({c['family']}) rejected by a person"))
         elif kind == "edit":
             source = edited_source(response)
             if source == Path(c["path"]).read_text():
                 keep.append(c["id"])
-                decisions.append({"node": "approval", "round": rnd, "candidate": c["id"], "decision": "accept",
-                                  "reason": f"{c['id']} edited without change: approved as proposed"})
+                decisions.append(_said("approval", rnd, c["id"], "accept",
+                                       f"{c['id']} edited without change: approved as proposed"))
                 continue
             rec = _write_edit(state, c, source)
             updated.append(rec)
             keep.append(c["id"])
-            decisions.append({"node": "approval", "round": rnd, "candidate": c["id"], "decision": "edit",
-                              "reason": f"{c['id']} ({c['family']}) edited by a person: {rec['path']}"})
+            decisions.append(_said("approval", rnd, c["id"], "edit",
+                                   f"{c['id']} ({c['family']}) edited by a person: {rec['path']}"))
         else:  # feedback: the rest of this round is dropped, the rewriter gets the note
             feedback = feedback_text(response) or "(empty feedback)"
-            decisions.append({"node": "approval", "round": rnd, "candidate": c["id"], "decision": "feedback",
-                              "reason": f"feedback for the rewriter: {feedback[:300]}"})
+            decisions.append(_said("approval", rnd, c["id"], "feedback",
+                                   f"feedback for the rewriter: {feedback[:300]}"))
             break
     if feedback is not None:
         # the person asked for a new round: what they approved or edited is still verified (and can win),
@@ -229,20 +234,20 @@ def final_approval_node(state: DXState, config: RunnableConfig) -> Command[Liter
     if kind == "accept":
         log.info("best_accepted", best=best.get("id"))
         return Command(goto="report", update={"status": "done", "decisions": [
-            {"node": "final_approval", "round": rnd, "candidate": best.get("id"), "decision": "accept",
-             "reason": f"a person accepted {best.get('id')} as the optimized kernel"}]})
+            _said("final_approval", rnd, best.get("id"), "accept",
+                  f"a person accepted {best.get('id')} as the optimized kernel")]})
     if kind == "reject":
         log.info("best_rejected", best=best.get("id"))
         initial = {"id": "initial", "path": state["task_path"], "median_ms": None, "speedup": 1.0,
                    "rejected_best": best.get("id")}
         return Command(goto="report", update={"status": "done", "best": initial, "decisions": [
-            {"node": "final_approval", "round": rnd, "candidate": best.get("id"), "decision": "reject",
-             "reason": f"a person rejected {best.get('id')}; the initial kernel is kept"}]})
+            _said("final_approval", rnd, best.get("id"), "reject",
+                  f"a person rejected {best.get('id')}; the initial kernel is kept")]})
     if kind == "feedback":
         text = feedback_text(response) or "(empty feedback)"
         return Command(goto="rewriter", update={"status": "running", "human_feedback": text, "decisions": [
-            {"node": "final_approval", "round": rnd, "candidate": best.get("id"), "decision": "feedback",
-             "reason": f"feedback for the rewriter: {text[:300]}"}]})
+            _said("final_approval", rnd, best.get("id"), "feedback",
+                  f"feedback for the rewriter: {text[:300]}")]})
     # edit: the edited best kernel becomes a new candidate and is verified like any other
     cands = {c["id"]: c for c in state.get("candidates", [])}
     base = cands.get(best.get("id"), {"family": "initial", "motivated_by": [], "tier": "triage"})
@@ -252,10 +257,10 @@ def final_approval_node(state: DXState, config: RunnableConfig) -> Command[Liter
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{cid}_human_edit.py"
     path.write_text(edited_source(response))
-    rec = {"id": cid, "round": rnd, "tier": base.get("tier", "triage"), "family": "human_edit",
-           "params": {"edited_from": best.get("id")}, "description": f"{best.get('id')} edited by a person",
-           "motivated_by": base.get("motivated_by", []), "prediction": "", "path": str(path),
-           "parent": best.get("id"), "signature": f"human_edit:{cid}", "origin": "human-edit"}
+    rec = Candidate(id=cid, round=rnd, tier=base.get("tier", "triage"), family="human_edit",
+                    params={"edited_from": best.get("id")}, description=f"{best.get('id')} edited by a person",
+                    motivated_by=base.get("motivated_by", []), path=str(path), parent=best.get("id"),
+                    signature=f"human_edit:{cid}", origin="human-edit").model_dump()
     return Command(goto="verifier", update={"status": "running", "candidates": [rec], "pending": [cid], "decisions": [
-        {"node": "final_approval", "round": rnd, "candidate": best.get("id"), "decision": "edit",
-         "reason": f"a person edited {best.get('id')}; {cid} goes to the verifier"}]})
+        _said("final_approval", rnd, best.get("id"), "edit",
+              f"a person edited {best.get('id')}; {cid} goes to the verifier")]})

@@ -13,8 +13,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, logger, run_config, run_dir
+from tritondx.agents.verifier import judged
 from tritondx.state import DXState
 from tritondx.tools.records.evidence import ArtifactRef
+from tritondx.tools.records.run import Verification
 from tritondx.tools.run.phases import Phases, entries
 from tritondx.tools.verify.select import measurements, pick, summarize_bench
 from tritondx.tools.verify.staged import confirm, contenders, screen_note
@@ -57,9 +59,8 @@ def bench_node(state: DXState, config: RunnableConfig) -> Command[Literal["selec
         prev = summary.get(prev_id, summary["initial"])
         measured, impossible = measurements(summary, passed, round_no, prev)
         for c in impossible:
-            verifications.append({"id": c["id"] + ":timing", "candidate_id": c["id"], "passed": False,
-                                  "klass": "faster_than_roofline", "backend": backend.name,
-                                  "reason": "measured time is below what the roofline allows"})
+            verifications.append(Verification.of(c["id"], "timing", False, "faster_than_roofline",
+                                                 "measured time is below what the roofline allows", backend.name))
             passed.remove(c)
         eligible = {c["id"] for c in passed}
         if screen:   # only a candidate verified in full can win (tools/verify/staged.py)
@@ -75,7 +76,7 @@ def bench_node(state: DXState, config: RunnableConfig) -> Command[Literal["selec
             eligible = {v.candidate_id for v in full if v.passed}
             for v in full:
                 jobs, held = jobs + v.seconds, held + v.device_s
-                verifications.append({**v.model_dump(exclude={"records"}), "id": v.candidate_id})
+                verifications.append(judged(v.candidate_id, v))
                 log.info("verified", candidate=v.candidate_id, family=cands[v.candidate_id]["family"],
                          passed=v.passed, klass=v.klass, reason=v.reason[:200], scope=v.scope)
                 if not v.passed:
@@ -100,10 +101,9 @@ def bench_node(state: DXState, config: RunnableConfig) -> Command[Literal["selec
             log.info("hardware_check", candidate=winner["id"], confirmed=hw.confirmed, note=hw.note[:200],
                      started_beside_full_checks=early is not None)
             if not hw.confirmed and not hw.note.startswith((NCU_MISSING, HW_UNAVAILABLE)):
-                verifications.append({"id": winner["id"] + ":hardware", "candidate_id": winner["id"],
-                                      "passed": False, "klass": "hardware_unconfirmed", "backend": backend.name,
-                                      "reason": f"claimed {hw.claimed:.2f}x (the largest per-case gain) not "
-                                                f"confirmed: {hw.note}"})
+                verifications.append(Verification.of(
+                    winner["id"], "hardware", False, "hardware_unconfirmed",
+                    f"claimed {hw.claimed:.2f}x (the largest per-case gain) not confirmed: {hw.note}", backend.name))
                 passed = [c for c in passed if c["id"] != winner["id"]]
                 winner, why = None, None
         for cid, (_, fut) in hw_early.items():   # started for a contender that did not win

@@ -9,6 +9,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.records.run import Decision
 from tritondx.tools.evidence.analysis import analyze_tier
 from tritondx.tools.run.phases import Phases, entries
 
@@ -27,5 +28,5 @@ def compiler_expert_node(state: DXState, config: RunnableConfig) -> Command[Lite
     if cfg.mode == "diagnose":
         update["status"] = "diagnosed"
     if note:
-        update["decisions"] = [{"node": "compiler_expert", "decision": "capture note", "reason": note}]
+        update["decisions"] = [Decision(node="compiler_expert", decision="capture note", reason=note).record()]
     return Command(goto=goto, update=update)

@@ -9,6 +9,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, best_path, dump, logger, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.records.run import Decision
 from tritondx.tools.evidence.analysis import analyze_tier
 from tritondx.tools.records.evidence import TIERS
 from tritondx.tools.run.phases import Phases, entries
@@ -39,5 +40,5 @@ def ir_analyst_node(state: DXState, config: RunnableConfig) -> Command[Literal["
     log.info("ir_analyzed", findings=len(found), target=state["target"], note=note)
     update = {"tiers_done": ["ir"], "findings": dump(found), "artifacts": artifacts, "cost": entries(ph.seconds)}
     if note:
-        update["decisions"] = [{"node": "ir_analyst", "decision": "capture note", "reason": note}]
+        update["decisions"] = [Decision(node="ir_analyst", decision="capture note", reason=note).record()]
     return Command(goto=goto, update=update)

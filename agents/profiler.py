@@ -14,6 +14,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import TIER_NODE, backend_of, best_path, dump, logger, next_tier, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.records.run import Decision
 from tritondx.tools.backends.targets import adapter_for
 from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.evidence.ncu import (NcuSession, counter_findings, counter_summary, measured_work,
@@ -91,9 +92,9 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
     goto = "final_approval" if cfg.interactive else "report"
     return Command(goto=goto, update={"final_profile": out, "artifacts": arts, "status": "done",
                                       "cost": entries(ph.seconds, device_held=device_s),
-                                      "decisions": [{"node": "profiler", "decision": "final profile",
-                                                     "reason": "ncu counters of the initial and best kernels"
-                                                     if out["kernels"] else out["ncu"]}]})
+                                      "decisions": [Decision(node="profiler", decision="final profile",
+                                                             reason="ncu counters of the initial and best kernels"
+                                                             if out["kernels"] else out["ncu"]).record()]})
 
 
 def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "ir_analyst",
@@ -115,7 +116,7 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
             goto = TIER_NODE[nxt]
             reason += f"; on to the {nxt} tier without a rewrite round"
             update["rounds_at_tier"] = 0
-        update["decisions"] = [{"node": "profiler", "decision": "no timing", "reason": reason}]
+        update["decisions"] = [Decision(node="profiler", decision="no timing", reason=reason).record()]
         return Command(goto=goto, update=update)
     variants = [{"id": "initial", "path": state["task_path"]}]
     if best_path(state) != state["task_path"]:
@@ -146,7 +147,7 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
                                                                   if reused is None else 0.0))
     if result is None:
         log.warning("profile_failed", error=error)
-        update["decisions"] = [{"node": "profiler", "decision": "profile failed", "reason": error}]
+        update["decisions"] = [Decision(node="profiler", decision="profile failed", reason=error).record()]
         return Command(goto=goto, update=update)
     if use_ncu:   # what the ncu session cost: the profiler lock's hold and the launch job's steps
         result = {**result, "ncu_session": {"wall_s": round(ncu_s, 3),
@@ -163,7 +164,7 @@ def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["re
                                         json.dumps(rows, indent=1), "ncu")
             update.setdefault("artifacts", {})[f"ncu_round{state.get('round', 0)}"] = ncu_ref.model_dump()
         else:
-            update["decisions"] = [{"node": "profiler", "decision": "no counters", "reason": note}]
+            update["decisions"] = [Decision(node="profiler", decision="no counters", reason=note).record()]
     # FLOPs and bytes the task does not declare: counted from the measured kernel's IR (and ncu)
     work = work_for_bench(best_path(state), result, ncu_work, first_bench_shape(best_path(state)), state["target"]) \
         if adapter_for(state["target"]).triton_capture else None

@@ -14,6 +14,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, best_spec, findings, highest_tier, logger, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.records.run import Candidate, Decision
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.rewrite.feedback import FeedbackPlan, read_feedback
@@ -59,8 +60,8 @@ def _feedback_decision(rnd: int, note: str, by_llm: bool, plan: FeedbackPlan) ->
     else:
         how, used = ("noted, offline expert cannot use free-text feedback (name a rewrite family to steer it, "
                      "e.g. 'no launch_config' or 'try autotune')"), False
-    return {"node": "rewriter", "round": rnd, "decision": "feedback_used" if used else "feedback_noted",
-            "reason": f"{how}: {note[:200]}"}
+    return Decision(node="rewriter", round=rnd, decision="feedback_used" if used else "feedback_noted",
+                    reason=f"{how}: {note[:200]}").record()
 
 
 def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["verifier", "approval"]]:
@@ -98,10 +99,11 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
         cid = f"r{rnd}c{i + 1}"
         path = folder / f"{cid}_{p.family}.py"
         path.write_text(p.source)
-        records.append({"id": cid, "round": rnd, "tier": tier, "family": p.family, "params": p.params,
-                        "description": p.description, "motivated_by": p.motivated_by, "prediction": p.prediction,
-                        "path": str(path), "parent": (state.get("best") or {}).get("id", "initial"),
-                        "signature": p.signature, "origin": "llm" if p.family.startswith("llm") else "expert"})
+        records.append(Candidate(id=cid, round=rnd, tier=tier, family=p.family, params=p.params,
+                                 description=p.description, motivated_by=p.motivated_by, prediction=p.prediction,
+                                 path=str(path), parent=(state.get("best") or {}).get("id", "initial"),
+                                 signature=p.signature, origin="llm" if p.family.startswith("llm") else "expert"
+                                 ).model_dump())
     log.info("proposed", round=rnd, tier=tier, candidates=[(r["id"], r["family"]) for r in records])
     update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
                    "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})

@@ -13,6 +13,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config
 from tritondx.state import DXState
+from tritondx.tools.records.run import Decision
 from tritondx.tools.report.closure import untried_route
 from tritondx.tools.run.phases import NODE, device, part
 from tritondx.tools.verify.route import Limits, RoundFacts, decide
@@ -61,8 +62,8 @@ def select_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         goto = "tuner"
     if goto == "__end__" and state.get("human_feedback"):
         reason += "; the person's feedback is not used (no rewrite round follows)"
-    upd["decisions"] = [{"node": "select", "kind": "route", "round": round_no, "decision": goto, "reason": reason,
-                         "passed": passed, "gain": gain}]
+    upd["decisions"] = [Decision(node="select", kind="route", round=round_no, decision=goto, reason=reason,
+                                 passed=passed, gain=gain).record()]
     if goto in TIER_NODE.values() and goto != "rewriter":
         upd["rounds_at_tier"] = 0
     if goto == "__end__":

@@ -15,6 +15,7 @@ from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, best_path, highest_tier, logger, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.records.run import Candidate
 from tritondx.tools.run.phases import entries
 from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.rewrite.base import family_signature
@@ -83,13 +84,12 @@ def tuner_node(state: DXState, config: RunnableConfig) -> Command[Next]:
         path.write_text(w.source)
         params = {k.split(".", 1)[-1] if sum(1 for o in w.config if o.split(".", 1)[-1] == k.split(".", 1)[-1]) == 1
                   else k: v for k, v in w.config.items()}
-        records.append({"id": cid, "round": rnd, "tier": highest_tier(state), "family": "tune", "params": params,
-                        "description": f"launch configuration {w.label}: the tuner's screen timed it "
-                                       f"{w.speedup:.2f}x vs {subject} ({w.median_ms * 1e3:.1f} vs "
-                                       f"{w.initial_ms * 1e3:.1f} us, spread {100 * w.spread:.0f}%)",
-                        "motivated_by": motivated, "prediction": f"{w.speedup:.2f}x (the screen's interleaved timing)",
-                        "path": str(path), "parent": subject, "signature": family_signature("tune", w.config, w.source),
-                        "origin": "tuner"})
+        records.append(Candidate(
+            id=cid, round=rnd, tier=highest_tier(state), family="tune", params=params,
+            description=f"launch configuration {w.label}: the tuner's screen timed it {w.speedup:.2f}x vs {subject} "
+                        f"({w.median_ms * 1e3:.1f} vs {w.initial_ms * 1e3:.1f} us, spread {100 * w.spread:.0f}%)",
+            motivated_by=motivated, prediction=f"{w.speedup:.2f}x (the screen's interleaved timing)", path=str(path),
+            parent=subject, signature=family_signature("tune", w.config, w.source), origin="tuner").model_dump())
     update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
                    "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})
     return Command(goto="approval" if cfg.interactive else "verifier", update=update)

@@ -12,10 +12,18 @@ from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, logger, run_config, run_dir
 from tritondx.state import DXState
+from tritondx.tools.records.run import Verification
+from tritondx.tools.records.verify import Verdict
 from tritondx.tools.run.phases import Phases, entries
 from tritondx.tools.verify.staged import screen_note
 from tritondx.tools.verify.timing import unused_device_seconds
 from tritondx.tools.verify.verification import verify_all
+
+
+def judged(candidate_id: str, v: Verdict) -> dict:
+    """The judge's verdict as the state keeps it (its check records stay in the judge's artifacts)."""
+    return Verification.of(candidate_id, "judge", v.passed, v.klass, v.reason, v.backend,
+                           **v.model_dump(exclude={"records", "candidate_id", "passed", "klass", "reason", "backend"}))
 
 
 def verifier_node(state: DXState, config: RunnableConfig) -> Command[Literal["bench", "select"]]:
@@ -35,7 +43,7 @@ def verifier_node(state: DXState, config: RunnableConfig) -> Command[Literal["be
     for c, v in zip(pending, verdicts):
         if backend.can_time:
             jobs, held = jobs + v.seconds, held + v.device_s
-        verifications.append(screen_note({**v.model_dump(exclude={"records"}), "id": c["id"]}))
+        verifications.append(screen_note(judged(c["id"], v)))
         log.info("verified", candidate=c["id"], family=c["family"], passed=v.passed, klass=v.klass,
                  reason=v.reason[:200], scope=v.scope)
         if v.passed:

@@ -367,7 +367,7 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
     # decisions
     parts.append("<h2>Decisions</h2><table><tr><th>node</th><th>round</th><th>decision</th><th>reason</th></tr>")
     for d in report.get("decisions", []):
-        who = ' class="human"' if d.get("node") in ("approval", "final_approval") else ""
+        who = ' class="human"' if d.get("kind") == "person" else ""
         parts.append(f"<tr><td{who}>{_e(d.get('node'))}</td><td class='num'>{_e(d.get('round', ''))}</td>"
                      f"<td>{_e(d.get('decision'))}{' ' + _e(d.get('candidate')) if d.get('candidate') else ''}</td>"
                      f"<td>{_e(d.get('reason'))}</td></tr>")

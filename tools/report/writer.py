@@ -25,12 +25,16 @@ def screened(v: dict[str, Any]) -> bool:
 
 def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nodes: tuple[str, ...] = ()
                  ) -> dict[str, Any]:
-    verifs = {v.get("candidate_id", v["id"]): v for v in state.get("verifications", []) if ":" not in v["id"]}
-    timing_rejects = {v["candidate_id"]: v for v in state.get("verifications", []) if v["id"].endswith(":timing")}
+    # the judge's (or a person's) verdict per candidate, and a later check that rejected it (the bench's, the
+    # hardware counters'): that one is what the table shows
+    verifs = {v["candidate_id"]: v for v in state.get("verifications", [])
+              if v.get("check", "judge") in ("judge", "person")}
+    later = {v["candidate_id"]: v for v in state.get("verifications", [])
+             if v.get("check") in ("timing", "hardware") and not v.get("passed")}
     meas = {m["id"]: m for m in state.get("measurements", [])}
     candidates = []
     for c in state.get("candidates", []):
-        v = timing_rejects.get(c["id"]) or verifs.get(c["id"], {})
+        v = later.get(c["id"]) or verifs.get(c["id"], {})
         m = meas.get(c["id"])
         candidates.append({k: c[k] for k in ("id", "round", "tier", "family", "params", "description",
                                              "motivated_by", "prediction", "path", "parent")} |

@@ -17,8 +17,9 @@ from pydantic import BaseModel
 
 from tritondx.tools.exec import triton_cache
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.verify.jobs import job_error, run_device_job
+from tritondx.tools.exec.jobs import job_error, run_device_job
 from tritondx.tools.records.verify import HardwareCheck
+from tritondx.tools.records.run import Verification
 
 log = structlog.get_logger(__name__)
 
@@ -75,8 +76,7 @@ def time_round(task_path: str, best: dict, passed: list[dict], backend: Backend,
     if result is None and cheat and cheat.group(1) in out.survivors:
         bad = cheat.group(1)
         log.warning("timing_tampering", candidate=bad, reason=error[:200])
-        out.rejected.append({"id": bad + ":timing", "candidate_id": bad, "passed": False, "klass": "timing_tampering",
-                             "reason": error[:600], "backend": backend.name})
+        out.rejected.append(Verification.of(bad, "timing", False, "timing_tampering", error[:600], backend.name))
         out.survivors.remove(bad)
         out.variants = [v for v in variants if v["id"] != bad]
         if out.survivors:
@@ -87,15 +87,15 @@ def time_round(task_path: str, best: dict, passed: list[dict], backend: Backend,
         for cid, why in timed_mismatches(result).items():
             if cid in out.survivors:
                 log.warning("timed_output_mismatch", candidate=cid, reason=why[:200])
-                out.rejected.append({"id": cid + ":timing", "candidate_id": cid, "passed": False,
-                                     "klass": "timed_output_mismatch", "backend": backend.name,
-                                     "reason": f"the outputs of the calls the benchmark timed differ from the "
-                                               f"reference: {why}"[:600]})
+                out.rejected.append(Verification.of(
+                    cid, "timing", False, "timed_output_mismatch", f"the outputs of the calls the benchmark timed "
+                                                                   f"differ from the reference: {why}"[:600],
+                    backend.name))
                 out.survivors.remove(cid)
     if result is None:
         log.warning("bench_failed", error=error)
-        out.rejected += [{"id": cid, "candidate_id": cid, "passed": False, "klass": "bench_failed",
-                          "reason": error[:600], "backend": backend.name} for cid in out.survivors]
+        out.rejected += [Verification.of(cid, "timing", False, "bench_failed", error[:600], backend.name)
+                         for cid in out.survivors]
         out.survivors = []
     out.result, out.error = result, error
     return out

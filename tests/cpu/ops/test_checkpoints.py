@@ -118,7 +118,8 @@ def test_graph_with_approvals_is_drawable():
     g = builder.compile().get_graph()
     mermaid = g.draw_mermaid()
     for edge in ("rewriter -.-> approval", "rewriter -.-> verifier", "approval -.-> verifier",
-                 "approval -.-> rewriter", "verifier -.-> final_approval", "final_approval -.-> report", "report --> __end__",
+                 "approval -.-> rewriter", "select -.-> final_approval", "final_approval -.-> report", "report --> __end__",
+                 "verifier -.-> bench", "verifier -.-> select", "bench -.-> select",
                  "final_approval -.-> rewriter"):
         assert edge in mermaid, edge
 

@@ -17,15 +17,14 @@ import time; t_exec = time.time()
 import json, sys
 from tritondx import runner
 from tritondx.config import RunConfig
-from tritondx.tools.report.writer import run_phases
 seen = {}
-runner.drive = lambda graph, state_in, config, approver=None: ({}, [])
-def finish(run_dir, final, wall):
-    seen.update(startup=run_phases(final, wall).get("startup", 0.0), wall=wall)
-    return {}
-runner.finish = finish
+def drive(graph, state_in, config, approver=None, started_at=None):
+    seen.update(started_at=started_at)   # where the report node's wall time starts (RunContext)
+    return {}, []
+runner.drive = drive
+runner.finish = lambda run_dir: {}
 runner.run_task(sys.argv[1], RunConfig(mode="optimize"), out=sys.argv[2])
-print(json.dumps({**seen, "since_exec": time.time() - t_exec}))
+print(json.dumps({**seen, "t_exec": t_exec, "now": time.time()}))
 """
 
 
@@ -38,9 +37,8 @@ def test_startup_counts_only_this_process_after_an_exec(tmp_path):
                         str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     seen = json.loads(p.stdout.strip().splitlines()[-1])
-    assert seen["startup"] <= seen["since_exec"] + 0.1, seen
-    assert seen["wall"] <= seen["since_exec"] + 0.1, seen
-    assert seen["startup"] <= seen["wall"] + 1e-3, seen  # a share of the wall, never above 100%
+    # the run's clock starts in this process (its imports count), not at the install before the exec
+    assert seen["t_exec"] - 0.1 <= seen["started_at"] <= seen["now"], seen
 
 
 _COVERAGE = [
