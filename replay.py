@@ -264,7 +264,8 @@ def _finish(run_dir: Path, final: dict[str, Any], waiting: list, t0: float) -> d
     if not (run_dir / "report.json").exists():
         from tritondx.agents.common import TIER_NODE
         from tritondx.tools.report.writer import write_outputs
-        write_outputs(run_dir, final, time.time() - t0, tuple(TIER_NODE.values()))
+        from tritondx.tools.rewrite.expert import CATALOG
+        write_outputs(run_dir, final, time.time() - t0, tuple(TIER_NODE.values()), catalog=frozenset(CATALOG))
     return finish(run_dir)
 
 

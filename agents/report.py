@@ -1,6 +1,7 @@
 """Report node: the last step of every run. Writes ``optimized_task.py``, ``report.json``, ``report.md`` and
 ``report.html`` into the run folder from the state's plain records (``tools/report/writer.py``), after the
-run's background IR capture (``tools/evidence/ahead.py``) has ended."""
+run's background IR capture (``tools/evidence/ahead.py``) has ended, with the detectors re-run on the best version
+(``tools/evidence/recheck.py``: which findings the result fixed) and the rewrite catalog's families."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from tritondx.agents.common import TIER_NODE, logger
 from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.evidence import ahead
+from tritondx.tools.evidence.recheck import recheck_best
 from tritondx.tools.report.writer import write_outputs
+from tritondx.tools.rewrite.expert import CATALOG
 from tritondx.tools.run.phases import NODE, PHASE, part
 
 
@@ -41,11 +44,30 @@ def settled(state: DXState) -> dict:
     return {**state, "cost": cost}
 
 
+def rechecked(state: DXState, log) -> dict | None:
+    """The findings each tier's detectors report on the best version, when it is not the initial kernel (the
+    closure's "fixed"); None when there is nothing to re-run or it failed (a table without "fixed", not no report)."""
+    best = state.get("best") or {}
+    if best.get("id") in (None, "initial") or not best.get("path") or not Path(best["path"]).exists():
+        return None
+    try:
+        return recheck_best(best["path"], [t for t in state.get("tiers_done", []) if t != "profile"],
+                            state.get("target"), Path(state["run_dir"]))
+    except Exception as exc:  # noqa: BLE001 (any failure of the re-run: the report is still written)
+        log.warning("closure_recheck_failed", error=f"{type(exc).__name__}: {exc}")
+        return None
+
+
 def report_node(state: DXState, config: RunnableConfig) -> dict:
     """Writes the files; routes nowhere (its edge goes to the end) and changes no state."""
     if not state.get("run_dir") or not state.get("task_name"):   # the probe never accepted the task
         return {}
-    report = write_outputs(Path(state["run_dir"]), settled(state), run_wall(state), tuple(TIER_NODE.values()))
-    logger("report", config).info("report_written", run_dir=state["run_dir"], best=(state.get("best") or {}).get("id"),
-                                  speedup=report.get("speedup"))
+    log = logger("report", config)
+    wall = run_wall(state)
+    t0 = time.monotonic()
+    recheck = rechecked(state, log)
+    report = write_outputs(Path(state["run_dir"]), settled(state), wall, tuple(TIER_NODE.values()), recheck,
+                           frozenset(CATALOG), recheck_seconds=time.monotonic() - t0)
+    log.info("report_written", run_dir=state["run_dir"], best=(state.get("best") or {}).get("id"),
+             speedup=report.get("speedup"))
     return {}

@@ -47,7 +47,10 @@ def _context(state: DXState) -> RewriteContext:
 
 def _llm_proposals(state: DXState, ctx: RewriteContext, log) -> tuple[list[Proposal], dict]:
     from tritondx.tools.llm.bridge import llm_propose
-    return llm_propose(state, ctx, log)
+    cfg = run_config(state)
+    return llm_propose(ctx, log, base_url=cfg.llm_base_url, model=cfg.llm_model,
+                       history=[f"{c['id']} {c['family']}: {c['description']}" for c in state.get("candidates", [])],
+                       feedback=state.get("human_feedback"), prev_usage=state.get("llm_usage"))
 
 
 def _feedback_decision(rnd: int, note: str, by_llm: bool, plan: FeedbackPlan) -> dict:

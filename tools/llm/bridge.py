@@ -25,15 +25,15 @@ def _compile_check(path: str):
     return check
 
 
-def llm_propose(state: dict[str, Any], ctx: RewriteContext, log) -> tuple[list[Proposal], dict]:
-    cfg = state.get("config", {})
-    llm_cfg = LLMConfig.from_env(base_url=cfg.get("llm_base_url"), model=cfg.get("llm_model"))
+def llm_propose(ctx: RewriteContext, log, *, base_url: str | None, model: str | None, history: list[str],
+                feedback: str | None, prev_usage: dict[str, Any] | None) -> tuple[list[Proposal], dict]:
+    """One candidate from the model (``history``: the run's earlier candidates, one line each; ``feedback``: a
+    person's note) and the run's token usage so far plus this call's."""
+    llm_cfg = LLMConfig.from_env(base_url=base_url, model=model)
     client = LLMClient(llm_cfg)
     rewriter = LLMRewriter(client)
-    history = [f"{c['id']} {c['family']}: {c['description']}" for c in state.get("candidates", [])]
-    feedback = state.get("human_feedback")
     proposal = rewriter.propose(ctx.spec.source, ctx.findings, history, feedback, _compile_check(ctx.spec.path))
-    prev = state.get("llm_usage") or {}
+    prev = prev_usage or {}
     usage = client.usage.model_dump()
     total = {k: (prev.get(k, 0) or 0) + (v or 0) for k, v in usage.items() if isinstance(v, (int, float))}
     if proposal is None:

@@ -15,7 +15,6 @@ from tritondx.tools.run.host import process_cpu_seconds
 from tritondx.tools.report.checked import checked_md, tolerance_text
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
 from tritondx.tools.report.text import clip
-from tritondx.tools.report.recheck import recheck_best
 
 
 def screened(v: dict[str, Any]) -> bool:
@@ -23,8 +22,12 @@ def screened(v: dict[str, Any]) -> bool:
     return bool(v.get("passed")) and v.get("scope") == "screen"
 
 
-def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nodes: tuple[str, ...] = ()
+def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nodes: tuple[str, ...] = (),
+                 recheck: dict[str, list[dict[str, Any]]] | None = None, catalog: frozenset[str] = frozenset()
                  ) -> dict[str, Any]:
+    """report.json's content from the run's records. ``analysis_nodes``: the nodes whose seconds are the diagnosis's;
+    ``recheck``: the findings each tier's detectors report on the best version (``tools/evidence/recheck.py``), None
+    where they were not re-run; ``catalog``: the rewrite families there are (the closure names those it lacks)."""
     # the judge's (or a person's) verdict per candidate, and a later check that rejected it (the bench's, the
     # hardware counters'): that one is what the table shows
     verifs = {v["candidate_id"]: v for v in state.get("verifications", [])
@@ -48,7 +51,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nod
     best = state.get("best") or {}
     measured = bool(best.get("measured"))
     db = run_dir / "checkpoints.sqlite"
-    closure = closed_findings(run_dir, state, candidates)
+    closure = closed_findings(state, candidates, recheck, catalog)
     return {
         "task": state.get("task_name"), "task_path": state.get("task_path"), "backend": state.get("backend"),
         "target": state.get("target"), "kernel_class": state.get("kernel_class"),
@@ -88,26 +91,16 @@ def run_phases(state: dict[str, Any], wall: float) -> dict[str, float]:
     return out
 
 
-def closed_findings(run_dir: Path, state: dict[str, Any], candidates: list[dict[str, Any]]) -> list[ClosureRow]:
-    """Each finding fixed / tried / open (tools/report/closure.py); the detectors are re-run on the best
-    version when it is not the initial one."""
-    from tritondx.tools.rewrite.expert import CATALOG
-    best = state.get("best") or {}
-    best_id = best.get("id") or "initial"
-    recheck = None
-    if best_id != "initial" and best.get("path") and Path(best["path"]).exists():
-        try:
-            recheck = recheck_best(best["path"], [t for t in state.get("tiers_done", []) if t != "profile"],
-                                   state.get("target"), run_dir)
-        except Exception as exc:  # a table without "fixed" rather than no report
-            import structlog
-            structlog.get_logger("tritondx").warning("closure_recheck_failed", error=f"{type(exc).__name__}: {exc}")
+def closed_findings(state: dict[str, Any], candidates: list[dict[str, Any]],
+                    recheck: dict[str, list[dict[str, Any]]] | None, catalog: frozenset[str]) -> list[ClosureRow]:
+    """Each finding fixed (gone from ``recheck``) / tried / open (tools/report/closure.py)."""
+    best_id = (state.get("best") or {}).get("id") or "initial"
     ended = [d for d in state.get("decisions", []) if d.get("kind") == "route"]
     if (state.get("config") or {}).get("mode") == "diagnose":
         why = "diagnose mode (no rewriting)"
     else:
         why = ended[-1].get("reason", "") if ended else ""
-    return close_findings(state.get("findings", []), candidates, state.get("family_attempts", []), set(CATALOG),
+    return close_findings(state.get("findings", []), candidates, state.get("family_attempts", []), set(catalog),
                           best_id, recheck, why)
 
 
@@ -250,11 +243,13 @@ def _md(report: dict[str, Any], diff: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(run_dir: Path, state: dict[str, Any], wall: float, analysis_nodes: tuple[str, ...] = ()
-                  ) -> dict[str, Any]:
-    """The run's files from its records; ``analysis_nodes``: the nodes whose seconds are the diagnosis's."""
-    t0 = time.monotonic()
-    report = build_report(run_dir, state, wall, analysis_nodes)
+def write_outputs(run_dir: Path, state: dict[str, Any], wall: float, analysis_nodes: tuple[str, ...] = (),
+                  recheck: dict[str, list[dict[str, Any]]] | None = None, catalog: frozenset[str] = frozenset(),
+                  recheck_seconds: float = 0.0) -> dict[str, Any]:
+    """The run's files from its records (``build_report`` says what the rest is); the ``report`` phase is the
+    writer's seconds and the caller's ``recheck_seconds``."""
+    t0 = time.monotonic() - recheck_seconds
+    report = build_report(run_dir, state, wall, analysis_nodes, recheck, catalog)
     best = state.get("best") or {}
     initial = Path(state["task_path"])
     best_path = Path(best.get("path") or initial)

@@ -1,4 +1,5 @@
-"""Re-run the detectors on the best version, for the closed-findings table (tools/report/closure.py).
+"""Re-run the detectors on the best version, for the report's closed-findings table (tools/report/closure.py;
+the report node asks for it and hands the result to the writer).
 
 Triage reads the source (no compile); the IR and compiler tiers capture the best version's IR for the
 run's target (a sandboxed compile-only job each, a few seconds) and run that tier's detectors. The
