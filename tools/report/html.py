@@ -19,7 +19,7 @@ from typing import Any
 
 from tritondx.tools.records.evidence import TIERS
 from tritondx.tools.report.checked import checked_md
-from tritondx.tools.report.text import clip, unmeasured_cell
+from tritondx.tools.report.text import clip, evidence_heading, unmeasured_cell
 
 # verification classes set by a person's answer, not by a check (agents/approval.py)
 BY_PERSON = ("rejected_by_human", "dropped_for_feedback")
@@ -312,7 +312,6 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
                                                    "candidates"), "verified, rejected by checks, rejected by a person"))
     parts.append('<h2>Plots</h2><div class="plots">' + "".join(plots) + "</div>")
     # evidence trail
-    from tritondx.tools.report.writer import evidence_heading
     parts.append(f"<h2>{_e(evidence_heading(report))}</h2>")
     for t in TIERS:
         fs = [f for f in findings if f.get("tier") == t]

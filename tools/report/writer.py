@@ -14,7 +14,7 @@ from tritondx.tools.run.phases import NODE, PHASE, device, part, table_md
 from tritondx.tools.run.host import process_cpu_seconds
 from tritondx.tools.report.checked import checked_md, tolerance_text
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
-from tritondx.tools.report.text import clip
+from tritondx.tools.report.text import clip, evidence_heading
 
 
 def screened(v: dict[str, Any]) -> bool:
@@ -168,15 +168,6 @@ def _tune_md(report: dict[str, Any]) -> list[str]:
         if t.get("table"):
             out += [f"## Launch search (round {t['round']}, on {t['subject']})", "", t["table"], ""]
     return out
-
-
-def evidence_heading(report: dict[str, Any]) -> str:
-    """"Why it was slow" only over evidence of a run that measured its speed; otherwise what the evidence is."""
-    if report.get("speed") == "measured":
-        return "Why it was slow: evidence by tier"
-    if report.get("mode") == "diagnose":
-        return "Evidence by tier"
-    return "Evidence by tier (speed not measured: what the detectors read, not a measured cause)"
 
 
 def _md(report: dict[str, Any], diff: str) -> str:
