@@ -1,10 +1,21 @@
-"""Shared CPU-test fixtures: a throwaway PostgreSQL server (session scope) for the checkpoint tests.
+"""Shared CPU-test fixtures: a throwaway PostgreSQL server (session scope) for the checkpoint tests; the grouping of
+tests under pytest-xdist (``scripts/test.sh`` runs the suite with ``-n``, ``--dist loadgroup``).
 
 The server is the distribution's own (``apt-get install postgresql``: ``/usr/lib/postgresql/*/bin``, or
 ``initdb``/``pg_ctl`` on PATH, or ``$TRITONDX_PG_BIN``), started in a fresh temporary folder with
 password (SCRAM) authentication on a free loopback port, fsync off, and stopped at the end of the
 session. PostgreSQL refuses to run as root: under root (CI) the server runs as the ``postgres`` user
-(or ``nobody``). Each test that asks for ``pg_url`` gets a database of its own.
+(or ``nobody``). Each test that asks for ``pg_url`` gets a database of its own. Under xdist every worker that
+runs such a test starts a server of its own (its own folder and port: a few seconds each).
+
+Under xdist every worker collects the whole suite and runs the tests the scheduler sends it; a session- or
+module-scoped fixture is built once per worker that uses it. ``pytest_collection_modifyitems`` below therefore puts
+the tests that share a costly fixture into one ``xdist_group`` (``--dist loadgroup`` runs a group on one worker):
+a module-scoped fixture of the tests (``capture/``: a `tritondx capture` per module; ``ops/``: one run a module
+reads) keeps its module together, and the session-scoped compile sets of ``ir/`` and ``npu/`` (``captures``: every
+kernel compiled once) keep their users together. The background case pools (``verifier/``: ``outcomes``,
+``reliability/``: ``rel_outcomes``), which serially start every case of the session at once, run a case only when
+its test asks under xdist: the workers are the parallelism there.
 """
 
 from __future__ import annotations
@@ -21,6 +32,50 @@ import time
 from pathlib import Path
 
 import pytest
+
+
+#: session fixtures of the tests too costly to build once per xdist worker: their users form one xdist group
+SHARED_SESSION_FIXTURES = frozenset({"captures"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under an xdist worker: an ``xdist_group`` for the tests that share a module-scoped fixture of the tests (per
+    module) or one of SHARED_SESSION_FIXTURES (per fixture definition); tests linked through either share one group.
+    Every worker computes the same groups (xdist checks that the collections agree). Before xdist's own hook
+    (tryfirst), which turns the marker into the ``@group`` suffix of the node id that the scheduler reads."""
+    if not hasattr(config, "workerinput"):
+        return
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.setdefault(k, k) != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    keyed = []
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        keys = set()
+        for name in (info.names_closure if info is not None else ()):
+            for d in info.name2fixturedefs.get(name, ()):
+                if not d.baseid:   # a plugin's fixture (tmp_path_factory, httpserver, ...)
+                    continue
+                if d.scope in ("module", "class"):
+                    keys.add("module:" + item.nodeid.split("::", 1)[0])
+                elif d.scope == "package":
+                    keys.add("package:" + d.baseid)
+                elif d.scope == "session" and name in SHARED_SESSION_FIXTURES:
+                    keys.add(f"session:{d.baseid}::{name}")
+        keys = sorted(keys)
+        for k in keys[1:]:
+            parent[find(k)] = find(keys[0])
+        keyed.append((item, keys))
+    for item, keys in keyed:
+        if keys:
+            root = find(keys[0])
+            item.add_marker(pytest.mark.xdist_group(root.split(":", 1)[1].replace("/", ".")))
 
 
 def _pg_bin() -> Path | None:

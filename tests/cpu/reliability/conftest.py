@@ -26,8 +26,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.timeout(POOL_WAIT_TIMEOUT_S))
 
 
+class OnDemand(dict):
+    """Futures by case id, each started on first look-up (``start(case_id)``)."""
+
+    def __init__(self, start):
+        super().__init__()
+        self._start = start
+
+    def __missing__(self, cid: str) -> Future:
+        f = self[cid] = self._start(cid)
+        return f
+
+
 @pytest.fixture(scope="session")
 def rel_outcomes(request, tmp_path_factory) -> dict[str, Future]:
+    """Serially: every selected case of the session started at once, slowest first. Under pytest-xdist a worker
+    runs only the tests the scheduler sends it (a pool of every case would run each case once per worker): a case
+    starts when its test asks, and the workers run the cases side by side."""
     cases: dict[str, Any] = {}
     for item in request.session.items:
         callspec = getattr(item, "callspec", None)
@@ -35,7 +50,12 @@ def rel_outcomes(request, tmp_path_factory) -> dict[str, Future]:
         if case is not None and hasattr(case, "run"):
             cases.setdefault(case.id, case)
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="reliability")
-    futures = {cid: pool.submit(c.run, tmp_path_factory.mktemp(cid[:40].replace("/", "_"), numbered=True))
-               for cid, c in sorted(cases.items(), key=lambda kv: -kv[1].cost)}
+
+    def start(cid: str) -> Future:
+        return pool.submit(cases[cid].run, tmp_path_factory.mktemp(cid[:40].replace("/", "_"), numbered=True))
+    if hasattr(request.config, "workerinput"):
+        futures = OnDemand(start)
+    else:
+        futures = {cid: start(cid) for cid, c in sorted(cases.items(), key=lambda kv: -kv[1].cost)}
     yield futures
     pool.shutdown(wait=True, cancel_futures=True)
