@@ -6,7 +6,7 @@ kernel that the tuner has not searched yet, the final profile, a person's approv
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
@@ -14,12 +14,25 @@ from langgraph.types import Command
 from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config
 from tritondx.state import DXState
 from tritondx.tools.records.run import Decision
-from tritondx.tools.report.closure import untried_route
+from tritondx.tools.report.closure import untried_suggestions
+from tritondx.tools.rewrite.expert import CATALOG
 from tritondx.tools.run.phases import NODE, device, part
 from tritondx.tools.verify.route import Limits, RoundFacts, decide
 from tritondx.tools.verify.select_untimed import unmeasured_choice
 
 Next = Literal["tuner", "rewriter", "profiler", "ir_analyst", "compiler_expert", "final_approval", "report"]
+
+
+def untried_route(findings: list[dict[str, Any]], candidates: list[dict[str, Any]], attempts: list[dict[str, Any]],
+                  insufficient: list[str]) -> tuple[list[str], str] | None:
+    """When the run would end because no tier is left: the catalog's families to try in one more round
+    (suggested by findings that are still open, never tried), and the reason, or None."""
+    left = untried_suggestions(findings, candidates, attempts, set(CATALOG), set(insufficient))
+    if not left:
+        return None
+    fams = sorted({fam for v in left.values() for fam in v})
+    return fams, (f"untried suggestions: {', '.join(fams)} (suggested by {len(left)} finding(s) still open): "
+                  "one more round tries them first")
 
 
 def select_node(state: DXState, config: RunnableConfig) -> Command[Next]:

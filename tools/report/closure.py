@@ -173,19 +173,6 @@ def untried_suggestions(findings: list[dict[str, Any]], candidates: list[dict[st
     return out
 
 
-def untried_route(findings: list[dict[str, Any]], candidates: list[dict[str, Any]], attempts: list[dict[str, Any]],
-                  insufficient: list[str]) -> tuple[list[str], str] | None:
-    """For the verifier, when it would end a run because no tier is left: the families to try in one more
-    round (suggested by findings that are still open, never tried), and the reason, or None."""
-    from tritondx.tools.rewrite.expert import CATALOG
-    left = untried_suggestions(findings, candidates, attempts, set(CATALOG), set(insufficient))
-    if not left:
-        return None
-    fams = sorted({fam for v in left.values() for fam in v})
-    return fams, (f"untried suggestions: {', '.join(fams)} (suggested by {len(left)} finding(s) still open): "
-                  "one more round tries them first")
-
-
 def _names(rows: list[ClosureRow]) -> str:
     """'tiny_block (3 kernels), multiple_launches': each detector once, with how many kernels it was read in."""
     by: dict[str, set[str]] = {}

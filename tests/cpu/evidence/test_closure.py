@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tritondx.tools.records.evidence import Finding
-from tritondx.tools.report.closure import close_findings, closure_md, untried_route, untried_suggestions
+from tritondx.agents.select import untried_route
+from tritondx.tools.report.closure import close_findings, closure_md, untried_suggestions
 from tritondx.tools.evidence.recheck import recheck_best
 from tritondx.tools.rewrite.base import RewriteContext
 from tritondx.tools.rewrite.expert import CATALOG, propose
