@@ -13,7 +13,7 @@ computation serves the report writer, the verifier's routing and tests:
   suggested families absent from the catalog or that proposed nothing, or why a suggestion was never tried).
 
 :func:`untried_suggestions` lists, per finding not fixed, the suggested catalog families that were never
-tried nor reached by the rewriter: a run must not end while one remains (agents/verifier.py routes
+tried nor reached by the rewriter: a run must not end while one remains (agents/select.py routes
 one more round to the rewriter, which tries them first).
 """
 
