@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import bench_variants
+from tritondx.tools.verify.timing import bench_variants
 
 ap = argparse.ArgumentParser()
 ap.add_argument("task")

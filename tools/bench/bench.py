@@ -34,7 +34,7 @@ import torch
 from tritondx.tools.exec.gpulock import aside, autotune_exclusive, phase
 from tritondx.tools.verify.compare import compare as _compare, sensitivity as _sensitivity
 from tritondx.tools.verify.guard import TimingSnapshot
-from tritondx.tools.verify.impl import Rejected
+from tritondx.tools.exec.rejected import Rejected
 from tritondx.tools.task.module import (as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype,
                                         tolerance)
 

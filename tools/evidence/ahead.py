@@ -30,7 +30,7 @@ from pathlib import Path
 import structlog
 
 from tritondx.tools.backends.targets import adapter_for
-from tritondx.tools.verify.api import capture_ir
+from tritondx.tools.task.capture_job import capture_ir
 
 log = structlog.get_logger(__name__)
 

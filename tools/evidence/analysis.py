@@ -16,7 +16,7 @@ from tritondx.tools.records.evidence import ArtifactRef, Finding, Tier
 from tritondx.tools.ir.context import KernelIR, load_capture
 from tritondx.tools.ir.detectors import resource_report, run_detectors
 from tritondx.tools.run.phases import Phases
-from tritondx.tools.verify.api import capture_ir
+from tritondx.tools.task.capture_job import capture_ir
 
 log = structlog.get_logger(__name__)
 

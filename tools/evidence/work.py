@@ -68,7 +68,7 @@ def shape_key(shape: Any) -> str:
 def ir_work(task_path: str, shapes: list[Any], target: str = "cuda:90",
             timeout: float = 300) -> dict[str, dict[str, Any]]:
     """IR-counted work per shape (one compile-only capture per shape, in the sandbox)."""
-    from tritondx.tools.verify.api import capture_ir
+    from tritondx.tools.task.capture_job import capture_ir
     out: dict[str, dict[str, Any]] = {}
     source = Path(task_path).read_text()
     with tempfile.TemporaryDirectory(prefix="tdx-work-") as tmp:

@@ -270,11 +270,6 @@ def _warn_weak(iso: Isolation, kind: str) -> None:
     log.warning("sandbox_weak_isolation", missing=iso.missing, why=iso.note, kept=kept)
 
 
-def _net_isolation_prefix() -> list[str]:
-    """The namespace prefix of a job command (kept for callers of the old name)."""
-    return isolation().prefix
-
-
 # Job keys naming what a job writes outside its scratch folder: a folder (all its files come back)
 # or a file (only that file comes back).
 WRITE_BACK = {"out_dir": "folder", "ceilings_file": "file", "progress_file": "file"}

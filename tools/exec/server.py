@@ -23,7 +23,6 @@ import subprocess
 import tempfile
 import time
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 import structlog

@@ -1,9 +1,10 @@
 """Entry point of a sandboxed job: ``python -m tritondx.tools.exec.worker JOB.json RESULT.json``.
 
-The job's ``kind`` picks the work: probe (task format at run time), verify (correctness and
-integrity of a candidate), bench (side-by-side timing on a GPU), capture (IR for a target).
-A task problem is written as ``{"error": ..., "class": ...}``; anything else that goes wrong
-(crash, hang, CUDA fault) ends the process and is classified by the parent.
+The job's ``kind`` picks the work: the function registered for it in ``exec/kinds.py`` (probe, verify,
+bench, capture, ...), implemented by the module that owns it and imported only when a job of that kind runs
+(the worker imports nothing above ``exec/``, and only modules named in that allowlist). A task problem is
+written as ``{"error": ..., "class": ...}``; anything else that goes wrong (crash, hang, CUDA fault) ends
+the process and is classified by the parent.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import json
 import os
 import sys
 import traceback
+
+from tritondx.tools.exec import kinds
 
 
 def main(job_path: str, result_path: str) -> int:
@@ -23,10 +26,9 @@ def main(job_path: str, result_path: str) -> int:
         install()
     with open(job_path) as f:
         job = json.load(f)
-    kind = job["kind"]
-    if kind == "verify" and job.get("candidates"):   # the seal key out, then the round's warm runners,
-        from tritondx.tools.verify import prestart     # which start beside this process's torch import
-        prestart.start(job)
+    first = kinds.early(job["kind"])   # e.g. a round's warm runners, which start beside this process's
+    if first is not None:              # torch import
+        first(job)
     if os.environ.get("TRITON_INTERPRET") != "1":   # a compile in a device phase gives the device back meanwhile
         from tritondx.tools.exec.gpulock import install_compile_aside
         install_compile_aside()
@@ -39,37 +41,14 @@ def main(job_path: str, result_path: str) -> int:
     return 0
 
 
-def _job_fn(kind: str):
-    """The function that does a job of ``kind``."""
-    if kind == "probe":
-        from tritondx.tools.verify.impl import probe as fn
-    elif kind == "verify":
-        from tritondx.tools.verify.judge import verify as fn
-    elif kind == "hwcheck":
-        from tritondx.tools.verify.hwcheck import hwcheck as fn
-    elif kind == "bench":
-        from tritondx.tools.bench.bench import bench as fn
-    elif kind == "capture":
-        from tritondx.tools.bench.capture import capture as fn
-    elif kind == "launch":
-        from tritondx.tools.bench.launch import run_launch as fn
-    elif kind == "tune":
-        from tritondx.tools.tune.job import tune as fn
-    elif kind == "ceilings":
-        from tritondx.tools.bench.bench import measure_ceilings as fn
-    else:
-        raise ValueError(f"unknown job kind {kind!r}")
-    return fn
-
-
 def run(job: dict, fn=None) -> dict:
     """One job's work (``fn``, else the function for its ``kind``); whatever task or candidate code
     raises becomes the result's ``class`` and ``error`` (a crash, hang or CUDA fault ends the process:
     the parent classifies it)."""
     from tritondx.errors import TaskFormatError
-    from tritondx.tools.verify.impl import Rejected
+    from tritondx.tools.exec.rejected import Rejected
     try:
-        fn = fn if fn is not None else _job_fn(job["kind"])
+        fn = fn if fn is not None else kinds.handler(job["kind"])
         result = fn(job)
     except Rejected as exc:
         result = {"passed": False, "class": exc.klass, "error": exc.reason}
@@ -99,7 +78,7 @@ def serve(job_path: str) -> int:
     """``--serve JOB.json``: a long-lived job (``exec/server.py``). Requests come as JSON lines on the
     descriptor pair in ``TRITONDX_SERVE_FDS`` (never inherited by anything this process starts); each
     is answered with one line ``{"result": ...}``, plus ``"ending": why`` when the service cannot go on
-    (it then exits). The job's ``kind`` names the service (``judge``: ``verify/judge_server.py``)."""
+    (it then exits). The job's ``kind`` names the service (``kinds.SERVICES``; ``judge``: ``verify/judge_server.py``)."""
     from tritondx.tools.exec.sandbox import watch_lifeline
     watch_lifeline()
     if os.environ.get("TRITON_INTERPRET") == "1":
@@ -115,13 +94,10 @@ def serve(job_path: str) -> int:
     os.set_inheritable(w_fd, False)
     with open(job_path) as f:
         job = json.load(f)
-    if job["kind"] != "judge":
-        raise ValueError(f"no service for job kind {job['kind']!r}")
     if os.environ.get("TRITON_INTERPRET") != "1":
         from tritondx.tools.exec.gpulock import install_compile_aside
         install_compile_aside()
-    from tritondx.tools.verify.judge_server import JudgeService
-    service = JudgeService(job)
+    service = kinds.service(job["kind"])(job)
     requests = os.fdopen(r_fd, "rb")
     for line in requests:
         answer = service.handle(json.loads(line))

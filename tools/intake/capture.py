@@ -25,7 +25,7 @@ from pathlib import Path
 
 import structlog
 
-from tritondx.errors import TritonDXError
+from tritondx.tools.intake.errors import CaptureError
 from tritondx.tools.intake.hook import DIR_ENV
 from tritondx.tools.intake.records import CaptureFile, KernelSummary, LaunchFailure, ProgramError
 
@@ -48,12 +48,6 @@ if _next is not None and _next.loader is not None:  # the one this bootstrap sha
     _mod = _u.module_from_spec(_next)
     _next.loader.exec_module(_mod)
 '''
-
-
-class CaptureError(TritonDXError):
-    def __init__(self, what: str, problem: str):
-        self.problem = problem
-        super().__init__(f"{what}: {problem}")
 
 
 def bootstrap_dir(folder: Path) -> Path:

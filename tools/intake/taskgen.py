@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from tritondx.tools.intake.capture import CaptureError
+from tritondx.tools.intake.errors import CaptureError
 from tritondx.tools.intake.oracle import RUNTIME, derive_tolerance, is_reduction
 from tritondx.tools.intake.records import ArgRecord, FunctionInfo, GroupRecord, KernelRecord, KernelSummary
 from tritondx.tools.task.spec import _decorator_name

@@ -1,5 +1,5 @@
 """What the host's CPUs did while a run or a batch ran: the other half of "where the time goes" (the device lock's
-sampler, ``gpulock.HeldSampler``, is the device's half).
+sampler, ``held_sampler.HeldSampler``, is the device's half).
 
 - ``process_cpu_seconds``: CPU seconds (user + system) of this process, of every child it has waited for (the
   sandboxed jobs, their runners, compilers) and of its descendants still running: a run's own CPU cost, read at the

@@ -16,7 +16,7 @@ Optional: ``NAME``, ``DESCRIPTION``, ``flops(shape, dtype)`` and ``min_bytes(sha
 roofline (default bytes: every input read once plus every output written once; default FLOPs: 0).
 
 Executing a task (it is user code) happens only in a sandboxed worker, see ``tools/exec/sandbox.py``;
-``probe_task`` there checks what cannot be checked without running it.
+``probe_task`` (``tools/task/probe_job.py``) checks what cannot be checked without running it.
 """
 
 from __future__ import annotations

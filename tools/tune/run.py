@@ -87,7 +87,7 @@ class TuneResult(BaseModel):
 
 def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = DEFAULT_BUDGET_S,
               timeout: float | None = None) -> TuneResult:
-    from tritondx.tools.verify.jobs import job_error, run_device_job
+    from tritondx.tools.exec.jobs import job_error, run_device_job
     source = Path(task_path).read_text()
     try:
         space = spacemod.build(source)

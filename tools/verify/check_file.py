@@ -31,7 +31,7 @@ class FileCheck(BaseModel):
 
 def check_candidate_file(task_path: str, candidate_path: str, backend: Backend, timeout: float = 600,
                          bench_rounds: int = 5, bench_timeout: float = 900) -> FileCheck:
-    from tritondx.tools.verify.api import probe_task
+    from tritondx.tools.task.probe_job import probe_task
     src = Path(candidate_path)
     if not src.is_file():
         raise TaskFormatError(candidate_path, "no such file")

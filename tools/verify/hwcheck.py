@@ -41,7 +41,8 @@ from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolera
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING
 from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
-from tritondx.tools.verify.impl import Rejected, device_phase
+from tritondx.tools.exec.rejected import Rejected
+from tritondx.tools.verify.impl import device_phase
 
 log = structlog.get_logger(__name__)
 

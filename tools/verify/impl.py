@@ -1,5 +1,5 @@
 """The probe of a task (runs inside the sandboxed worker) and what the judge shares with it
-(``Rejected``, the input check, the device phase). A candidate is verified by
+(the input check, the device phase). A candidate is verified by
 ``tools/verify/judge.py`` (trusted) and ``tools/verify/runner.py`` (untrusted, its own process).
 """
 
@@ -12,19 +12,13 @@ from typing import Any
 import torch
 
 from tritondx.tools.exec.gpulock import phase
+from tritondx.tools.exec.rejected import Rejected
 from tritondx.tools.verify.buffers import degenerate_inputs
 from tritondx.tools.verify.compare import compare
 from tritondx.tools.verify.guard import LaunchGuard
 from tritondx.tools.task.probe import check_shapes, leftover_threads
 from tritondx.tools.task.module import (as_tuple, dtype_name, load_module, norm_shape, to_dtype, tolerance,
                                      tolerance_entries)
-
-
-class Rejected(Exception):
-    def __init__(self, klass: str, reason: str):
-        self.klass = klass
-        self.reason = reason
-        super().__init__(f"{klass}: {reason}")
 
 
 @contextlib.contextmanager

@@ -1,7 +1,8 @@
 """A round's warm runners started first thing in its judge job (trusted side; imports no torch).
 
 A warm runner (``warm.py``) takes ~3 s to start (Python, torch, Triton); the judge itself takes about as
-long to import torch. The worker (``exec/worker.py``) calls :func:`start` before it imports the judge,
+long to import torch. The worker (``exec/worker.py``) calls :func:`start` (registered for ``verify`` jobs in
+``exec/kinds.py``) before it imports the judge,
 so both run side by side on their own cores instead of one after the other. The seal key leaves the
 environment before anything is started (a runner's environment keeps ``TRITONDX_JOB_*`` names:
 ``sandbox.scrubbed_env``); :func:`key` hands it to the judge.
@@ -32,8 +33,11 @@ def slots(job: dict[str, Any]) -> int:
 
 
 def start(job: dict[str, Any]) -> None:
-    """Take the seal key out of the environment, then start the round's warm runners in a thread of
-    their own (kept until the judge's end: the runners die with the thread that started them)."""
+    """The ``verify`` job's first step (``exec/kinds.py`` ``EARLY``): for a round (``candidates``), take the seal
+    key out of the environment, then start the round's warm runners in a thread of their own (kept until the
+    judge's end: the runners die with the thread that started them). A single candidate's job: nothing."""
+    if not job.get("candidates"):
+        return
     _taken["key"] = seal.take_key()
     from tritondx.tools.verify.warm import RunnerPool
     starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-warm")

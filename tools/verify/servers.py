@@ -28,7 +28,7 @@ from tritondx.tools.backends.base import Backend
 from tritondx.tools.exec import triton_cache
 from tritondx.tools.exec.sandbox import JobResult, isolation
 from tritondx.tools.exec.server import JobServer
-from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES
+from tritondx.tools.exec.jobs import DEFAULT_MEMORY_BYTES
 
 log = structlog.get_logger(__name__)
 

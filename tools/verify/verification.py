@@ -12,7 +12,7 @@ from tritondx.tools.backends.base import Backend
 from tritondx.tools.verify import seal, servers
 from tritondx.tools.exec.gpulock import JOB_ALONE_ENV, held_seconds
 from tritondx.tools.exec.sandbox import run_job
-from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error, run_device_job
+from tritondx.tools.exec.jobs import DEFAULT_MEMORY_BYTES, job_error, run_device_job
 from tritondx.tools.verify.policy import check as policy_check
 from tritondx.tools.records.verify import DECIDED, DECIDED_TAG, CheckRecord, Verdict
 

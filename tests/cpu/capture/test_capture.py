@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from tritondx.tools.intake.capture import CaptureError, parse_share, select
+from tritondx.tools.intake.capture import parse_share, select
+from tritondx.tools.intake.errors import CaptureError
 from tritondx.tools.intake.oracle import derive_tolerance, is_reduction, make_group_inputs, make_tensor
 from tritondx.tools.task.spec import load_task
 from tritondx.tools.task.module import load_module

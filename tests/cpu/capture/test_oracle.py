@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import probe_task, verify_candidate
+from tritondx.tools.task.probe_job import probe_task
+from tritondx.tools.verify.verification import verify_candidate
 
 
 @pytest.fixture(scope="module")

@@ -97,7 +97,7 @@ def test_an_autotuned_variant_is_warmed_up_with_the_device_to_itself(bench_mod, 
 
 def test_bench_names_the_variant_that_tampers(bench_mod, tmp_path):
     bench_job, ceil = bench_mod
-    from tritondx.tools.verify.impl import Rejected
+    from tritondx.tools.exec.rejected import Rejected
     task = _task(tmp_path, "task.py", ROOT / "tests/cpu/verifier/tiny_axpy.py")
     cheat = _task(tmp_path, "cheat.py", ROOT / "tests/gpu/verifier/cheats/g10_flush_off_when_timed.py")
     import torch

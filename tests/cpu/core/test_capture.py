@@ -3,7 +3,7 @@
 import json
 
 from tritondx.tools.ir.context import load_capture
-from tritondx.tools.verify.api import capture_ir
+from tritondx.tools.task.capture_job import capture_ir
 
 EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[3] / "examples"
 

@@ -138,9 +138,9 @@ def test_a_job_started_by_another_program_opens_the_folder_itself(tmp_path, env)
 def test_a_bench_that_runs_out_of_device_memory_in_a_batch_is_retried_alone(tmp_path, monkeypatch):
     """On a shared device (a lock folder set) a bench job's CUDA OOM is retried once with the device
     alone; the second answer is the result. Without a lock folder (the device is not shared) it is not."""
-    from tritondx.tools.verify import api as verifier
+    from tritondx.tools.verify import timing
     from tritondx.tools.exec.sandbox import JobResult
-    from tritondx.tools.verify import jobs
+    from tritondx.tools.exec import jobs
     calls = []
 
     def fake_run_job(job, timeout, env, gpu_lock=False, **kw):
@@ -163,14 +163,14 @@ def test_a_bench_that_runs_out_of_device_memory_in_a_batch_is_retried_alone(tmp_
     task = tmp_path / "t.py"   # the bench reads the task's source (its trusted Triton cache layer)
     task.write_text("")
     monkeypatch.chdir(tmp_path)
-    result, error, seconds = verifier.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
+    result, error, seconds = timing.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
     assert result["shapes"] == [] and error == "" and seconds == 3.0
     assert result["device_seconds"] == 1.75  # both attempts held the device; waits are not counted
     assert gpulock.JOB_ALONE_ENV not in calls[0] and calls[1][gpulock.JOB_ALONE_ENV] == "1"
 
     calls.clear()
     monkeypatch.delenv("TRITONDX_LOCK_DIR")
-    result, error, _ = verifier.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
+    result, error, _ = timing.bench_variants("t.py", [{"id": "initial", "path": "t.py"}], Cuda())
     assert result is None and error.startswith("out_of_memory") and len(calls) == 1
 
 
@@ -210,7 +210,7 @@ def test_a_verify_job_reports_the_seconds_it_held_the_device():
     the job's wall seconds (the rest is start-up, imports and compiles)."""
     from pathlib import Path
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import verify_candidate
+    from tritondx.tools.verify.verification import verify_candidate
     here = Path(__file__).resolve().parents[1] / "verifier"
     v = verify_candidate(str(here / "tiny_axpy.py"), str(here.parents[2] / "examples" / "add_tiny_block.py"),
                          "honest", get_backend("interpreter"))

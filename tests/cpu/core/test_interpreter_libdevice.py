@@ -146,7 +146,8 @@ TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}
 
 def test_libdevice_kernel_verifies_on_cpu(tmp_path):
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import probe_task, verify_candidate
+    from tritondx.tools.task.probe_job import probe_task
+    from tritondx.tools.verify.verification import verify_candidate
     task = tmp_path / "uses_libdevice.py"
     task.write_text(TASK)
     backend = get_backend("interpreter")
@@ -166,5 +167,5 @@ def test_corpus_libdevice_tasks_pass_the_cpu_probe(name):
     if not path.exists():
         pytest.skip(f"corpus absent: {path}")
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import probe_task
+    from tritondx.tools.task.probe_job import probe_task
     assert probe_task(str(path), get_backend("interpreter"))["ok"]

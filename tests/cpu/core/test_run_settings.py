@@ -122,7 +122,7 @@ def test_crashed_job_leaves_no_temporary_folder(tmp_path, monkeypatch):
     # without a sandbox (a host with neither bubblewrap nor unshare) the job sees the host's temp dir;
     # its temporary files must still live in its job folder, so nothing outlives a crash
     monkeypatch.setenv("TRITONDX_SANDBOX", "none")
-    from tritondx.tools.verify.api import capture_ir
+    from tritondx.tools.task.capture_job import capture_ir
     import tempfile
     import uuid
     marker = Path(tempfile.gettempdir()) / f"tdx-marker-{uuid.uuid4().hex}.txt"  # jobs may write the temp dir

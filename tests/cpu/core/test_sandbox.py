@@ -42,7 +42,7 @@ def test_unknown_job_reports_error():
 
 def test_probe_reports_task_problem(tmp_path):
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import probe_task
+    from tritondx.tools.task.probe_job import probe_task
     from tritondx.errors import TaskFormatError
     import pytest
     EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[3] / "examples"

@@ -178,14 +178,14 @@ def test_the_baselines_job_times_only_the_original_task(monkeypatch, tmp_path, c
     """Untrusted-code rule: no candidate runs in the job that compiles torch baselines (it may read the
     trusted cache layer like every bench); the final bench asks for no torch baselines."""
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify import api
+    from tritondx.tools.verify import timing
     jobs = []
 
     def fake_bench(task, variants, backend, rounds=5, baselines=False, timeout=900):
         jobs.append((variants, baselines))
         return {"shapes": [], "device_seconds": 0.0}, "", 0.0
 
-    monkeypatch.setattr(api, "bench_variants", fake_bench)
+    monkeypatch.setattr(timing, "bench_variants", fake_bench)
     monkeypatch.setattr(type(get_backend("interpreter")), "can_time", property(lambda self: True))
     task, best = tmp_path / "t.py", tmp_path / "best.py"
     task.write_text("x = 1\n")

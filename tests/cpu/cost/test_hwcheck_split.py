@@ -273,7 +273,7 @@ def test_a_runner_that_lost_the_counters_is_measured_again_holding_the_lock_for_
 def test_a_second_loss_of_the_counters_stands(monkeypatch, tmp_path):
     import pytest
 
-    from tritondx.tools.verify.impl import Rejected
+    from tritondx.tools.exec.rejected import Rejected
     with pytest.raises(Rejected, match="ncu gave no kernel durations"):
         _lock_trace(monkeypatch, tmp_path, busy_attempts=2)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.ir.context import KernelIR, load_capture
-from tritondx.tools.verify.api import capture_ir
+from tritondx.tools.task.capture_job import capture_ir
 
 HERE = Path(__file__).parent
 KERNELS = HERE / "kernels"

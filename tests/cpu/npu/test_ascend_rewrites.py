@@ -17,7 +17,7 @@ from tritondx.tools.rewrite.ascend import ASCEND_FAMILIES, drop_gpu_settings, sp
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.task.spec import load_task, parse_task_source
-from tritondx.tools.verify.api import verify_candidate
+from tritondx.tools.verify.verification import verify_candidate
 
 KERNELS = Path(__file__).parent / "kernels"
 

@@ -12,7 +12,7 @@ from tritondx.tools.rewrite import expert  # noqa: F401  (registers every family
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.task.spec import load_task, parse_task_source
 from tritondx.tools.evidence.triage import triage
-from tritondx.tools.verify.api import verify_candidate
+from tritondx.tools.verify.verification import verify_candidate
 
 REPO = Path(__file__).resolve().parents[3]
 SUITE = REPO / "bench" / "suite"
@@ -80,7 +80,7 @@ def ir_findings(task: Path, out: Path, tier: str = "ir") -> list[Finding]:
     on it: how a family test checks that its motivating finding is gone from the candidate's IR."""
     from tritondx.tools.ir.context import load_capture
     from tritondx.tools.ir.detectors import run_detectors
-    from tritondx.tools.verify.api import capture_ir
+    from tritondx.tools.task.capture_job import capture_ir
     manifest, err = capture_ir(str(task), out, "cuda:90", per_pass=False, timeout=300)
     assert manifest is not None, err
     return run_detectors(load_capture(out / "manifest.json", task.read_text(), arch=90, source_path=str(task)), tier)

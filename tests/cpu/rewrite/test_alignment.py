@@ -67,7 +67,7 @@ def test_flag_needs_a_pure_launch_argument(rw):
 @pytest.mark.slow
 def test_flag_widens_the_ptx_accesses(rw, tmp_path):
     # compiled for sm_90 on CPU: element-wide (4-byte, predicated) accesses before, 16-byte v4 after
-    from tritondx.tools.verify.api import capture_ir
+    from tritondx.tools.task.capture_job import capture_ir
     _, (p,) = rw.proposals("unspecialized_bucket", "alignment_hints", detector="missing_alignment_info")
     cand = tmp_path / "cand.py"
     cand.write_text(p.source)

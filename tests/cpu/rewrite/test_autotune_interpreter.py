@@ -8,7 +8,7 @@ verifier's calls check them one after another: a candidate whose second configur
 from __future__ import annotations
 
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import verify_candidate
+from tritondx.tools.verify.verification import verify_candidate
 
 TASK = '''
 import torch

@@ -49,7 +49,7 @@ def test_general_pow_kept(rw):
 @pytest.mark.slow
 def test_powf_gone_from_ptx(rw, tmp_path):
     # compiled for sm_90 on CPU: powf's log/exp path (lg2.approx / ex2.approx) is in the original's PTX only
-    from tritondx.tools.verify.api import capture_ir
+    from tritondx.tools.task.capture_job import capture_ir
     (p,) = [p for p in propose(rw.context_from("cheap_math", [])) if p.family == "cheap_math"]
     cand = tmp_path / "cand.py"
     cand.write_text(p.source)

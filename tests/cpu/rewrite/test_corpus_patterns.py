@@ -36,7 +36,7 @@ REACHED = {("tbg_colossalai_kcache_copy", "rows_per_program"), ("tbg_lightllm_he
 def _ir(task: Path) -> list:
     from tritondx.tools.ir.context import load_capture
     from tritondx.tools.ir.detectors import run_detectors
-    from tritondx.tools.verify.api import capture_ir
+    from tritondx.tools.task.capture_job import capture_ir
     with tempfile.TemporaryDirectory() as d:
         manifest, _ = capture_ir(str(task), Path(d), "cuda:90", per_pass=False, timeout=300)
         if manifest is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import verify_candidate
+from tritondx.tools.verify.verification import verify_candidate
 
 
 def test_int64_cast_made_conditional(rw, tmp_path):

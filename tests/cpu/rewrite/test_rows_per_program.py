@@ -109,7 +109,7 @@ TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}
 def test_pointer_advanced_at_the_top_level(tmp_path):
     """``X += row * stride`` (the usual idiom) becomes a column of pointers; the constexpr passed positionally."""
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import verify_candidate
+    from tritondx.tools.verify.verification import verify_candidate
     task = tmp_path / "unit_rows.py"
     task.write_text(ADVANCED)
     src, _ = rows_source(ADVANCED, "unit_rows_kernel", 2048, 64)

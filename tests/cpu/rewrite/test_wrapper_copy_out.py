@@ -39,7 +39,7 @@ def test_permute_and_reshape(rw, tmp_path):
     cand = tmp_path / "cand.py"
     cand.write_text(out)
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import verify_candidate
+    from tritondx.tools.verify.verification import verify_candidate
     r = verify_candidate(str(task), str(cand), "c", get_backend("interpreter"))
     assert r.passed, f"{r.klass}: {r.reason}"
 

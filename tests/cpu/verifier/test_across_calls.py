@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import Verification, verify_candidate
+from tritondx.tools.records.verify import Verdict
+from tritondx.tools.verify.verification import verify_candidate
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[2]
@@ -42,7 +43,7 @@ class Case:
         if not self.id:
             object.__setattr__(self, "id", f"across:{self.candidate.stem}:{self.expect or 'PASS'}")
 
-    def run(self) -> Verification:
+    def run(self) -> Verdict:
         return verify_candidate(str(AXPY), str(self.candidate), self.candidate.stem, get_backend("interpreter"),
                                 allowed_ops=["empty", "empty_like"], timeout=300, static_policy=False)
 

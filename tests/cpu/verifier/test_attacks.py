@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import Verification, verify_candidate
+from tritondx.tools.records.verify import Verdict
+from tritondx.tools.verify.verification import verify_candidate
 from tritondx.tools.verify.policy import check as policy_check
 
 HERE = Path(__file__).parent
@@ -42,7 +43,7 @@ class Attack:
     def path(self) -> Path:
         return HERE / "attacks" / f"{self.name}.py"
 
-    def run(self) -> Verification:
+    def run(self) -> Verdict:
         return verify_candidate(str(self.task), str(self.path), self.name, get_backend("interpreter"),
                                 allowed_ops=ALLOWED_OPS, timeout=300, static_policy=False)
 

@@ -169,7 +169,7 @@ def test_derived_size_outside_the_original_kernels_contract_is_dropped(tmp_path)
     """The unmasked original fails its own odd derived size: the same kernel as a candidate fails it too,
     and that case is dropped (the original's result as the reason), not held against the candidate."""
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import verify_candidate
+    from tritondx.tools.verify.verification import verify_candidate
     task = _unmasked(tmp_path)
     v = verify_candidate(str(task), str(task), "same", get_backend("interpreter"), allowed_ops=["empty_like"])
     assert v.passed, f"{v.klass}: {v.reason}"

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import Verification, verify_candidate
+from tritondx.tools.records.verify import Verdict
+from tritondx.tools.verify.verification import verify_candidate
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"
@@ -44,7 +45,7 @@ class Case:
         if not self.id:
             object.__setattr__(self, "id", f"{self.candidate.stem}:{self.expect or 'PASS'}")
 
-    def run(self) -> Verification:
+    def run(self) -> Verdict:
         # A run-time case runs without the static source policy (tools/verify/policy.py), which
         # would catch most of them first: what it tests is the run-time check.
         return verify_candidate(str(self.task), str(self.candidate), self.candidate.stem,

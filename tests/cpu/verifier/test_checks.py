@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import Verification, probe_task, verify_candidate
+from tritondx.tools.records.verify import Verdict
+from tritondx.tools.task.probe_job import probe_task
+from tritondx.tools.verify.verification import verify_candidate
 
 HERE = Path(__file__).parent
 AXPY, SOFTMAX = HERE / "tiny_axpy.py", HERE / "tiny_softmax.py"
@@ -37,7 +39,7 @@ class Case:
         if not self.id:
             object.__setattr__(self, "id", f"checks:{self.candidate.stem}:{self.expect or 'PASS'}")
 
-    def run(self) -> Verification:
+    def run(self) -> Verdict:
         return verify_candidate(str(self.task), str(self.candidate), self.candidate.stem,
                                 get_backend("interpreter"), allowed_ops=list(self.allowed_ops), timeout=300)
 

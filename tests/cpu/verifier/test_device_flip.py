@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import Verification, verify_candidate
+from tritondx.tools.records.verify import Verdict
+from tritondx.tools.verify.verification import verify_candidate
 from tritondx.tools.verify.branches import added_branches
 from tritondx.tools.verify.cases import BranchCoverage, CheckCase, device_sides
 from tritondx.tools.verify.flip import flip_branches, flip_cases, flipped_source
@@ -39,7 +40,7 @@ class FlipCase:
         if not self.id:
             object.__setattr__(self, "id", f"flip:{self.name}")
 
-    def run(self) -> Verification:
+    def run(self) -> Verdict:
         return verify_candidate(str(AXPY), str(HERE / "flips" / f"{self.name}.py"), self.name,
                                 get_backend("interpreter"), timeout=300)
 

@@ -21,7 +21,8 @@ import pytest
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.task.module import as_tuple, load_module
 from tritondx.tools.verify import shapes as sh
-from tritondx.tools.verify.api import Verification, verify_candidate
+from tritondx.tools.records.verify import Verdict
+from tritondx.tools.verify.verification import verify_candidate
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[2]
@@ -113,7 +114,7 @@ class Case:
         if not self.id:
             object.__setattr__(self, "id", f"dims:{self.candidate.stem}:{self.expect or 'PASS'}:{self.static}")
 
-    def run(self) -> Verification:
+    def run(self) -> Verdict:
         return verify_candidate(str(self.task), str(self.candidate), self.candidate.stem, get_backend("interpreter"),
                                 allowed_ops=["empty", "empty_like"], timeout=300, static_policy=self.static)
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import DEFAULT_MEMORY_BYTES, Verification, verify_candidate
+from tritondx.tools.exec.jobs import DEFAULT_MEMORY_BYTES
+from tritondx.tools.records.verify import Verdict
+from tritondx.tools.verify.verification import verify_candidate
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"
@@ -19,7 +21,7 @@ HANG_TIMEOUT_S = 15.0
 OOM_LIMIT = 4 << 30
 
 
-def _verify(candidate: Path, timeout: float = 300, memory_bytes: int | None = None) -> Verification:
+def _verify(candidate: Path, timeout: float = 300, memory_bytes: int | None = None) -> Verdict:
     # the source policy off for the bad candidates (it would refuse their ctypes / os / resource):
     # what these cases test is the sandbox around the candidate's process
     return verify_candidate(str(AXPY), str(candidate), candidate.stem, get_backend("interpreter"),
@@ -37,7 +39,7 @@ class Isolation:
     memory_bytes: int | None = None
     cost: float = 12.0
 
-    def run(self) -> tuple[Verification, Verification]:
+    def run(self) -> tuple[Verdict, Verdict]:
         bad = _verify(HERE / "isolation" / f"{self.candidate}.py", self.timeout, self.memory_bytes)
         after = _verify(HONEST)   # the next candidate, in the same test
         return bad, after
@@ -68,7 +70,7 @@ class Limit:
     want: int
     cost: float = 6.0
 
-    def run(self) -> Verification:
+    def run(self) -> Verdict:
         return _verify(HERE / "isolation" / "iso_report_limit.py", memory_bytes=self.memory_bytes)
 
 

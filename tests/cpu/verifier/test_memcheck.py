@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tritondx.tools.backends.registry import get_backend
-from tritondx.tools.verify.api import verify_candidate
+from tritondx.tools.verify.verification import verify_candidate
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"

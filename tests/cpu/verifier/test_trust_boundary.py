@@ -9,7 +9,8 @@ import pytest
 import torch
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.exec.sandbox import JobResult
-from tritondx.tools.verify import jobs, seal, verification, wire
+from tritondx.tools.exec import jobs
+from tritondx.tools.verify import seal, verification, wire
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"

@@ -17,7 +17,8 @@ PROGRAM = Path(__file__).resolve().parents[2] / "cpu" / "capture" / "program"
 
 def test_capture_on_cuda_uses_cuda_events_and_the_task_verifies(tmp_path):
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import probe_task, verify_candidate
+    from tritondx.tools.task.probe_job import probe_task
+    from tritondx.tools.verify.verification import verify_candidate
     exe = shutil.which("tritondx") or f"{sys.executable} -m tritondx.cli"
     out = tmp_path / "tasks"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -15,7 +15,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 def test_bench_variants_side_by_side(tmp_path):
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import bench_variants
+    from tritondx.tools.verify.timing import bench_variants
     task = str(EXAMPLES / "add_tiny_block.py")
     faster = tmp_path / "faster.py"
     faster.write_text(Path(task).read_text().replace("BLOCK = 128", "BLOCK = 1024").replace("num_warps=1",

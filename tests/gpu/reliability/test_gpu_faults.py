@@ -35,7 +35,7 @@ CANDIDATES = HERE / "candidates"
 
 def _verify(candidate: Path):
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import verify_candidate
+    from tritondx.tools.verify.verification import verify_candidate
     return verify_candidate(str(TASK), str(candidate), candidate.stem, get_backend("cuda"), include_bench=True,
                             allowed_ops=["empty_like"], timeout=300)
 

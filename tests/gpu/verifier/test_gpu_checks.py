@@ -25,7 +25,7 @@ CHECKS = CPU_SUITE / "checks"
 
 def _verify(task: Path, candidate: Path):
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify.api import verify_candidate
+    from tritondx.tools.verify.verification import verify_candidate
     return verify_candidate(str(task), str(candidate), candidate.stem, get_backend("cuda"),
                             allowed_ops=["empty", "empty_like"], timeout=600)
 

@@ -36,7 +36,7 @@ def _cuda():
 
 
 def _verify(candidate: Path, include_bench: bool = True):
-    from tritondx.tools.verify.api import verify_candidate
+    from tritondx.tools.verify.verification import verify_candidate
     # the source policy off: these cases test the run-time checks (the CPU suite does the same)
     return verify_candidate(str(AXPY), str(candidate), candidate.stem, _cuda(), include_bench=include_bench,
                             allowed_ops=["empty_like"], timeout=600, static_policy=False)
@@ -120,7 +120,7 @@ def test_bench_l2_flush_makes_a_hot_buffer_cold():
 def test_bench_rejects_a_variant_that_turns_the_flush_off():
     """(10) A launcher that passes verification and then, once it is being timed, replaces
     torch.Tensor.zero_ (the L2 flush) is named by the bench job as timing_tampering."""
-    from tritondx.tools.verify.api import bench_variants
+    from tritondx.tools.verify.timing import bench_variants
     cheat = HERE / "cheats" / "g10_flush_off_when_timed.py"
     v = _verify(cheat)
     assert v.passed, f"the cheat should get past verification (it only acts when timed): {v.klass} {v.reason}"
@@ -130,7 +130,7 @@ def test_bench_rejects_a_variant_that_turns_the_flush_off():
 
 
 def _bench(task: Path, variants: list[Path]):
-    from tritondx.tools.verify.api import bench_variants
+    from tritondx.tools.verify.timing import bench_variants
     vs = [{"id": "initial", "path": str(task)}] + [{"id": v.stem, "path": str(v)} for v in variants]
     result, error, _ = bench_variants(str(task), vs, _cuda(), rounds=3, timeout=900)
     assert result is not None, error

@@ -15,7 +15,7 @@ import structlog
 
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.exec.sandbox import isolation
-from tritondx.tools.verify.api import verify_candidate
+from tritondx.tools.verify.verification import verify_candidate
 
 if __name__ == "__main__":
     task, candidate = sys.argv[1], sys.argv[2]

@@ -1,4 +1,6 @@
-"""Running a verify or bench job on the backend's device (orchestrator side)."""
+"""Running a job on the backend's device (orchestrator side): ``run_device_job`` (the device lock, a retry alone
+after running out of device memory on a shared device), ``job_error`` (the class and reason of a job that did not
+answer a result), ``DEFAULT_MEMORY_BYTES`` (a job's address-space limit per backend)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Orchestrator side of the task jobs: probe, capture, and (from ``tools/verify``) verification and timing."""
+"""The probe of a task, orchestrator side: run the task once in a sandboxed ``probe`` job (its worker side is
+``verify/impl.probe``, with the checks of ``task/probe.py``) and answer whether it is usable, or raise
+``TaskFormatError`` with one line that says why not."""
 
 from __future__ import annotations
 
@@ -6,23 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from tritondx.errors import TaskFormatError
-from tritondx.tools.exec import triton_cache
 from tritondx.tools.backends.base import Backend
+from tritondx.tools.exec import triton_cache
+from tritondx.tools.exec.jobs import DEFAULT_MEMORY_BYTES
 from tritondx.tools.exec.sandbox import JobResult, run_job
-from tritondx.tools.verify.jobs import DEFAULT_MEMORY_BYTES, job_error
-from tritondx.tools.verify.policy import STATIC_RULES, check as policy_check  # noqa: F401 (STATIC_RULES: callers)
-from tritondx.tools.records.verify import Verdict
-from tritondx.tools.verify.timing import CEILINGS_FILE, bench_variants  # noqa: F401 (callers)
-from tritondx.tools.verify.verification import verify_candidate  # noqa: F401 (callers)
-
-log = structlog.get_logger(__name__)
-
-#: the verdict record under its former name
-Verification = Verdict
-
 
 PROBE_TIMEOUT_S = 300.0
 
@@ -70,35 +60,3 @@ def probe_task(task_path: str, backend: Backend, timeout: float | None = None) -
     if not res.get("ok"):
         raise TaskFormatError(task_path, res.get("problem") or res.get("error", "unusable task"))
     return res
-
-
-def static_integrity(candidate_source: str, original_source: str) -> tuple[str, str] | None:
-    """Reject constructs that only make sense for cheating; None when clean (``verify/policy.py``)."""
-    return policy_check(candidate_source, original_source)
-
-
-def capture_ir(task_path: str, out_dir: Path, target: str, per_pass: bool, timeout: float = 600,
-               shape: Any = None) -> tuple[dict[str, Any] | None, str]:
-    job = {"kind": "capture", "task": str(Path(task_path).resolve()), "target": target,
-           "out_dir": str(out_dir.resolve()), "per_pass": per_pass, "shape": shape}
-    r = run_job(job, timeout=timeout)
-    if r.ok and r.result and "launches" in r.result:
-        return r.result, ""
-    klass, reason = job_error(r)
-    return None, f"{klass}: {reason}"
-
-
-def capture_many(task_paths: list[str], out_dir: Path, target: str, timeout: float = 600,
-                 sass: bool = False) -> tuple[list[tuple[dict[str, Any] | None, str]] | None, str]:
-    """``capture_ir`` (no per-pass dumps) of several candidates of one task in one job: one Python start and torch
-    import for all; candidate i's IR in ``out_dir/c<i>``. ((manifest or None, problem) per candidate, "") or, when
-    the job itself failed (a crash, a timeout: no candidate's answer is known), (None, problem)."""
-    job = {"kind": "capture", "tasks": [str(Path(t).resolve()) for t in task_paths], "target": target,
-           "out_dir": str(out_dir.resolve()), "out_names": [f"c{i}" for i in range(len(task_paths))],
-           "per_pass": False, "sass": sass}
-    r = run_job(job, timeout=timeout)
-    if r.ok and r.result and isinstance(r.result.get("manifests"), list):
-        return [(m, "" if m is not None else (e or "no manifest"))
-                for m, e in zip(r.result["manifests"], r.result.get("errors") or [""] * len(task_paths))], ""
-    klass, reason = job_error(r)
-    return None, f"{klass}: {reason}"
