@@ -14,7 +14,9 @@ from tritondx.tools.backends.targets import adapter_for
 from tritondx.tools.evidence import ahead
 from tritondx.tools.records.evidence import ArtifactRef, Finding, Tier
 from tritondx.tools.ir.context import KernelIR, load_capture
-from tritondx.tools.ir.detectors import resource_report, run_detectors
+import tritondx.tools.ir.detectors  # noqa: F401  (registers the CUDA detectors)
+from tritondx.tools.ir.detectors.resources import resource_report
+from tritondx.tools.ir.registry import run_detectors
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.task.capture_job import capture_ir
 

@@ -6,9 +6,13 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tritondx.tools.ir.parse import IRModule, PassDump, parse_stage, split_passes
+from tritondx.tools.ir.parse import IRLine, IRModule, PassDump, parse_stage, split_passes
+from tritondx.tools.records.evidence import Finding, Severity, finding_id
+
+if TYPE_CHECKING:
+    from tritondx.tools.ir.registry import Detector
 
 # Hopper (sm_90) limits used by the occupancy estimate: CUDA C Programming Guide, compute capability 9.0.
 ARCH_LIMITS = {
@@ -22,6 +26,9 @@ ARCH_LIMITS = {
 @dataclass
 class KernelIR:
     """One launch recorded by the capture job."""
+
+    #: the family of compile targets whose detectors read this view (``registry.Detector.targets``)
+    target_family = "cuda"
 
     record: dict[str, Any]
     source: str
@@ -82,6 +89,25 @@ class KernelIR:
     @cached_property
     def passes(self) -> list[PassDump]:
         return split_passes(self.texts["passes"]) if "passes" in self.texts else []
+
+    @property
+    def stages(self) -> frozenset[str]:
+        return frozenset(self.texts)
+
+    def finding(self, det: "Detector", message: str, line: IRLine | None = None, stage: str | None = None,
+                severity: Severity = "medium", **metric) -> Finding:
+        """A finding of ``det`` quoting ``line`` and the task line it maps to (none when it maps into Triton's
+        own library code); ``stage``: the stage it names, the detector's own by default."""
+        src_line = line.src_line if line else None
+        if line and line.src_file and self.source_path and Path(line.src_file).name != Path(self.source_path).name:
+            src_line = None  # the IR line maps into Triton's own library code, not the task
+        return Finding(
+            id=finding_id(det.id, self.name, src_line),
+            detector=det.id, tier=det.tier, stage=stage or det.stage,
+            kernel=self.name, severity=severity, message=message, source_line=src_line,
+            source_text=self.source_text(src_line), ir_line=line.text[:300] if line else None,
+            metric=metric, suggests=list(det.suggests),
+        )
 
     def source_text(self, line: int | None) -> str | None:
         if line is None:

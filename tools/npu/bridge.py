@@ -12,7 +12,7 @@ def analyze_ascend(tier: Tier, task_path: str, target: str, run_dir: Path, round
                    ) -> tuple[list[Finding], dict[str, Any], str]:
     try:
         from tritondx.tools.npu.capture import capture_ascend
-        from tritondx.tools.npu.detectors import run_detectors
+        from tritondx.tools.npu.analyze import analyze_capture
     except ImportError as exc:
         return [], {}, f"Ascend analysis unavailable: {exc}"
     from tritondx.errors import TritonDXError
@@ -21,7 +21,7 @@ def analyze_ascend(tier: Tier, task_path: str, target: str, run_dir: Path, round
         cap = capture_ascend(task_path, target, out_dir)
     except TritonDXError as exc:
         return [], {}, str(exc)
-    found = [f for f in run_detectors(cap, source=Path(task_path).read_text()) if f.tier == tier]
+    found = analyze_capture(cap, tier, source=Path(task_path).read_text())
     artifacts = {}
     for k in cap.kernels:
         for stage, ref in k.artifacts.items():

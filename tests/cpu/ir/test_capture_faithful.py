@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 
 from tritondx.tools.ir.context import KernelIR
-from tritondx.tools.ir.detectors import REGISTRY
+import tritondx.tools.ir.detectors  # noqa: F401  (registers the CUDA detectors)
+from tritondx.tools.ir.registry import REGISTRY
 
 KERNELS = Path(__file__).parent / "kernels"
 SCALAR_LD = re.compile(r"\bld\.global(?:\.[a-z]+)*\.b32\b")

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import pytest
 from tritondx.tools.ir.context import KernelIR
-from tritondx.tools.ir.detectors import (
-    REGISTRY,
-    REWRITE_FAMILIES,
-    catalog_table,
-    pass_changes,
-    run_detectors,
-)
+import tritondx.tools.ir.detectors  # noqa: F401  (registers the CUDA detectors)
+from tritondx.tools.ir.detectors.pass_summary import pass_changes
+from tritondx.tools.ir.registry import REGISTRY, REWRITE_FAMILIES, catalog_table, run_detectors
 
 SRC_PATH = "/work/t/k.py"
 F = f'"{SRC_PATH}"'
@@ -634,10 +630,10 @@ def test_pass_changes_and_summary():
 # ---------------------------------------------------------------------------------------------
 
 def test_catalog_table():
-    rows = catalog_table()
+    rows = catalog_table("cuda")
     assert len(rows) >= 22 and len({r["id"] for r in rows}) == len(rows)
     for r in rows:
-        assert set(r) == {"id", "tier", "stages", "suggests", "description"}
+        assert set(r) == {"id", "tier", "targets", "stages", "suggests", "description"} and r["targets"] == ["cuda"]
         assert r["tier"] in ("ir", "compiler") and r["stages"] and r["description"]
         assert set(r["suggests"]) <= set(REWRITE_FAMILIES)
     existing = {"non_vectorized_global_access", "dot_not_tensor_core", "mma_v2_not_wgmma", "fp32_dot_operands",
@@ -649,19 +645,24 @@ def test_catalog_table():
 
 
 def test_detector_refuses_unknown_family():
-    from tritondx.tools.ir.detectors import detector
+    from tritondx.tools.ir.registry import detector
     with pytest.raises(ValueError):
-        detector("x", "ir", ("ttgir",), ("not_a_family",), "d")(lambda det, k: [])
+        detector("x", "ir", ("ttgir",), ("not_a_family",), "d", targets=("cuda",))(lambda det, k: [])
 
 
 def test_regexes_are_module_constants_with_examples():
-    """Every compiled regex of the catalog is a module constant with an example IR line in the comment above."""
+    """Every compiled regex of the IR readers and of both detector catalogs (tools/ir, the Ascend IR view and
+    detectors in tools/npu) is a module constant with an example IR line in the comment above."""
     import re as _re
     from pathlib import Path
 
-    import tritondx.tools.ir.detectors as d
-    for mod in ("detectors.py", "ssa.py", "parse.py"):
-        src = (Path(d.__file__).parent / mod).read_text().splitlines()
+    tools = Path(tritondx.tools.ir.detectors.__file__).parents[2]
+    mods = sorted((tools / "ir").rglob("*.py")) + [tools / "npu" / "adapter_ir.py", tools / "npu" / "kernel.py"] \
+        + sorted((tools / "npu" / "detectors").glob("*.py"))
+    assert len(mods) > 10
+    for path in mods:
+        mod = path.name
+        src = path.read_text().splitlines()
         for i, line in enumerate(src):
             m = _re.match(r"^(\w+) = re\.compile\(", line)
             if m:

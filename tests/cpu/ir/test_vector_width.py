@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from tritondx.tools.ir.detectors import REGISTRY
+import tritondx.tools.ir.detectors  # noqa: F401  (registers the CUDA detectors)
+from tritondx.tools.ir.registry import REGISTRY
 
 from .test_detectors_inline import kir, ptx, vadd_ttgir
 

@@ -12,7 +12,7 @@ import pytest
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.records.evidence import Finding
 from tritondx.tools.npu.capture import capture_ascend
-from tritondx.tools.npu.detectors import run_detectors
+from tritondx.tools.npu.analyze import analyze_capture
 from tritondx.tools.rewrite.ascend import ASCEND_FAMILIES, drop_gpu_settings, split_plan
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
@@ -51,7 +51,7 @@ def rounds(ascend_python, tmp_path_factory):
     def capture(path: Path, target: str, label: str) -> list[Finding]:
         cap = capture_ascend(str(path), target, root / label, python=ascend_python, timeout=240)
         assert cap.stage_reached in ("ttadapter", "npubin"), (label, cap.kernels)
-        return run_detectors(cap)
+        return analyze_capture(cap)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         originals = dict(zip(IDS, pool.map(lambda c: capture(KERNELS / f"{c[1]}.py", c[2], c[0]), CASES)))
@@ -218,7 +218,7 @@ def test_too_few_programs_does_not_fold():
 def test_split_blocks_not_proposed_with_enough_programs(captures):
     # k_contiguous: 40 programs for the 40 vector cores of the 910B4: no finding, no split
     cap = captures[("k_contiguous", "ascend910b")]
-    findings = run_detectors(cap)
+    findings = analyze_capture(cap)
     assert not [f for f in findings if f.detector == "ascend_too_few_programs"]
     assert not _family_props("k_contiguous", findings, "split_blocks_for_cores")
     # and a finding whose programs already cover the cores is ignored

@@ -3,7 +3,8 @@ does not (needs the ascend venv; the captures are shared per session)."""
 
 import pytest
 from tritondx.tools.records.evidence import Finding
-from tritondx.tools.npu.detectors import DETECTOR_IDS, DETECTORS, run_detectors
+from tritondx.tools.ir.registry import detectors
+from tritondx.tools.npu.analyze import analyze_capture
 
 # detector id -> (positive kernel, counter-example kernel), all on ascend910b (Ascend910B4)
 CASES = {
@@ -23,12 +24,12 @@ CASES = {
 
 
 def _findings(captures, stem, target="ascend910b") -> list[Finding]:
-    return run_detectors(captures[(stem, target)])
+    return analyze_capture(captures[(stem, target)])
 
 
 def test_every_detector_has_a_case():
-    assert set(CASES) == set(DETECTOR_IDS)
-    assert len(DETECTORS) >= 10
+    assert set(CASES) == {d.id for d in detectors("ascend")}
+    assert len(CASES) >= 10
 
 
 @pytest.mark.parametrize("det_id", sorted(CASES))
@@ -36,7 +37,7 @@ def test_positive_kernel_fires(captures, det_id):
     stem = CASES[det_id][0]
     hits = [f for f in _findings(captures, stem) if f.detector == det_id]
     assert hits, f"{det_id} did not fire on {stem}"
-    det = next(d for d in DETECTORS if d.id == det_id)
+    det = next(d for d in detectors("ascend") if d.id == det_id)
     for f in hits:
         assert f.tier == det.tier and f.stage == det.stage and f.kernel
         assert f.suggests and set(f.suggests) <= set(det.suggests) | set(f.suggests)
@@ -95,7 +96,7 @@ def test_950_figures(captures):
 
 def test_finding_ids_are_unique_per_run(captures):
     for key, cap in captures.items():
-        ids = [f.id for f in run_detectors(cap)]
+        ids = [f.id for f in analyze_capture(cap)]
         assert len(ids) == len(set(ids)), key
 
 

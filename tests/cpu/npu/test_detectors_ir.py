@@ -4,12 +4,8 @@ were captured from kernels/ with triton-ascend 3.2.0 for Ascend910B4 (paths rewr
 from pathlib import Path
 
 import pytest
-from tritondx.tools.npu.detectors import (
-    DETECTORS,
-    analyze_kernel,
-    catalog,
-    get_detector,
-)
+from tritondx.tools.ir.registry import REGISTRY, catalog_table, detectors
+from tritondx.tools.npu.analyze import analyze_kernel
 
 DATA = Path(__file__).parent / "data"
 KERNELS = Path(__file__).parent / "kernels"
@@ -24,14 +20,15 @@ def detectors_of(findings):
 
 
 def test_catalog_shape():
-    cat = catalog()
+    cat = catalog_table("ascend")
     assert len(cat) >= 10 and len({c["id"] for c in cat}) == len(cat)
     for c in cat:
-        assert c["tier"] in ("ir", "compiler") and c["stage"] in ("ttir", "ttadapter")
-        assert c["suggests"] and c["summary"]
-    assert get_detector("ascend_ub_overflow").stage == "ttadapter"
+        assert c["tier"] in ("ir", "compiler") and set(c["stages"]) <= {"ttir", "ttadapter"}
+        assert REGISTRY[c["id"]].stage in ("ttir", "ttadapter") and c["targets"] == ["ascend"]
+        assert c["suggests"] and c["description"]
+    assert REGISTRY["ascend_ub_overflow"].stage == "ttadapter"
     with pytest.raises(KeyError):
-        get_detector("nope")
+        REGISTRY["nope"]
 
 
 def test_stored_gather_ir():
@@ -59,7 +56,7 @@ def test_stored_big_tile_ir_per_target():
     a2 = analyze_kernel("big_tile_kernel", "ascend910b", ttadapter=ir("big_tile_kernel", "ttadapter"), grid=(40,))
     assert "ascend_ub_overflow" in detectors_of(a2)
     # the same IR, judged against a (hypothetical) much larger UB, does not overflow
-    big = get_detector("ascend_ub_overflow")
+    big = REGISTRY["ascend_ub_overflow"]
     from tritondx.tools.npu.targets import resolve_target
     roomy = resolve_target("ascend950").model_copy(update={"ub_bytes": 4 << 20})
     assert analyze_kernel("big_tile_kernel", roomy, ttadapter=ir("big_tile_kernel", "ttadapter"),
@@ -84,7 +81,7 @@ DOT_TTIR = '''module {
 ])
 def test_dot_alignment(m, n, k, dtype, fires):
     text = DOT_TTIR.replace("%M", str(m)).replace("%N", str(n)).replace("%K", str(k)).replace("xf16>", f"x{dtype}>", 2)
-    fs = analyze_kernel("k", "ascend910b", ttir=text, detectors=[get_detector("ascend_dot_block_not_multiple_of_16")])
+    fs = analyze_kernel("k", "ascend910b", ttir=text, detectors=[REGISTRY["ascend_dot_block_not_multiple_of_16"]])
     assert bool(fs) == fires
     if fires:
         assert fs[0].source_line == 12 and fs[0].metric["M"] == m
@@ -108,10 +105,10 @@ I64_TTIR = '''module {
 
 
 def test_int64_index_math_counts_only_i64_tensor_ops():
-    (f,) = analyze_kernel("k", "ascend910b", ttir=I64_TTIR, detectors=[get_detector("ascend_int64_index_math")])
+    (f,) = analyze_kernel("k", "ascend910b", ttir=I64_TTIR, detectors=[REGISTRY["ascend_int64_index_math"]])
     assert f.metric["i64_tensor_ops"] == 3 and f.source_line == 5 and f.severity == "low"
     clean = I64_TTIR.replace("xi64>", "xi32>")
-    assert analyze_kernel("k", "ascend910b", ttir=clean, detectors=[get_detector("ascend_int64_index_math")]) == []
+    assert analyze_kernel("k", "ascend910b", ttir=clean, detectors=[REGISTRY["ascend_int64_index_math"]]) == []
 
 
 def test_launch_level_detectors_from_metadata():
@@ -130,8 +127,8 @@ def test_launch_level_detectors_from_metadata():
 
 def test_core_count_detectors_follow_mix_mode():
     adapter = ir("gather_kernel", "ttadapter")            # mix_mode = "aiv": 40 vector cores on 910B4
-    few = get_detector("ascend_too_few_programs")
-    waves = get_detector("ascend_grid_exceeds_cores")
+    few = REGISTRY["ascend_too_few_programs"]
+    waves = REGISTRY["ascend_grid_exceeds_cores"]
     assert analyze_kernel("g", "ascend910b", ttadapter=adapter, grid=(39,), detectors=[few])
     assert not analyze_kernel("g", "ascend910b", ttadapter=adapter, grid=(40,), detectors=[few])
     assert not analyze_kernel("g", "ascend910b", ttadapter=adapter, grid=(120,), detectors=[waves])
@@ -144,12 +141,12 @@ def test_core_count_detectors_follow_mix_mode():
 
 def test_detectors_skip_missing_stages():
     assert analyze_kernel("k", "ascend910b") == []
-    for det in DETECTORS:
+    for det in detectors("ascend"):
         assert det.id and det.tier in ("ir", "compiler")
 
 
 def test_core_count_without_adapter_stage_guesses_from_ttir():
-    few = get_detector("ascend_too_few_programs")
+    few = REGISTRY["ascend_too_few_programs"]
     (f,) = analyze_kernel("g", "ascend910b", ttir=ir("gather_kernel", "ttir"), grid=(8,), detectors=[few])
     assert f.metric["cores"] == 40                         # no tt.dot: vector cores
     dot = DOT_TTIR.replace("%M", "32").replace("%N", "32").replace("%K", "32")

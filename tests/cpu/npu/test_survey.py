@@ -1,9 +1,14 @@
 """survey(): capture + detectors over task files, written as JSON and markdown (needs the ascend venv)."""
 
+import importlib.util
 import json
 from pathlib import Path
 
-from tritondx.tools.npu.survey import adapter_verdict, survey
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "npu_survey.py"
+_spec = importlib.util.spec_from_file_location("npu_survey", SCRIPT)
+npu_survey = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(npu_survey)
+adapter_verdict, survey = npu_survey.adapter_verdict, npu_survey.survey
 
 KERNELS = Path(__file__).parent / "kernels"
 

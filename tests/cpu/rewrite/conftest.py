@@ -79,7 +79,8 @@ def ir_findings(task: Path, out: Path, tier: str = "ir") -> list[Finding]:
     """The task compiled for cuda:90 on CPU (the JIT-faithful capture) and the NVIDIA detectors of ``tier`` run
     on it: how a family test checks that its motivating finding is gone from the candidate's IR."""
     from tritondx.tools.ir.context import load_capture
-    from tritondx.tools.ir.detectors import run_detectors
+    import tritondx.tools.ir.detectors  # noqa: F401  (registers the CUDA detectors)
+    from tritondx.tools.ir.registry import run_detectors
     from tritondx.tools.task.capture_job import capture_ir
     manifest, err = capture_ir(str(task), out, "cuda:90", per_pass=False, timeout=300)
     assert manifest is not None, err

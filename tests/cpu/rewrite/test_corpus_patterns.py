@@ -35,7 +35,8 @@ REACHED = {("tbg_colossalai_kcache_copy", "rows_per_program"), ("tbg_lightllm_he
 
 def _ir(task: Path) -> list:
     from tritondx.tools.ir.context import load_capture
-    from tritondx.tools.ir.detectors import run_detectors
+    import tritondx.tools.ir.detectors  # noqa: F401  (registers the CUDA detectors)
+    from tritondx.tools.ir.registry import run_detectors
     from tritondx.tools.task.capture_job import capture_ir
     with tempfile.TemporaryDirectory() as d:
         manifest, _ = capture_ir(str(task), Path(d), "cuda:90", per_pass=False, timeout=300)

@@ -1,6 +1,6 @@
 """Run the whole NVIDIA detector catalog over task files and print which detectors fired where.
 
-    python -m tritondx.tools.ir.survey examples/*.py bench/suite/*.py --out /tmp/survey [--workers 2] [--json f]
+    .venv/bin/python scripts/ir_survey.py examples/*.py bench/suite/*.py --out /tmp/survey [--workers 2] [--json f]
 
 Each task is captured once for cuda:90 with per-pass dumps (``capture_ir(..., per_pass=True)``, a
 sandboxed job of ~5 s), then both tiers' detectors run on its launches. Captures already in
@@ -16,13 +16,14 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tritondx.tools.records.evidence import Finding
+import tritondx.tools.ir.detectors  # noqa: F401  (registers the CUDA detectors)
 from tritondx.tools.ir.context import load_capture
-from tritondx.tools.ir.detectors import REGISTRY, run_detectors
+from tritondx.tools.ir.registry import detectors, run_detectors
+from tritondx.tools.records.evidence import Finding
 
 
 def capture_task(task: Path, out_root: Path, target: str = "cuda:90") -> tuple[Path, str]:
-    from tritondx.tools.verify.api import capture_ir
+    from tritondx.tools.task.capture_job import capture_ir
     out = out_root / task.stem
     manifest = out / "manifest.json"
     if manifest.exists() and manifest.stat().st_mtime >= task.stat().st_mtime:
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     out_root.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         captured = list(pool.map(lambda t: (t, *capture_task(t, out_root)), tasks))
-    fired: dict[str, list[str]] = {d: [] for d in REGISTRY}
+    fired: dict[str, list[str]] = {d.id: [] for d in detectors("cuda")}
     dump: dict[str, list[dict]] = {}
     failures = []
     for task, out, err in captured:
