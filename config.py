@@ -90,8 +90,12 @@ class RunConfig(BaseModel):
 
 class RunContext(BaseModel):
     """What the caller of one graph invocation gives every node through LangGraph's runtime context
-    (``StateGraph(..., context_schema=RunContext)``; ``graph.stream(..., context=RunContext(...))``): not state,
-    so a resumed or replayed run is not bound to the first invocation's values."""
+    (``StateGraph(..., context_schema=RunContext)``; ``graph.stream(..., context=RunContext(...))``; a node's
+    ``runtime`` argument): the run's settings and its clock. Not state: a resumed, replayed or forked run is given
+    them again (from ``run.json``), and a checkpoint holds no configuration."""
+
+    #: the run's settings (a run started through the LangGraph API without a context: the defaults)
+    config: RunConfig = Field(default_factory=RunConfig)
 
     #: when this invocation's wall time starts (epoch seconds; the CLI's imports count for a first run). Without
     #: it (a run started through the LangGraph API) the report's wall time is the nodes' own seconds.

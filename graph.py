@@ -45,9 +45,9 @@ def timed(name: str, node, phase: str):
     """The node, adding its wall seconds to the cost ledger (what each tier's evidence costs) and what it did not
     time itself to its own ``phase`` (tools/run/phases.py)."""
     @functools.wraps(node)
-    def run(state, config):
+    def run(state, config, runtime):
         t0 = time.monotonic()
-        cmd = node(state, config)
+        cmd = node(state, config, runtime)
         if isinstance(cmd, Command) and isinstance(cmd.update, dict):
             cmd.update["cost"] = with_node(name, phase, time.monotonic() - t0, cmd.update.get("cost"))
         return cmd

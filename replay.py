@@ -74,6 +74,11 @@ class Run:
     def __exit__(self, *exc) -> None:
         self.saver.conn.close()
 
+    def settings(self):
+        """The run's settings (``run.json``): what its graph's nodes get as runtime context when it goes on."""
+        from tritondx.config import RunConfig
+        return RunConfig(**(self.meta.get("config") or {}))
+
     def config(self, checkpoint_id: str | None = None) -> dict[str, Any]:
         conf: dict[str, Any] = {"thread_id": self.thread_id}
         if checkpoint_id:
@@ -265,7 +270,9 @@ def _finish(run_dir: Path, final: dict[str, Any], waiting: list, t0: float) -> d
         from tritondx.agents.common import TIER_NODE
         from tritondx.tools.report.writer import write_outputs
         from tritondx.tools.rewrite.expert import CATALOG
-        write_outputs(run_dir, final, time.time() - t0, tuple(TIER_NODE.values()), catalog=frozenset(CATALOG))
+        settings = load_run(run_dir).get("config") or {}
+        write_outputs(run_dir, {**final, "config": settings}, time.time() - t0, tuple(TIER_NODE.values()),
+                      catalog=frozenset(CATALOG))
     return finish(run_dir)
 
 
@@ -292,7 +299,7 @@ def resume(run: str | Path, approver=None, verbose: bool = False) -> dict[str, A
             graph_input = None
         else:
             return _finish(r.dir, snap.values, [], t0)
-        final, waiting = drive(r.graph, graph_input, r.config(), approver, started_at=t0)
+        final, waiting = drive(r.graph, graph_input, r.config(), r.settings(), approver, started_at=t0)
         return _finish(r.dir, final, waiting, t0)
 
 
@@ -309,7 +316,7 @@ def replay(run: str | Path, checkpoint: str, approver=None, verbose: bool = Fals
         if not snap.next:
             raise TritonDXError(f"checkpoint {cid} is the end of the run: nothing to replay "
                                 "(pick an earlier one, or --fork with --tier)")
-        final, waiting = drive(r.graph, None, r.config(cid), approver, started_at=t0)
+        final, waiting = drive(r.graph, None, r.config(cid), r.settings(), approver, started_at=t0)
         out = _finish(r.dir, final, waiting, t0)
         out["replayed_from"] = cid
         return out
@@ -362,7 +369,7 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
         src_url = store_url(src_dir)  # a fork of a PostgreSQL run keeps its checkpoints there too
     overrides = {k: v for k, v in {"backend": backend, "stop_after_tier": stop_after_tier,
                                    "max_rounds": max_rounds}.items() if v is not None}
-    cfg = RunConfig(**{**(values.get("config") or meta.get("config") or {}), **overrides})
+    cfg = RunConfig(**{**(meta.get("config") or {}), **overrides})
     if backend is not None:
         get_backend(backend)  # one line, before the new folder is made
     goto = [TIER_NODE[tier]] if tier else list(snap.next)
@@ -380,7 +387,7 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
     # sits elsewhere now: both point into the fork
     for old_root in {str(values.get("run_dir") or src_dir.resolve()), str(src_dir.resolve())}:
         values = _rewrite_paths(values, old_root.rstrip("/"), str(new_dir.resolve()))
-    values["config"] = cfg.model_dump()
+    values.pop("config", None)   # a checkpoint of a run from before the settings left the state
     values["run_dir"] = str(new_dir.resolve())
     if backend is not None:
         values["backend"] = get_backend(backend).name
@@ -397,10 +404,10 @@ def fork(run: str | Path, checkpoint: str, out: str | None = None, backend: str 
     try:
         if writer in builder.nodes:
             graph.update_state(config, Command(goto=goto, update=values), as_node=writer)
-            final, waiting = drive(graph, None, config, approver, started_at=t0)
+            final, waiting = drive(graph, None, config, cfg, approver, started_at=t0)
         else:  # the input checkpoint (or the one right after it): start over with the overrides
-            state_in = {"task_path": meta["task"], "run_dir": str(new_dir.resolve()), "config": cfg.model_dump()}
-            final, waiting = drive(graph, state_in, config, approver, started_at=t0)
+            state_in = {"task_path": meta["task"], "run_dir": str(new_dir.resolve())}
+            final, waiting = drive(graph, state_in, config, cfg, approver, started_at=t0)
     finally:
         saver.conn.close()
     res = _finish(new_dir, final, waiting, t0)

@@ -78,13 +78,14 @@ def open_checkpointer(run_dir: Path) -> BaseCheckpointSaver:
 Approver = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def drive(graph, graph_input: Any, config: dict[str, Any], approver: Approver | None = None,
+def drive(graph, graph_input: Any, config: dict[str, Any], cfg: RunConfig, approver: Approver | None = None,
           started_at: float | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Invoke the graph and answer its approval interrupts until it ends (its report node writes the run's
-    files) or, without an approver, until it pauses. Returns the state values and the requests still waiting
-    for an answer. ``started_at``: where this invocation's wall time starts (the report's), default now."""
+    """Invoke the graph with the run's settings ``cfg`` and answer its approval interrupts until it ends (its
+    report node writes the run's files) or, without an approver, until it pauses. Returns the state values and
+    the requests still waiting for an answer. ``started_at``: where this invocation's wall time starts (the
+    report's), default now."""
     beat = Heartbeat()
-    context = RunContext(started_at=started_at or time.time())
+    context = RunContext(config=cfg, started_at=started_at or time.time())
 
     def run(inp: Any, conf: dict[str, Any]) -> None:  # invoke, with the task events feeding the heartbeat
         with beat:
@@ -124,13 +125,12 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     saver = open_checkpointer(run_dir)
     graph = builder.compile(checkpointer=saver)
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 200}
-    state_in = {"task_path": str(Path(task_path).resolve()), "run_dir": str(run_dir.resolve()),
-                "config": cfg.model_dump()}
+    state_in = {"task_path": str(Path(task_path).resolve()), "run_dir": str(run_dir.resolve())}
     unusable = False
     try:
         # the CLI's imports, the task check, the checkpointer: part of the wall time, in the "startup" phase
         # (the report's run_phases: everything outside the nodes)
-        final, waiting = drive(graph, state_in, config, approver, started_at=run_started(entered))
+        final, waiting = drive(graph, state_in, config, cfg, approver, started_at=run_started(entered))
     except TaskFormatError:  # the probe found the task unusable (triage never finished): no run to keep
         unusable = not graph.get_state(config).values.get("probe")
         raise

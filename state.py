@@ -31,7 +31,6 @@ class DXState(TypedDict, total=False):
     # inputs
     task_path: str            # the initial task file (copied into the run folder)
     run_dir: str
-    config: dict[str, Any]    # RunConfig dumped
     # what we learned up front
     task_name: str
     kernel_class: str

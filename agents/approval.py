@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from tritondx.agents.common import best_path, logger, run_config, run_dir
+from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.records.run import Candidate, Decision, Verification
 
@@ -159,9 +161,10 @@ def _write_edit(state: DXState, c: dict[str, Any], source: str) -> dict[str, Any
                         "description": f"{c.get('description', '')} [edited by a person]".strip()}).model_dump()
 
 
-def approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["verifier", "rewriter"]]:
+def approval_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+                  ) -> Command[Literal["verifier", "rewriter"]]:
     """Per-candidate review between the rewriter and the verifier (one interrupt per candidate)."""
-    cfg = run_config(state)
+    cfg = run_config(runtime)
     cands = {c["id"]: c for c in state.get("candidates", [])}
     pending = [cands[i] for i in state.get("pending", []) if i in cands]
     if not cfg.interactive or not pending:
@@ -220,10 +223,11 @@ def approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
                                             "decisions": decisions})
 
 
-def final_approval_node(state: DXState, config: RunnableConfig) -> Command[Literal["report", "rewriter", "verifier"]]:
+def final_approval_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+                        ) -> Command[Literal["report", "rewriter", "verifier"]]:
     """After the verifier decides to stop: a person accepts the best kernel, keeps the initial one, edits the
     best one (verified again as a new candidate) or asks for another rewrite round with feedback."""
-    cfg = run_config(state)
+    cfg = run_config(runtime)
     best = state.get("best") or {}
     if not cfg.interactive or best.get("id") in (None, "initial"):
         return Command(goto="report")

@@ -10,10 +10,12 @@ import json
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, logger, run_config, run_dir
 from tritondx.agents.verifier import judged
+from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.records.run import Verification
@@ -24,10 +26,11 @@ from tritondx.tools.verify.timing import (HW_UNAVAILABLE, NCU_MISSING, claim_cas
                                           hardware_check, initial_hardware, time_round)
 
 
-def bench_node(state: DXState, config: RunnableConfig) -> Command[Literal["select"]]:
+def bench_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+               ) -> Command[Literal["select"]]:
     log = logger("bench", config)
-    cfg = run_config(state)
-    backend = backend_of(state)
+    cfg = run_config(runtime)
+    backend = backend_of(state, cfg)
     cands = {c["id"]: c for c in state.get("candidates", [])}
     result = dict(state.get("round_result") or {})
     passed = [cands[i] for i in result.get("passed", [])]

@@ -10,7 +10,9 @@ from typing import Any
 import structlog
 from langchain_core.runnables import RunnableConfig
 
-from tritondx.config import RunConfig
+from langgraph.runtime import Runtime
+
+from tritondx.config import RunConfig, RunContext
 from tritondx.state import DXState
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.backends.registry import get_backend
@@ -21,8 +23,15 @@ from tritondx.tools.task.spec import TaskSpec, load_task
 TIER_NODE = {"triage": "triage", "profile": "profiler", "ir": "ir_analyst", "compiler": "compiler_expert"}
 
 
-def run_config(state: DXState) -> RunConfig:
-    return RunConfig(**state.get("config", {}))
+def run_config(runtime: Runtime[RunContext] | None) -> RunConfig:
+    """The run's settings, from LangGraph's runtime context (``config.RunContext``); the defaults without one."""
+    context = getattr(runtime, "context", None)
+    return context.config if isinstance(context, RunContext) else RunConfig()
+
+
+def runtime_for(cfg: RunConfig) -> Runtime[RunContext]:
+    """The runtime a node gets for ``cfg`` (what LangGraph passes inside a graph; a caller of a node outside one)."""
+    return Runtime(context=RunContext(config=cfg))
 
 
 def logger(node: str, config: RunnableConfig | None):
@@ -33,8 +42,8 @@ def logger(node: str, config: RunnableConfig | None):
                                                  checkpoint_id=checkpoint, step=meta.get("langgraph_step"))
 
 
-def backend_of(state: DXState) -> Backend:
-    return get_backend(state.get("backend") or run_config(state).backend)
+def backend_of(state: DXState, cfg: RunConfig) -> Backend:
+    return get_backend(state.get("backend") or cfg.backend)
 
 
 def run_dir(state: DXState) -> Path:
@@ -45,11 +54,11 @@ def ensure_run_dir(state: DXState, config: RunnableConfig | None) -> Path:
     """The run folder, made here when the input names none.
 
     ``tritondx optimize`` (runner.py) makes the folder and puts ``run_dir`` in the input. A run started
-    through the LangGraph API (``langgraph dev``, Studio) gives only ``task_path`` and ``config``: then
+    through the LangGraph API (``langgraph dev``, Studio) gives only ``task_path`` (and a context): then
     the folder is ``$TRITONDX_RUNS`` (default ``runs/`` under the server's working directory)
     ``/<time>-<task stem>-<thread id>``; its candidates and artifacts go there, its checkpoints stay
-    in the server's own store (no ``run.json``, so ``tritondx runs`` does not list it), and no
-    report is written (runner.py writes it after the graph ends; the thread's state holds the same data)."""
+    in the server's own store (no ``run.json``, so ``tritondx runs`` does not list it); its report node
+    writes the report there."""
     if state.get("run_dir"):
         return Path(state["run_dir"])
     load_task(state["task_path"])  # bad input: a one-line TaskFormatError and no folder left behind
@@ -78,8 +87,7 @@ def highest_tier(state: DXState) -> str:
     return max(done, key=TIERS.index) if done else "triage"
 
 
-def next_tier(state: DXState) -> str | None:
-    cfg = run_config(state)
+def next_tier(state: DXState, cfg: RunConfig) -> str | None:
     done = set(state.get("tiers_done", []))
     limit = TIERS.index(cfg.stop_after_tier) if cfg.stop_after_tier in TIERS else len(TIERS) - 1
     for t in TIERS[: limit + 1]:

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from tritondx.agents.common import TIER_NODE, backend_of, best_path, dump, logger, next_tier, run_config, run_dir
+from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.records.run import Decision
 from tritondx.tools.backends.targets import adapter_for
@@ -60,12 +62,13 @@ def round_bench(state: DXState) -> dict | None:
     return {**result, "shapes": shapes, "reused_from": art.path}
 
 
-def final_profile(state: DXState, config: RunnableConfig) -> Command:
+def final_profile(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+                  ) -> Command:
     """After the search: hardware counters of the initial kernel and of the accepted best, side by
     side, so that every report on a GPU with ncu carries them (the search may have stopped before
     the profile tier). Not a tier: it adds no findings and no rewrite follows it."""
     log = logger("profiler", config)
-    cfg = run_config(state)
+    cfg = run_config(runtime)
     out: dict = {"ncu": None, "kernels": {}}
     ph = Phases()
     arts: dict = {}
@@ -97,20 +100,21 @@ def final_profile(state: DXState, config: RunnableConfig) -> Command:
                                                              if out["kernels"] else out["ncu"]).record()]})
 
 
-def profiler_node(state: DXState, config: RunnableConfig) -> Command[Literal["rewriter", "ir_analyst",
+def profiler_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+                  ) -> Command[Literal["rewriter", "ir_analyst",
                                                                           "compiler_expert", "final_approval",
                                                                           "report"]]:
     if state.get("status") == "final_profile":
-        return final_profile(state, config)
+        return final_profile(state, config, runtime)
     log = logger("profiler", config)
-    cfg = run_config(state)
-    backend = backend_of(state)
+    cfg = run_config(runtime)
+    backend = backend_of(state, cfg)
     goto = "ir_analyst" if cfg.mode == "diagnose" or cfg.all_tiers else "rewriter"
     update: dict = {"tiers_done": ["profile"]}
     if not backend.can_time:
         log.info("not_measured", backend=backend.name)
         reason = f"{backend.describe()}: speed not measured, no profile evidence recorded"
-        nxt = next_tier({**state, "tiers_done": [*state.get("tiers_done", []), "profile"]})
+        nxt = next_tier({**state, "tiers_done": [*state.get("tiers_done", []), "profile"]}, cfg)
         if goto == "rewriter" and nxt is not None:
             # no new evidence: a rewrite round now would repeat the last one; gather the next tier's first
             goto = TIER_NODE[nxt]

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import get_runtime
 
-from tritondx.agents.common import TIER_NODE, logger
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from tritondx.agents.common import TIER_NODE, logger, run_config
 from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.evidence import ahead
@@ -20,13 +21,9 @@ from tritondx.tools.rewrite.expert import CATALOG
 from tritondx.tools.run.phases import NODE, PHASE, part
 
 
-def run_wall(state: DXState) -> float:
+def run_wall(state: DXState, runtime: Runtime[RunContext] | None) -> float:
     """This invocation's wall seconds, from the runtime context's clock; else the nodes' own seconds."""
-    try:
-        ctx = get_runtime(RunContext).context
-    except RuntimeError:   # called outside a graph (a test)
-        ctx = None
-    started = getattr(ctx, "started_at", None)
+    started = getattr(getattr(runtime, "context", None), "started_at", None)
     return time.time() - started if started else sum(part(state.get("cost"), NODE).values())
 
 
@@ -58,15 +55,17 @@ def rechecked(state: DXState, log) -> dict | None:
         return None
 
 
-def report_node(state: DXState, config: RunnableConfig) -> dict:
+def report_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+                ) -> dict:
     """Writes the files; routes nowhere (its edge goes to the end) and changes no state."""
     if not state.get("run_dir") or not state.get("task_name"):   # the probe never accepted the task
         return {}
     log = logger("report", config)
-    wall = run_wall(state)
+    wall = run_wall(state, runtime)
     t0 = time.monotonic()
     recheck = rechecked(state, log)
-    report = write_outputs(Path(state["run_dir"]), settled(state), wall, tuple(TIER_NODE.values()), recheck,
+    records = {**settled(state), "config": run_config(runtime).model_dump()}   # the report says how it ran
+    report = write_outputs(Path(state["run_dir"]), records, wall, tuple(TIER_NODE.values()), recheck,
                            frozenset(CATALOG), recheck_seconds=time.monotonic() - t0)
     log.info("report_written", run_dir=state["run_dir"], best=(state.get("best") or {}).get("id"),
              speedup=report.get("speedup"))

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, best_spec, findings, highest_tier, logger, run_config, run_dir
+from tritondx.config import RunConfig, RunContext
 from tritondx.state import DXState
 from tritondx.tools.records.run import Candidate, Decision
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
@@ -25,14 +27,13 @@ from tritondx.tools.task.spec import load_task
 TUNED_FAMILIES = {"launch_config"}
 
 
-def _context(state: DXState) -> RewriteContext:
+def _context(state: DXState, cfg: RunConfig) -> RewriteContext:
     probe = state.get("probe", {})
     tried = {c.get("signature", "") for c in state.get("candidates", [])}
     best = state.get("best") or {}
     unmeasured = ({c["family"] for c in state.get("candidates", []) if c["id"] == best.get("id")}
                   if best.get("measured") is False else set())
-    cfg = run_config(state)
-    if not backend_of(state).can_time and not cfg.interactive and not cfg.untimed_repeat_families:
+    if not backend_of(state, cfg).can_time and not cfg.interactive and not cfg.untimed_repeat_families:
         # nothing here tells a family's tuning variants apart: one that already passed is not proposed again
         # (tools/report/closure.py says so: "its last candidate could not be timed on this backend")
         passed = {v.get("candidate_id", v["id"]) for v in state.get("verifications", []) if v.get("passed")}
@@ -42,12 +43,11 @@ def _context(state: DXState) -> RewriteContext:
         findings=findings(state), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
         dtypes=probe.get("dtypes", []), tried=tried, insufficient=set(state.get("insufficient", [])),
         unmeasured_families=unmeasured, prefer=set(state.get("force_families") or []),
-        can_time=backend_of(state).can_time)
+        can_time=backend_of(state, cfg).can_time)
 
 
-def _llm_proposals(state: DXState, ctx: RewriteContext, log) -> tuple[list[Proposal], dict]:
+def _llm_proposals(state: DXState, ctx: RewriteContext, log, cfg: RunConfig) -> tuple[list[Proposal], dict]:
     from tritondx.tools.llm.bridge import llm_propose
-    cfg = run_config(state)
     return llm_propose(ctx, log, base_url=cfg.llm_base_url, model=cfg.llm_model,
                        history=[f"{c['id']} {c['family']}: {c['description']}" for c in state.get("candidates", [])],
                        feedback=state.get("human_feedback"), prev_usage=state.get("llm_usage"))
@@ -67,21 +67,22 @@ def _feedback_decision(rnd: int, note: str, by_llm: bool, plan: FeedbackPlan) ->
                     reason=f"{how}: {note[:200]}").record()
 
 
-def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["verifier", "approval"]]:
+def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+                  ) -> Command[Literal["verifier", "approval"]]:
     log = logger("rewriter", config)
-    cfg = run_config(state)
-    ctx = _context(state)
+    cfg = run_config(runtime)
+    ctx = _context(state, cfg)
     note = state.get("human_feedback")
     plan = read_feedback(note, CATALOG)
     ctx.avoid, ctx.prefer = set(plan.avoid), ctx.prefer | set(plan.prefer)
     best = state.get("best") or {}
-    if cfg.tune and backend_of(state).can_time and (best.get("id", "initial") in state.get("tuned_for", [])
+    if cfg.tune and backend_of(state, cfg).can_time and (best.get("id", "initial") in state.get("tuned_for", [])
                                                     or best.get("family") == "tune"):
         ctx.avoid |= TUNED_FAMILIES   # the tuner timed this version's launch space already, many configurations
     proposals: list[Proposal] = []
     update: dict = {}
     if cfg.llm:
-        proposals, usage = _llm_proposals(state, ctx, log)
+        proposals, usage = _llm_proposals(state, ctx, log, cfg)
         update["llm_usage"] = usage
     by_llm = bool(proposals)
     rnd = state.get("round", 0) + 1
@@ -90,7 +91,7 @@ def rewriter_node(state: DXState, config: RunnableConfig) -> Command[Literal["ve
         # without timing, variants of one family that differ in tuning values cannot be told apart:
         # verify fewer of them per round (every family still gets its candidate); a person reviewing
         # candidates (--interactive) sees them all
-        per_family = None if backend_of(state).can_time or cfg.interactive else cfg.untimed_per_family
+        per_family = None if backend_of(state, cfg).can_time or cfg.interactive else cfg.untimed_per_family
         proposals = propose(ctx, limit=cfg.candidates_per_round, trail=trail, per_family=per_family)
     update["family_attempts"] = [{**t, "round": rnd} for t in trail]
     update["force_families"] = []

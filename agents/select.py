@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from tritondx.agents.common import TIER_NODE, backend_of, logger, next_tier, run_config
+from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.records.run import Decision
 from tritondx.tools.report.closure import untried_suggestions
@@ -35,10 +37,11 @@ def untried_route(findings: list[dict[str, Any]], candidates: list[dict[str, Any
                   "one more round tries them first")
 
 
-def select_node(state: DXState, config: RunnableConfig) -> Command[Next]:
+def select_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+                ) -> Command[Next]:
     log = logger("select", config)
-    cfg = run_config(state)
-    backend = backend_of(state)
+    cfg = run_config(runtime)
+    backend = backend_of(state, cfg)
     cands = {c["id"]: c for c in state.get("candidates", [])}
     result = state.get("round_result") or {}
     checked, passed, gain = result.get("checked", []), result.get("passed", []), result.get("gain")
@@ -48,7 +51,7 @@ def select_node(state: DXState, config: RunnableConfig) -> Command[Next]:
     if passed and not backend.can_time:   # nothing is claimed faster; what is kept, and why
         best = upd["best"] = unmeasured_choice([cands[i] for i in passed], best, cfg.interactive,
                                                cfg.accept_unmeasured)
-    tier_next = next_tier(state)
+    tier_next = next_tier(state, cfg)
     outcome, reason = decide(
         RoundFacts(pending=bool(checked), passed=bool(passed), can_time=backend.can_time, gain=gain,
                    roofline_fraction=best.get("roofline_fraction"), rounds=round_no,

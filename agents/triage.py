@@ -7,10 +7,12 @@ import shutil
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from tritondx.agents.common import dump, ensure_run_dir, ir_reads_initial, logger, run_config
 from tritondx.errors import TaskFormatError
+from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.run.phases import Phases, entries
@@ -22,9 +24,10 @@ from tritondx.tools.task.probe_job import probe_task
 from tritondx.tools.verify.timing import HW_INITIAL_AT_ENV, initial_hardware
 
 
-def triage_node(state: DXState, config: RunnableConfig) -> Command[Literal["tuner", "rewriter", "profiler"]]:
+def triage_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+                ) -> Command[Literal["tuner", "rewriter", "profiler"]]:
     log = logger("triage", config)
-    cfg = run_config(state)
+    cfg = run_config(runtime)
     folder = ensure_run_dir(state, config)  # an API/Studio input gives only task_path and config
     initial = folder / "task_initial.py"
     if not initial.exists():

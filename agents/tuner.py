@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, best_path, highest_tier, logger, run_config, run_dir
+from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.records.run import Candidate
 from tritondx.tools.run.phases import entries
@@ -44,10 +46,11 @@ def _launch_evidence(res, path: str, subject: str) -> list:
     return found
 
 
-def tuner_node(state: DXState, config: RunnableConfig) -> Command[Next]:
+def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+               ) -> Command[Next]:
     log = logger("tuner", config)
-    cfg = run_config(state)
-    backend = backend_of(state)
+    cfg = run_config(runtime)
+    backend = backend_of(state, cfg)
     best = state.get("best") or {}
     subject = best.get("id", "initial")
     rnd = state.get("round", 0) + 1

@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from tritondx.agents.common import backend_of, logger, run_config, run_dir
+from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.records.run import Verification
 from tritondx.tools.records.verify import Verdict
@@ -26,10 +28,11 @@ def judged(candidate_id: str, v: Verdict) -> dict:
                            **v.model_dump(exclude={"records", "candidate_id", "passed", "klass", "reason", "backend"}))
 
 
-def verifier_node(state: DXState, config: RunnableConfig) -> Command[Literal["bench", "select"]]:
+def verifier_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
+                  ) -> Command[Literal["bench", "select"]]:
     log = logger("verifier", config)
-    cfg = run_config(state)
-    backend = backend_of(state)
+    cfg = run_config(runtime)
+    backend = backend_of(state, cfg)
     cands = {c["id"]: c for c in state.get("candidates", [])}
     pending = [cands[i] for i in state.get("pending", []) if i in cands]
     ph = Phases()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tritondx.agents import profiler
+from tritondx.agents.common import runtime_for
 from tritondx.config import RunConfig
 from tritondx.tools.backends.cuda.backend import CudaBackend
 from tritondx.tools.evidence.ncu import NcuSession
@@ -38,7 +39,10 @@ def _state(tmp_path, best_id, artifacts):
     cand.write_text(TASK.read_text())
     best = {"id": best_id, "path": str(cand if best_id != "initial" else TASK)}
     return {"task_path": str(TASK), "run_dir": str(tmp_path), "backend": "cuda", "target": "cuda:90", "round": 1,
-            "config": RunConfig(backend="cuda").model_dump(), "best": best, "artifacts": artifacts}
+            "best": best, "artifacts": artifacts}
+
+
+RT = runtime_for(RunConfig(backend="cuda"))
 
 
 def _fakes(monkeypatch, ncu_s=0.0):
@@ -58,7 +62,7 @@ def _fakes(monkeypatch, ncu_s=0.0):
 
     monkeypatch.setattr(profiler, "bench_variants", bench)
     monkeypatch.setattr(profiler, "profile_session", counters)
-    monkeypatch.setattr(profiler, "backend_of", lambda state: CudaBackend())
+    monkeypatch.setattr(profiler, "backend_of", lambda state, cfg: CudaBackend())
     monkeypatch.setattr(CudaBackend, "nsight_compute", property(lambda self: True), raising=False)
     monkeypatch.setattr(profiler, "work_for_bench", lambda *a, **k: None)
     return calls
@@ -69,7 +73,7 @@ def test_the_profile_tier_reuses_the_escalating_rounds_bench(tmp_path, monkeypat
     ref = ArtifactRef.write(tmp_path / "artifacts", "bench_round1.json",
                             json.dumps(_bench({"initial": 0.02, "r1c2": 0.015, "r1c3": 0.03})), "bench")
     cmd = profiler.profiler_node(_state(tmp_path, "r1c2", {"bench_round1": ref.model_dump()}),
-                                 {"configurable": {"thread_id": "t"}})
+                                 {"configurable": {"thread_id": "t"}}, RT)
     assert calls["bench"] == 0 and len(calls["ncu"]) == 1
     # the ncu session's device time counts (the reused bench's was counted by its round)
     assert cmd.update["cost"]["device:held"] == pytest.approx(NCU_DEVICE_S)
@@ -83,21 +87,21 @@ def test_a_round_bench_without_the_best_a_changed_artifact_or_none_means_a_bench
     calls = _fakes(monkeypatch)
     ref = ArtifactRef.write(tmp_path / "artifacts", "bench_round1.json",
                             json.dumps(_bench({"initial": 0.02, "r1c3": 0.03})), "bench")
-    profiler.profiler_node(_state(tmp_path, "r1c2", {"bench_round1": ref.model_dump()}), {"configurable": {"thread_id": "t"}})
+    profiler.profiler_node(_state(tmp_path, "r1c2", {"bench_round1": ref.model_dump()}), {"configurable": {"thread_id": "t"}}, RT)
     assert calls["bench"] == 1
     ok = ArtifactRef.write(tmp_path / "artifacts", "bench_round1.json",
                            json.dumps(_bench({"initial": 0.02, "r1c2": 0.015})), "bench")
     Path(ok.path).write_text(json.dumps(_bench({"initial": 0.02, "r1c2": 0.001})))   # changed after it was written
-    profiler.profiler_node(_state(tmp_path, "r1c2", {"bench_round1": ok.model_dump()}), {"configurable": {"thread_id": "t"}})
+    profiler.profiler_node(_state(tmp_path, "r1c2", {"bench_round1": ok.model_dump()}), {"configurable": {"thread_id": "t"}}, RT)
     assert calls["bench"] == 2
-    profiler.profiler_node(_state(tmp_path, "initial", {}), {"configurable": {"thread_id": "t"}})
+    profiler.profiler_node(_state(tmp_path, "initial", {}), {"configurable": {"thread_id": "t"}}, RT)
     assert calls["bench"] == 3
 
 
 def test_ncu_reads_the_counters_beside_the_tiers_own_bench(tmp_path, monkeypatch):
     calls = _fakes(monkeypatch, ncu_s=0.5)
     t0 = time.monotonic()
-    cmd = profiler.profiler_node(_state(tmp_path, "initial", {}), {"configurable": {"thread_id": "t"}})
+    cmd = profiler.profiler_node(_state(tmp_path, "initial", {}), {"configurable": {"thread_id": "t"}}, RT)
     wall = time.monotonic() - t0
     assert calls["bench"] == 1 and len(calls["ncu"]) == 1
     assert abs(calls["ncu"][0][0] - calls["bench_at"]) < 0.3 and calls["ncu"][0][1].startswith("tdx-profile-ncu")

@@ -54,8 +54,7 @@ def test_final_profile_node_without_ncu_ends_the_run(tmp_path, monkeypatch):
     monkeypatch.setattr(profiler, "profile_session",
                         lambda path, original=None: NcuSession(note="ncu not available: no hardware counters"))
     task = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
-    state = {"task_path": str(task), "run_dir": str(tmp_path), "config": RunConfig().model_dump(),
-             "best": {"id": "r1c1", "path": str(task), "measured": True}, "status": "final_profile"}
+    state = {"task_path": str(task), "run_dir": str(tmp_path), "best": {"id": "r1c1", "path": str(task), "measured": True}, "status": "final_profile"}
     cmd = profiler.profiler_node(state, {"configurable": {"thread_id": "t"}})
     assert cmd.goto == "report"
     assert cmd.update["status"] == "done" and "findings" not in cmd.update
@@ -80,8 +79,7 @@ def test_the_report_node_writes_the_run_files_from_the_state(tmp_path):
     from pathlib import Path
     from tritondx.agents.report import report_node
     task = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
-    state = {"run_dir": str(tmp_path), "task_path": str(task), "config": RunConfig().model_dump(),
-             "best": {"id": "initial", "path": str(task)}, "cost": {"node:triage": 1.5, "node:verifier": 2.0},
+    state = {"run_dir": str(tmp_path), "task_path": str(task), "best": {"id": "initial", "path": str(task)}, "cost": {"node:triage": 1.5, "node:verifier": 2.0},
              "status": "done", "decisions": [{"node": "triage"}, {"node": "verifier", "decision": "end"}]}
     assert report_node(state, {"configurable": {"thread_id": "t"}}) == {}
     assert not (tmp_path / "report.json").exists()   # no task_name: the probe never accepted the task

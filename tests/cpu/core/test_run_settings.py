@@ -151,6 +151,7 @@ def test_on_an_untimed_backend_a_family_that_passed_is_not_proposed_again(tmp_pa
                             {"id": "r1c2", "family": "fuse_passes", "signature": "b"}],
              "verifications": [{"id": "r1c1", "candidate_id": "r1c1", "passed": True},
                                {"id": "r1c2", "candidate_id": "r1c2", "passed": False, "klass": "mismatch"}]}
-    assert _context(state).unmeasured_families == {"launch_config"}   # the rejected family may try again
+    from tritondx.config import RunConfig
+    assert _context(state, RunConfig(backend="interpreter")).unmeasured_families == {"launch_config"}   # may try again
     for cfg in ({"untimed_repeat_families": True}, {"interactive": True}):
-        assert _context({**state, "config": {**state["config"], **cfg}}).unmeasured_families == set()
+        assert _context(state, RunConfig(backend="interpreter", **cfg)).unmeasured_families == set()

@@ -15,14 +15,18 @@ AFTER_ROUND = ["rewriter", "tuner", "profiler", "ir_analyst", "compiler_expert",
 
 def run_round(state: dict) -> dict:
     """The round's part of the real graph (verifier, bench where it applies, select) on ``state``, as the rewriter
-    left it: the state it ends with, and where it would go next (``"next"``)."""
+    left it, with the run's settings ``state["config"]`` as runtime context: the state it ends with, and where it
+    would go next (``"next"``)."""
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import Command
+    from tritondx.config import RunConfig, RunContext
     from tritondx.graph import builder
+    state = dict(state)
+    context = RunContext(config=RunConfig(**state.pop("config", {})))
     graph = builder.compile(checkpointer=InMemorySaver(), interrupt_before=AFTER_ROUND)
     config = {"configurable": {"thread_id": "t"}}
     graph.update_state(config, Command(goto="verifier", update=state), as_node="rewriter")
-    graph.invoke(None, config)
+    graph.invoke(None, config, context=context)
     snap = graph.get_state(config)
     return {**snap.values, "next": list(snap.next)}
 
@@ -32,7 +36,7 @@ def on_cuda(monkeypatch) -> None:
     from tritondx.agents import bench, select, verifier
     from tritondx.tools.backends.cuda.backend import CudaBackend
     for module in (verifier, bench, select):
-        monkeypatch.setattr(module, "backend_of", lambda s: CudaBackend())
+        monkeypatch.setattr(module, "backend_of", lambda s, c: CudaBackend())
 
 
 def _result(rounds: dict[str, list[float]], spreads: dict[str, float] | None = None) -> dict:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+from tritondx.agents.common import runtime_for
+from tritondx.config import RunConfig
 from tritondx.tools.exec.sandbox import JobResult
 from tritondx.tools.verify import timing
 
@@ -303,8 +305,9 @@ def test_triage_starts_the_initial_half_once_the_probe_accepted_the_task(tmp_pat
             monkeypatch.delenv(timing.HW_INITIAL_AT_ENV, raising=False)
         run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
         run.mkdir()
-        state = {"task_path": str(example), "run_dir": str(run), "config": {"backend": backend.name, **config}}
-        T.triage_node(state, {"configurable": {"thread_id": "t"}})
+        state = {"task_path": str(example), "run_dir": str(run)}
+        T.triage_node(state, {"configurable": {"thread_id": "t"}},
+                      runtime_for(RunConfig(backend=backend.name, **config)))
         return list(started), run
 
     got, run = triaged(CudaBackend())

@@ -19,14 +19,14 @@ from tritondx.tools.report.writer import write_outputs
 
 
 def test_a_node_phases_add_up_to_its_wall_time():
-    def node(state, config):
+    def node(state, config, runtime):
         ph = Phases()
         with ph.time("verify"):
             time.sleep(0.2)
         time.sleep(0.1)  # the node's own work: its phase (the graph names it: "select" here)
         return Command(goto="report", update={"cost": entries(ph.seconds)})
 
-    cmd = timed("select", node, "select")({}, {"configurable": {}})
+    cmd = timed("select", node, "select")({}, {"configurable": {}}, None)
     ph = part(cmd.update["cost"], PHASE)
     assert ph["verify"] >= 0.19 and ph["select"] >= 0.09
     assert abs(sum(ph.values()) - part(cmd.update["cost"], NODE)["select"]) < 0.01

@@ -61,10 +61,12 @@ def test_the_ir_tier_dumps_passes_ahead_only_when_the_compiler_tier_follows(monk
     class Timed:
         can_time = True
 
-    state = {"config": {"backend": "interpreter", "max_rounds": 6}, "backend": "interpreter", "round": 1}
-    assert ir_analyst.compiler_follows(state, "rewriter")            # an untimed backend escalates every round
-    assert not ir_analyst.compiler_follows({**state, "round": 5}, "rewriter")   # its round is the last one
-    assert not ir_analyst.compiler_follows({**state, "config": {"stop_after_tier": "ir"}}, "compiler_expert")
-    monkeypatch.setattr(ir_analyst, "backend_of", lambda s: Timed())
-    assert not ir_analyst.compiler_follows(state, "rewriter")        # a timed round may stop or stay at the tier
-    assert ir_analyst.compiler_follows(state, "compiler_expert")
+    from tritondx.config import RunConfig
+    cfg = RunConfig(backend="interpreter", max_rounds=6)
+    state = {"backend": "interpreter", "round": 1}
+    assert ir_analyst.compiler_follows(state, "rewriter", cfg)            # an untimed backend escalates every round
+    assert not ir_analyst.compiler_follows({**state, "round": 5}, "rewriter", cfg)   # its round is the last one
+    assert not ir_analyst.compiler_follows(state, "compiler_expert", RunConfig(stop_after_tier="ir"))
+    monkeypatch.setattr(ir_analyst, "backend_of", lambda s, c: Timed())
+    assert not ir_analyst.compiler_follows(state, "rewriter", cfg)        # a timed round may stop or stay at the tier
+    assert ir_analyst.compiler_follows(state, "compiler_expert", cfg)

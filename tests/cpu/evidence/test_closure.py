@@ -92,19 +92,23 @@ def test_an_untried_suggestion_routes_one_more_round_and_is_tried_first():
 
 
 def test_the_run_does_not_end_with_an_untried_suggestion(tmp_path):
+    from tritondx.agents.common import runtime_for
     from tritondx.agents.select import select_node
+    from tritondx.config import RunConfig
     task = tmp_path / "task.py"
     task.write_text((ROOT / "examples" / "add_tiny_block.py").read_text())
     f = Finding(id="fl", detector="fixed_launch_config", tier="triage", stage="source", message="m",
                 suggests=["launch_config", "autotune"]).model_dump()
     state = {"task_path": str(task), "run_dir": str(tmp_path), "backend": "interpreter", "target": "cuda:90",
-             "config": {"backend": "interpreter", "max_rounds": 6}, "tiers_done": ["triage", "profile", "ir", "compiler"],
+             "tiers_done": ["triage", "profile", "ir", "compiler"],
              "findings": [f], "candidates": [{"id": "r1c1", "family": "launch_config", "motivated_by": ["fl"],
                                               "path": str(task)}],
              "pending": [], "round": 1, "rounds_at_tier": 1, "best": {"id": "initial", "path": str(task)},
              "family_attempts": [{"round": 1, "family": "autotune", "outcome": "not_reached", "proposed": 0}]}
-    cmd = select_node(state, {"configurable": {"thread_id": "t"}})
+    cmd = select_node(state, {"configurable": {"thread_id": "t"}},
+                      runtime_for(RunConfig(backend="interpreter", max_rounds=6)))
     assert cmd.goto == "rewriter" and cmd.update["force_families"] == ["autotune"], cmd.update["decisions"]
     state["family_attempts"].append({"round": 2, "family": "autotune", "outcome": "proposed_nothing", "proposed": 0})
-    cmd = select_node(state, {"configurable": {"thread_id": "t"}})
+    cmd = select_node(state, {"configurable": {"thread_id": "t"}},
+                      runtime_for(RunConfig(backend="interpreter", max_rounds=6)))
     assert cmd.goto == "report" and cmd.update["decisions"][0]["reason"] == "no tier left"

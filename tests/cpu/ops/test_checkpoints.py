@@ -126,10 +126,12 @@ def test_graph_with_approvals_is_drawable():
 
 def test_approval_passes_through_without_interactive():
     from tritondx.agents.approval import approval_node, final_approval_node
-    state = {"config": {"interactive": False}, "candidates": [{"id": "r1c1"}], "pending": ["r1c1"],
-             "best": {"id": "r1c1"}}
-    assert approval_node(state, {}).goto == "verifier" and approval_node(state, {}).update is None
-    assert final_approval_node(state, {}).goto == "report"
+    from tritondx.agents.common import runtime_for
+    from tritondx.config import RunConfig
+    state = {"candidates": [{"id": "r1c1"}], "pending": ["r1c1"], "best": {"id": "r1c1"}}
+    rt = runtime_for(RunConfig(interactive=False))
+    assert approval_node(state, {}, rt).goto == "verifier" and approval_node(state, {}, rt).update is None
+    assert final_approval_node(state, {}, rt).goto == "report"
 
 
 def test_response_types():

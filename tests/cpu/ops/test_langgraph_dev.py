@@ -109,9 +109,9 @@ def test_langgraph_dev_serves_the_graph(dev_server):
     (assistant,) = [a for a in _get(f"{base}/assistants/search", {}) if a["graph_id"] == "tritondx"]
     drawn = _get(f"{base}/assistants/{assistant['assistant_id']}/graph")
     nodes = {n["id"] for n in drawn["nodes"]}
-    assert {"triage", "rewriter", "approval", "verifier", "final_approval"} <= nodes
+    assert {"triage", "rewriter", "approval", "verifier", "bench", "select", "final_approval", "report"} <= nodes
     edges = {(e["source"], e["target"]) for e in drawn["edges"]}
-    assert ("rewriter", "approval") in edges and ("verifier", "final_approval") in edges
+    assert ("rewriter", "approval") in edges and ("select", "final_approval") in edges
 
 
 def _waiting(client, thread_id: str) -> list[dict]:
@@ -132,7 +132,8 @@ def test_langgraph_api_run_with_approvals(dev_server):
     thread_id = client.threads.create()["thread_id"]
     task = ROOT / "tests" / "cpu" / "verifier" / "tiny_axpy.py"
     config = {"backend": "interpreter", "interactive": True, "max_rounds": 1, "candidates_per_round": 3}
-    client.runs.wait(thread_id, "tritondx", input={"task_path": str(task), "config": config})
+    context = {"config": config}   # the run's settings: LangGraph's runtime context, given with every run
+    client.runs.wait(thread_id, "tritondx", input={"task_path": str(task)}, context=context)
     assert client.threads.get(thread_id)["status"] == "interrupted", log_path.read_text()[-3000:]
 
     # the first request: candidate r1c1 with the finding that motivated it (source line) and its diff
@@ -149,16 +150,16 @@ def test_langgraph_api_run_with_approvals(dev_server):
     assert run_dir.parent == runs and (run_dir / "task_initial.py").read_text() == task.read_text()
     assert Path(args["path"]).parent == run_dir / "candidates"
 
-    client.runs.wait(thread_id, "tritondx", command={"resume": [{"type": "accept", "args": None}]})
+    client.runs.wait(thread_id, "tritondx", command={"resume": [{"type": "accept", "args": None}]}, context=context)
     (req,) = _waiting(client, thread_id)
     assert req["action_request"]["args"]["candidate"] == "r1c2"
-    client.runs.wait(thread_id, "tritondx", command={"resume": [{"type": "reject", "args": None}]})
+    client.runs.wait(thread_id, "tritondx", command={"resume": [{"type": "reject", "args": None}]}, context=context)
     (req,) = _waiting(client, thread_id)
     assert req["action_request"]["args"]["candidate"] == "r1c3"
     source = req["action_request"]["args"]["source"]
     edited = re.sub(r"^(\s+BLOCK = )\d+$", r"\g<1>512", source, count=1, flags=re.M)
     assert edited != source
-    client.runs.wait(thread_id, "tritondx", command={"resume": [{"type": "edit", "args": {"source": edited}}]})
+    client.runs.wait(thread_id, "tritondx", command={"resume": [{"type": "edit", "args": {"source": edited}}]}, context=context)
 
     # the verifier stopped (max_rounds 1): the final approval names the best kernel and its diff to the initial one
     (req,) = _waiting(client, thread_id)
@@ -166,7 +167,7 @@ def test_langgraph_api_run_with_approvals(dev_server):
     assert req["kind"] == "final" and req["action_request"]["action"] == "accept_best"
     best_id = req["action_request"]["args"]["candidate"]
     assert best_id in ("r1c1", "r1c3") and "-    BLOCK = 128" in req["diff"]
-    client.runs.wait(thread_id, "tritondx", command={"resume": [{"type": "accept", "args": None}]})
+    client.runs.wait(thread_id, "tritondx", command={"resume": [{"type": "accept", "args": None}]}, context=context)
 
     assert client.threads.get(thread_id)["status"] == "idle" and _waiting(client, thread_id) == []
     state = client.threads.get_state(thread_id)

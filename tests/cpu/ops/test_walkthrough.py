@@ -18,7 +18,7 @@ import json, sys
 from tritondx import runner
 from tritondx.config import RunConfig
 seen = {}
-def drive(graph, state_in, config, approver=None, started_at=None):
+def drive(graph, state_in, config, cfg, approver=None, started_at=None):
     seen.update(started_at=started_at)   # where the report node's wall time starts (RunContext)
     return {}, []
 runner.drive = drive
