@@ -10,6 +10,7 @@ from tritondx.tools.ir.context import KernelIR
 from tritondx.tools.ir.layouts import Layout
 from tritondx.tools.ir.ssa import Func, kernel_func
 
+
 def func_of(k: KernelIR, stage: str = "ttgir") -> Func | None:
     """The kernel's function in one MLIR stage, built once per kernel."""
     cache = k.__dict__.setdefault("_tdx_funcs", {})
@@ -17,7 +18,6 @@ def func_of(k: KernelIR, stage: str = "ttgir") -> Func | None:
         mod = k.ir(stage)
         cache[stage] = kernel_func(k.texts[stage], mod, k.name) if mod is not None else None
     return cache[stage]
-
 
 
 def kernel_source_lines(k: KernelIR) -> tuple[int, int] | None:
@@ -30,7 +30,6 @@ def kernel_source_lines(k: KernelIR) -> tuple[int, int] | None:
         if isinstance(node, ast.FunctionDef) and node.name == k.name:
             return node.lineno, node.end_lineno or node.lineno
     return None
-
 
 
 def task_tolerance(source: str) -> dict[str, dict[str, float]]:
@@ -54,7 +53,6 @@ def task_tolerance(source: str) -> dict[str, dict[str, float]]:
     return {}
 
 
-
 # Global memory access in PTX, with optional cache qualifiers, vector width and element size:
 #   @%p1 ld.global.v4.b32 { %r1, %r2, %r3, %r4 }, [ %rd1 + 0 ];
 #   @%p2 st.global.b32 [ %rd5 + 0 ], { %r9 };
@@ -63,15 +61,12 @@ PTX_GLOBAL_ACCESS_RE = re.compile(r"\b(?P<op>ld|st)\.global(?:\.(?!v\d\.)[\w:]+)
                                   r"\.(?P<ty>[bfsu])(?P<bits>\d+)\b")
 
 
-
 # Loop header:  %acc = scf.for %i = %c0_i32 to %N step %c256_i32 iter_args(...) -> (...)
 SCF_FOR_RE = re.compile(r"\bscf\.for\b")
 
 
-
 # Contiguity the axis analysis found for a pointer, printed on async copies:  {contiguity = 2 : i32}
 CONTIGUITY_RE = re.compile(r"contiguity = (\d+)")
-
 
 
 # cp.async in PTX with its copy size in bytes:
@@ -79,11 +74,9 @@ CONTIGUITY_RE = re.compile(r"contiguity = (\d+)")
 PTX_CP_ASYNC_RE = re.compile(r"\bcp\.async\.(?:ca|cg)\.shared\.global\S*\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(?P<size>0x[0-9a-fA-F]+|\d+)")
 
 
-
 # TMA bulk tensor copy in PTX:
 #   @%p2 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r13], [%rd2, {%r165, %r14}], [%r10];
 PTX_TMA_RE = re.compile(r"\bcp\.async\.bulk\.tensor\b")
-
 
 
 def ptx_access_widths(k: KernelIR) -> dict[int | None, list[int]]:
@@ -103,10 +96,8 @@ def ptx_access_widths(k: KernelIR) -> dict[int | None, list[int]]:
     return out
 
 
-
 def memory_ops(f: Func) -> list:
     return f.loads() + [op for op in f.stores() if op.name == "tt.store"]
-
 
 
 def fast_dims(lay: Layout, shape: tuple[int, ...]) -> tuple[int | None, int | None]:
@@ -119,12 +110,10 @@ def fast_dims(lay: Layout, shape: tuple[int, ...]) -> tuple[int | None, int | No
     return order[0], lane
 
 
-
 # Shared-memory read/write with its descriptor and register tensor:
 #   %a_72 = ttg.local_load %a_71 token %a_70 : !ttg.memdesc<64x32xf32, #shared, #smem, mutable> -> tensor<64x32xf32, #ttg.dot_op<{opIdx = 0, parent = #blocked}>>
 #   ttg.local_store %x, %buf : tensor<64x64xf32, #blocked> -> !ttg.memdesc<64x64xf32, #shared, #smem, mutable>
 MEMDESC_RE = re.compile(r"memdesc<(?P<shape>(?:\d+x)+)(?P<elem>[a-z]+\d*),\s*(?P<enc>#[\w.]+(?:<\{[^}]*\}>)?)")
-
 
 
 def elem_bytes_of(ty: str) -> int:

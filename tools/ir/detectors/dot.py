@@ -11,16 +11,15 @@ from tritondx.tools.ir.parse import IRLine
 from tritondx.tools.ir.registry import Detector, detector
 from tritondx.tools.records.evidence import Finding
 
+
 # MMA instructions in PTX:
 #   wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ...
 #   mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 { %r121, ... }
 PTX_WGMMA_RE = re.compile(r"\bwgmma\.mma_async\S*")
 
 
-
 #   mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 { %r1, %r2, %r3, %r4 }, { %r5, %r6, %r7, %r8 }, ...
 PTX_MMA_SYNC_RE = re.compile(r"\bmma\.sync\.aligned\.(?P<shape>m\d+n\d+k\d+)\S*?\.(?P<types>[a-z0-9.]+)")
-
 
 
 # tt.dot in TTGIR with its precision and operand type:
@@ -28,17 +27,14 @@ PTX_MMA_SYNC_RE = re.compile(r"\bmma\.sync\.aligned\.(?P<shape>m\d+n\d+k\d+)\S*?
 TTGIR_DOT_RE = re.compile(r"\btt\.dot\b.*?(?:inputPrecision = (?P<prec>\w+))?\s*:\s*tensor<(?P<m>\d+)x(?P<k>\d+)x(?P<ty>\w+)")
 
 
-
 # Hopper warp-group MMA in TTGIR:
 #   %0 = ttng.warp_group_dot %a, %b, %acc {inputPrecision = 0 : i32, isAsync = true} : ...
 TTGIR_WGMMA_RE = re.compile(r"\bttng\.warp_group_dot\b")
 
 
-
 # Reduction of a broadcast product written in the source (multiply-and-sum):
 #   acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
 SRC_MUL_SUM_RE = re.compile(r"tl\.sum\(.*\[:,\s*:,\s*None\].*\*.*\[None,\s*:,\s*:\]")
-
 
 
 @detector("dot_not_tensor_core", "ir", ("ttgir", "ptx"), ("tl_dot",),
@@ -65,7 +61,6 @@ def _dot_not_tc(det: Detector, k: KernelIR) -> list[Finding]:
                                        "tl.dot on the native operand dtype states it directly", ln, stage="source",
                                     severity="high", mul_sum_line=line))
     return findings
-
 
 
 @detector("mma_v2_not_wgmma", "ir", ("ttgir", "ptx"), ("tl_dot", "launch_config"),
@@ -97,11 +92,9 @@ def _mma_v2(det: Detector, k: KernelIR) -> list[Finding]:
                         severity="high", mma_shape=m.group("shape"), reasons="; ".join(reasons))]
 
 
-
 # Dot operand converted up from a narrower float just before the dot:
 #   %acc_104 = arith.extf %acc_101 : tensor<32x8xf16, #ttg.dot_op<...>> to tensor<32x8xf32, #ttg.dot_op<...>>
 TTGIR_EXTF_DOT_RE = re.compile(r"arith\.extf .*tensor<[^>]*x(f16|bf16),\s*#ttg\.dot_op.* to tensor<[^>]*xf32")
-
 
 
 @detector("fp32_dot_operands", "ir", ("ttgir",), ("tl_dot",),
@@ -117,11 +110,9 @@ def _fp32_dot(det: Detector, k: KernelIR) -> list[Finding]:
                         severity="high", upcasts=len(hits))]
 
 
-
 # Input precision of a dot in TTIR (absent = ieee, the printer omits the default):
 #   %acc_26 = tt.dot %a_16, %b_25, %acc_5, inputPrecision = tf32 : tensor<64x32xf32> * tensor<32x64xf32> -> tensor<64x64xf32>
 TTIR_DOT_PRECISION_RE = re.compile(r"inputPrecision = (?P<prec>\w+)")
-
 
 
 @detector("fp32_dot_without_tf32", "ir", ("ttir",), ("tl_dot",),

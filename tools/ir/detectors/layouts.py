@@ -14,10 +14,10 @@ from tritondx.tools.ir.ssa import display
 from tritondx.tools.ir.strides import strides
 from tritondx.tools.records.evidence import Finding
 
+
 # Layout conversion left in the final TTGIR:
 #   %12 = ttg.convert_layout %11 : tensor<128xf32, #blocked> -> tensor<128xf32, #blocked1>
 TTGIR_CVT_RE = re.compile(r"\bttg\.convert_layout\b")
-
 
 
 @detector("excessive_layout_conversions", "ir", ("ttgir",), ("launch_config",),
@@ -29,7 +29,6 @@ def _cvt(det: Detector, k: KernelIR) -> list[Finding]:
         return []
     return [det.finding(k, f"{len(hits)} ttg.convert_layout ops remain after RemoveLayoutConversions", hits[0],
                         severity="medium", conversions=len(hits))]
-
 
 
 @detector("uncoalesced_access", "ir", ("ttgir",), ("alignment_hints", "launch_config", "tile_2d"),
@@ -89,10 +88,8 @@ def _uncoalesced(det: Detector, k: KernelIR) -> list[Finding]:
     return out
 
 
-
 # Dot-operand encoding of a register tensor:  #ttg.dot_op<{opIdx = 0, parent = #blocked}>
 DOT_OP_ENC_RE = re.compile(r"#ttg\.dot_op<\{opIdx = (?P<idx>\d), parent = (?P<parent>#[\w.]+(?:<\{[^}]*\}>)?)")
-
 
 
 def _lane_rows(enc: str | None, shape: tuple[int, ...], layouts: dict[str, Layout]) -> tuple[int, int] | None:
@@ -116,7 +113,6 @@ def _lane_rows(enc: str | None, shape: tuple[int, ...], layouts: dict[str, Layou
         return None
     tpw = lay.ints("threadsPerWarp")
     return lane, tpw[lane] if lane < len(tpw) else 1
-
 
 
 @detector("shared_memory_bank_conflicts", "ir", ("ttgir",), ("tl_dot", "launch_config"),

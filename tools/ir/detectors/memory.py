@@ -21,11 +21,11 @@ from tritondx.tools.ir.ssa import Func, display
 from tritondx.tools.ir.strides import strides
 from tritondx.tools.records.evidence import Finding
 
+
 # A load or store of one scalar value in TTGIR (its pointer is no tensor): one value per program, e.g. a row's
 # scale or index; nothing can vectorize it.
 #   %s_0 = tt.load %s : !tt.ptr<f32> loc(#loc21)
 TTGIR_SCALAR_ACCESS_RE = re.compile(r"\btt\.(?:load|store)\b.*:\s*!tt\.ptr<[^<>]*>\s*(?:loc\(.*)?$")
-
 
 
 def _access_width(m: re.Match) -> int:
@@ -33,11 +33,9 @@ def _access_width(m: re.Match) -> int:
     return int(m.group("vec") or 1) * int(m.group("bits")) // 8
 
 
-
 def _access_name(m: re.Match) -> str:
     """'ld.global.v2.b32': the access without its cache qualifiers."""
     return f"{m.group('op')}.global{'.v' + m.group('vec') if m.group('vec') else ''}.{m.group('ty')}{m.group('bits')}"
-
 
 
 @detector("non_vectorized_global_access", "ir", ("ptx",), ("alignment_hints", "launch_config"),
@@ -84,12 +82,10 @@ def _vector_width(det: Detector, k: KernelIR) -> list[Finding]:
                         scalar_accesses=scalar)]
 
 
-
 # 64-bit index arithmetic in a loop body:
 #   %offs_64 = arith.extsi %offs : tensor<1024xi32, #blocked> to tensor<1024xi64, #blocked>
 #   %9 = arith.muli %8, %c4096_i64 : i64
 TTGIR_I64_ARITH_RE = re.compile(r"arith\.(?:muli|addi|extsi)\b.*(?:\b|\dx)i64\b")
-
 
 
 @detector("int64_index_arithmetic", "ir", ("ttgir",), ("index_width",),
@@ -103,10 +99,8 @@ def _i64(det: Detector, k: KernelIR) -> list[Finding]:
                         hits[0], severity="low", ops=len(hits))]
 
 
-
 # Atomic read-modify-write in TTGIR:  %5 = tt.atomic_rmw fadd, acq_rel, gpu, %ptr, %val, %mask : ...
 TTGIR_ATOMIC_RE = re.compile(r"\btt\.atomic_(rmw|cas)\b")
-
 
 
 @detector("atomics_in_hot_path", "ir", ("ttgir",), ("split_k", "fuse_passes"),
@@ -120,10 +114,8 @@ def _atomics(det: Detector, k: KernelIR) -> list[Finding]:
                         severity="medium", atomics=len(hits))]
 
 
-
 # Masked load in a loop body (TTGIR):  %x = tt.load %ptr, %mask, %other : tensor<256x!tt.ptr<f32>, #blocked>
 TTGIR_MASKED_LOAD_RE = re.compile(r"\btt\.load %\S+, %\S+")
-
 
 
 @detector("masked_loads_in_loop", "ir", ("ttir",), ("mask_removal",),
@@ -141,7 +133,6 @@ def _masked_loop(det: Detector, k: KernelIR) -> list[Finding]:
     return [det.finding(k, f"{len(hits)} masked load(s) inside a loop: the bound check runs every iteration "
                            "even where the shape divides the block", hits[0].line, stage="ttir", severity="low",
                         masked_loads=len(hits))]
-
 
 
 @detector("missing_alignment_info", "ir", ("ttgir", "ptx"), ("alignment_hints", "mask_removal"),
@@ -206,7 +197,6 @@ def _missing_alignment(det: Detector, k: KernelIR) -> list[Finding]:
     return out
 
 
-
 @detector("redundant_recomputation", "ir", ("ttgir",), ("persistent", "launch_config"),
           "work repeated across programs: a grid axis whose program id reaches no store, or a block every program "
           "loads at the same address (depends on no program id)", targets=("cuda",))
@@ -260,13 +250,11 @@ def _redundant(det: Detector, k: KernelIR) -> list[Finding]:
     return out
 
 
-
 def _exclusive(f: Func, a: int, b: int) -> bool:
     """Ops ``a`` and ``b`` sit in the two arms of one scf.if (only one of them runs per call)."""
     oa, ob = f.ops[a], f.ops[b]
     shared = set(oa.regions) & set(ob.regions)
     return any(f.ops[i].name == "scf.if" and ((i in oa.else_arms) != (i in ob.else_arms)) for i in shared)
-
 
 
 def _one_arm(f: Func, loops: list[int]) -> list[int]:
@@ -281,7 +269,6 @@ def _one_arm(f: Func, loops: list[int]) -> list[int]:
         if len(group) > len(best):
             best = group
     return sorted(best)
-
 
 
 @detector("multi_pass_reduction", "ir", ("ttgir",), ("fuse_passes",),

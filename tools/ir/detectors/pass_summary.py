@@ -11,10 +11,10 @@ from tritondx.tools.ir.context import KernelIR
 from tritondx.tools.ir.registry import Detector, detector
 from tritondx.tools.records.evidence import Finding
 
+
 # Location alias lines are not IR content for the diff:
 #   #loc12 = loc("/work/main/examples/add_tiny_block.py":18:37)
 _DIFF_DROP_RE = re.compile(r"^#loc\d*\s*=")
-
 
 
 # Attribute alias definitions (expanded inline so alias and inline printing compare equal):
@@ -22,10 +22,8 @@ _DIFF_DROP_RE = re.compile(r"^#loc\d*\s*=")
 _ALIAS_DEF_RE = re.compile(r"^(?P<name>#[A-Za-z_][\w]*)\s*=\s*(?P<body>#.*)$")
 
 
-
 # A reference to an alias:  tensor<1024xi32, #blocked1>
 _ALIAS_REF_RE = re.compile(r"#[A-Za-z_][\w]*")
-
 
 
 # SSA value names (all replaced by %v: passes rename freely and the pipeliner's internal dumps print %0, %arg0):
@@ -33,11 +31,9 @@ _ALIAS_REF_RE = re.compile(r"#[A-Za-z_][\w]*")
 _SSA_NAME_RE = re.compile(r"%[\w$.\-]+")
 
 
-
 # Layout definitions and loop headers that make up the "structure" the summary reports:
 #   %acc_57:7 = scf.for %acc_59 = %c0_i32 to %K step %c32_i32 iter_args(...) -> (...) : i32 {
 _LOOP_HEAD_RE = re.compile(r"\bscf\.(?:for|while)\b")
-
 
 
 def _strip_locs(line: str) -> str:
@@ -66,7 +62,6 @@ def _strip_locs(line: str) -> str:
     return "".join(out).rstrip()
 
 
-
 def _normalize_dump(text: str) -> list[str]:
     """A pass dump as comparable lines: no locations, aliases expanded, every SSA value name replaced by %v."""
     aliases: dict[str, str] = {}
@@ -90,16 +85,13 @@ def _normalize_dump(text: str) -> list[str]:
     return out
 
 
-
 # A base layout written out (alias definition or inline); its body names no other layout:
 #   #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
 _BASE_LAYOUT_RE = re.compile(r"#(?:ttg|ttng)\.(?P<kind>\w+)<\{(?P<body>[^{}#]*)\}>")
 
 
-
 # Control flow after SCF lowering (loops no longer exist as ops):  cf.cond_br %12, ^bb1, ^bb2
 _CFG_RE = re.compile(r"\bcf\.(?:cond_)?br\b")
-
 
 
 def _structure(lines: list[str]) -> tuple[tuple, tuple]:
@@ -116,7 +108,6 @@ def _structure(lines: list[str]) -> tuple[tuple, tuple]:
         cvt += "ttg.convert_layout" in ln
         alloc += "ttg.local_alloc" in ln
     return tuple(loops), (tuple(sorted(layouts)), cvt, alloc)
-
 
 
 def pass_changes(k: KernelIR) -> list[tuple[str, int]]:
@@ -168,7 +159,6 @@ def pass_changes(k: KernelIR) -> list[tuple[str, int]]:
     return out
 
 
-
 def pass_structure_changes(k: KernelIR) -> tuple[list[str], list[str]]:
     """(passes that changed the loop structure, passes that changed layouts), TTGIR-level passes only."""
     changes = pass_changes(k)
@@ -176,7 +166,6 @@ def pass_structure_changes(k: KernelIR) -> tuple[list[str], list[str]]:
     loops = list(dict.fromkeys(n for (n, c), (lp, _) in zip(changes, flags) if lp and c))
     lays = list(dict.fromkeys(n for (n, c), (_, ly) in zip(changes, flags) if ly and c))
     return loops, lays
-
 
 
 @detector("pass_summary", "compiler", ("passes",), (),

@@ -12,6 +12,7 @@ from tritondx.tools.ir.registry import Detector, detector
 from tritondx.tools.ir.ssa import kernel_func
 from tritondx.tools.records.evidence import Finding, Severity
 
+
 def _after(k: KernelIR, pass_name: str) -> str | None:
     """IR right after a pass = the IR dumped before the next pass."""
     ps = k.passes
@@ -21,16 +22,13 @@ def _after(k: KernelIR, pass_name: str) -> str | None:
     return None
 
 
-
 def _before(k: KernelIR, pass_name: str) -> str | None:
     return next((p.text for p in k.passes if p.name == pass_name), None)
-
 
 
 # Blocked layout definition:
 #   #blocked = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]}>
 BLOCKED_LAYOUT_RE = re.compile(r"^(#blocked\d*) = #ttg\.blocked<\{sizePerThread = \[(?P<spt>[\d, ]+)\].*?order = \[(?P<order>[\d, ]+)\]", re.MULTILINE)
-
 
 
 @detector("coalesce_layout", "compiler", ("passes",), ("alignment_hints", "launch_config"),
@@ -66,7 +64,6 @@ def _coalesce(det: Detector, k: KernelIR) -> list[Finding]:
     return out[:1]
 
 
-
 @detector("accelerate_matmul_result", "compiler", ("passes",), ("tl_dot", "launch_config"),
           "what TritonGPUAccelerateMatmul did with each dot", targets=("cuda",))
 def _accel(det: Detector, k: KernelIR) -> list[Finding]:
@@ -87,7 +84,6 @@ def _accel(det: Detector, k: KernelIR) -> list[Finding]:
                         dot, stage="passes", severity="high", mma_version=version or "none")]
 
 
-
 def _after_pass(k: KernelIR, pass_name: str) -> str | None:
     """IR after a whole pass: the next dump that is not one of the pass's internal sub-step dumps."""
     ps = k.passes
@@ -98,7 +94,6 @@ def _after_pass(k: KernelIR, pass_name: str) -> str | None:
                     return q.text
             return None
     return None
-
 
 
 @detector("unpipelined_loop", "compiler", ("passes",), ("pipelining", "launch_config"),
@@ -133,7 +128,6 @@ def _pipeline(det: Detector, k: KernelIR) -> list[Finding]:
                         plain_loads=len(plain_after), async_loads=len(async_after))]
 
 
-
 @detector("layout_conversions_survived", "compiler", ("passes",), ("launch_config",),
           "layout conversions RemoveLayoutConversions could not remove", targets=("cuda",))
 def _cvt_passes(det: Detector, k: KernelIR) -> list[Finding]:
@@ -152,7 +146,6 @@ def _cvt_passes(det: Detector, k: KernelIR) -> list[Finding]:
     first = next((op.line for op in (f.ops if f else []) if op.name == "ttg.convert_layout"), None)
     return [det.finding(k, f"{after} convert_layout ops survive RemoveLayoutConversions (had {before} before its "
                            "first run)", first, stage="passes", severity="low", before=before, after=after)]
-
 
 
 @detector("async_load_path", "compiler", ("ttgir",), ("pipelining",),

@@ -12,6 +12,7 @@ from tritondx.tools.ir.parse import IRLine
 from tritondx.tools.ir.registry import Detector, detector
 from tritondx.tools.records.evidence import Finding, finding_id
 
+
 def resource_report(k: KernelIR) -> Finding:
     """The launch's resource report (not a detector: it always applies): registers, spills, stack and shared
     memory from ptxas -v and the kernel metadata, warps and programs, and the occupancy estimate."""
@@ -27,7 +28,6 @@ def resource_report(k: KernelIR) -> Finding:
                            "occupancy_limiter": occ["limiter"]})
 
 
-
 @detector("register_spills", "ir", ("ptx",), ("launch_config",),
           "ptxas spilled registers to local memory", targets=("cuda",))
 def _spills(det: Detector, k: KernelIR) -> list[Finding]:
@@ -38,7 +38,6 @@ def _spills(det: Detector, k: KernelIR) -> list[Finding]:
         return []
     return [det.finding(k, f"ptxas spills {r.get('spill_store_bytes', 0)} B stores / {r.get('spill_load_bytes', 0)} B "
                            f"loads with {r.get('registers')} registers per thread", None, severity="high", **r)]
-
 
 
 def occupancy(k: KernelIR) -> dict[str, float]:
@@ -58,7 +57,6 @@ def occupancy(k: KernelIR) -> dict[str, float]:
             "occupancy": blocks * threads / lim["max_threads_per_sm"], "limiter": limiter}
 
 
-
 @detector("low_occupancy", "ir", ("ptx",), ("launch_config",),
           "few warps resident per SM (from registers, shared memory and warps per program)", targets=("cuda",))
 def _low_occ(det: Detector, k: KernelIR) -> list[Finding]:
@@ -73,7 +71,6 @@ def _low_occ(det: Detector, k: KernelIR) -> list[Finding]:
                         **{kk: v for kk, v in occ.items()})]
 
 
-
 @detector("grid_too_small", "ir", ("ttgir",), ("split_k", "persistent", "launch_config"),
           "fewer programs than SMs: part of the chip idles", targets=("cuda",))
 def _grid_small(det: Detector, k: KernelIR) -> list[Finding]:
@@ -84,7 +81,6 @@ def _grid_small(det: Detector, k: KernelIR) -> list[Finding]:
         return []
     return [det.finding(k, f"grid has {k.programs} programs for {sms} SMs: {1 - k.programs / sms:.0%} of the SMs idle",
                         None, severity="high" if k.programs < sms / 2 else "medium", programs=k.programs, sms=sms)]
-
 
 
 @detector("tail_effect", "ir", ("ttgir",), ("persistent", "launch_config"),
@@ -104,10 +100,8 @@ def _tail(det: Detector, k: KernelIR) -> list[Finding]:
                         None, severity="low", waves=round(waves, 3), programs=k.programs, per_wave=per_wave)]
 
 
-
 # Tensor type of a block value in TTGIR:  tensor<128xf32, #blocked>  or  tensor<64x64xf16, #mma>
 TENSOR_SHAPE_RE = re.compile(r"tensor<((?:\d+x)*\d+)x(?:!tt\.ptr<)?[a-z]+\d*")
-
 
 
 @detector("tiny_programs", "ir", ("ttgir",), ("launch_config",),
@@ -130,7 +124,6 @@ def _tiny(det: Detector, k: KernelIR) -> list[Finding]:
                         block_elements=largest, programs=k.programs, num_warps=k.num_warps)]
 
 
-
 # Kernel launch in the task's launcher:  axpy_kernel[grid](x, y, out, n, ...)
 LAUNCH_CALL_RE = r"\b{name}\s*\["
 
@@ -139,7 +132,6 @@ LAUNCH_OVERHEAD_US = 3.0          # CPU launch + GPU scheduling, per launch (ord
 
 
 HBM_BYTES_PER_US = 3.0e6          # ~3 TB/s
-
 
 
 @detector("launch_overhead_dominating", "ir", ("ttgir",), ("fuse_launches", "launch_config"),
@@ -185,14 +177,12 @@ def _launch_overhead(det: Detector, kernels: list[KernelIR]) -> list[Finding]:
         bytes_per_small_launch=int(sum(t for _, t, _ in small) / len(small)))]
 
 
-
 # Module attribute set by AllocateSharedMemory (visible in the pass dumps from then on):
 #   module attributes {..., "ttg.num-warps" = 4 : i32, ttg.shared = 32768 : i32, ttg.target = "cuda:90", ...}
 TTG_SHARED_ATTR_RE = re.compile(r"\bttg\.shared = (?P<bytes>\d+) : i32")
 
 
 SM90_MAX_SMEM_PER_PROGRAM = 227 * 1024
-
 
 
 @detector("shared_memory_occupancy", "ir", ("ttgir",), ("launch_config",),

@@ -8,6 +8,7 @@ from tritondx.tools.npu.adapter_ir import IRModule, Op, ShapedType
 from tritondx.tools.npu.kernel import KernelContext
 from tritondx.tools.records.evidence import Finding
 
+
 def _ub_estimate(ir: IRModule) -> dict:
     """Rough UB need of the kernel body: every local buffer (``memref.alloc``: the UB copy of a
     load) plus the largest tile value computed from them (one live temporary)."""
