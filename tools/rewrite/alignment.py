@@ -31,13 +31,13 @@ from tritondx.tools.rewrite.cst_util import (
     expr,
     function,
     jit_functions,
-    launch_sites,
     names_in,
     param_names,
     paren,
     parse,
     stmt,
 )
+from tritondx.tools.rewrite.launch_sites import launch_sites
 
 
 def _arange_block(e: cst.BaseExpression, consts: list[str]) -> str | None:

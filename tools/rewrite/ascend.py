@@ -1,4 +1,4 @@
-"""Rewrite families for the Ascend NPU findings (``tools/npu/detectors.py``).
+"""Rewrite families for the Ascend NPU findings (``tools/npu/detectors/``).
 
 - ``grid_fold_to_cores`` (ascend_grid_over_65535, ascend_grid_exceeds_cores): the persistent-programs
   rewrite of ``persistent.py`` with the NPU's AI-core count instead of SMs: the launcher launches
@@ -40,16 +40,18 @@ from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
     calls_named,
     constexpr_names,
-    current_launch_values,
     dotted,
     jit_functions,
     int_value,
     kwarg,
-    launch_sites,
     local_assignment,
     parse,
-    set_launch_values,
     with_args,
+)
+from tritondx.tools.rewrite.launch_sites import launch_sites
+from tritondx.tools.rewrite.launch_values import (
+    current_launch_values,
+    set_launch_values,
 )
 from tritondx.tools.rewrite.index_width import index_source
 from tritondx.tools.rewrite.launch_config import apply_config

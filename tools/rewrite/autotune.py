@@ -28,7 +28,6 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    function_launch_sites,
     jit_functions,
     local_assignment,
     names_in,
@@ -37,6 +36,7 @@ from tritondx.tools.rewrite.cst_util import (
     remove_call_kwargs,
     subst,
 )
+from tritondx.tools.rewrite.launch_sites import function_launch_sites
 from tritondx.tools.rewrite.launches import launching_functions
 from tritondx.tools.rewrite.launch_config import (
     DEFAULT_OPTIONS,

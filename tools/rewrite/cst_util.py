@@ -1,9 +1,9 @@
-"""libcst helpers shared by the rewrites: find the launcher's kernel calls and edit their settings."""
+"""libcst helpers shared by the rewrites: parsing, names, expression and module surgery (launch sites:
+``launch_sites.py``; literal launch values: ``launch_values.py``)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from functools import lru_cache
 
 import libcst as cst
@@ -26,139 +26,6 @@ def dotted(node: cst.BaseExpression) -> str:
 
 def function(module: cst.Module, name: str) -> cst.FunctionDef | None:
     return next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
-
-
-@dataclass
-class KernelCall:
-    kernel: str
-    keywords: dict[str, cst.BaseExpression]
-
-
-def kernel_calls(module: cst.Module, kernel_names: set[str]) -> list[KernelCall]:
-    launch = function(module, "launch")
-    if launch is None:
-        return []
-    out: list[KernelCall] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Subscript) and dotted(node.func.value) in kernel_names:
-                out.append(KernelCall(dotted(node.func.value),
-                                      {a.keyword.value: a.value for a in node.args if a.keyword}))
-
-    launch.visit(V())
-    return out
-
-
-def int_assignments(fn: cst.FunctionDef) -> dict[str, int]:
-    """``NAME = 128`` and ``A, B = 32, 64`` assignments in a function body (top level of it)."""
-    found: dict[str, int] = {}
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                tgt, val = t.target, node.value
-                if isinstance(tgt, cst.Name) and isinstance(val, cst.Integer):
-                    found[tgt.value] = int(val.value)
-                elif isinstance(tgt, cst.Tuple) and isinstance(val, cst.Tuple):
-                    for te, ve in zip(tgt.elements, val.elements):
-                        if isinstance(te.value, cst.Name) and isinstance(ve.value, cst.Integer):
-                            found[te.value.value] = int(ve.value.value)
-
-    fn.visit(V())
-    return found
-
-
-class SetLaunchValues(cst.CSTTransformer):
-    """Set constexpr / launch option values of the kernel calls in ``launch``.
-
-    ``values`` maps kernel -> {param: int}. A keyword whose value is a literal is replaced; one whose
-    value is a local name assigned an int literal in ``launch`` has that assignment replaced; a
-    missing launch option (num_warps, num_stages) is added as a keyword.
-    """
-
-    OPTIONS = ("num_warps", "num_stages")
-
-    def __init__(self, values: dict[str, dict[str, int]]):
-        self.values = values
-        self.in_launch = False
-        self.rename: dict[str, int] = {}
-        self.applied: set[tuple[str, str]] = set()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        if node.name.value == "launch":
-            self.in_launch = True
-            assigned = int_assignments(node)
-            for kc_name, params in self.values.items():
-                for call in kernel_calls(cst.Module(body=[node]), {kc_name}):
-                    for p, v in params.items():
-                        expr = call.keywords.get(p)
-                        if isinstance(expr, cst.Name) and expr.value in assigned:
-                            self.rename[expr.value] = v
-        return True
-
-    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        if original.name.value == "launch":
-            self.in_launch = False
-        return updated
-
-    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
-        if not self.in_launch:
-            return updated
-        t = updated.targets[0].target if len(updated.targets) == 1 else None
-        if isinstance(t, cst.Name) and t.value in self.rename and isinstance(updated.value, cst.Integer):
-            return updated.with_changes(value=cst.Integer(str(self.rename[t.value])))
-        if isinstance(t, cst.Tuple) and isinstance(updated.value, cst.Tuple):
-            elems = list(updated.value.elements)
-            for i, te in enumerate(t.elements):
-                if isinstance(te.value, cst.Name) and te.value.value in self.rename and \
-                        isinstance(elems[i].value, cst.Integer):
-                    elems[i] = elems[i].with_changes(value=cst.Integer(str(self.rename[te.value.value])))
-            return updated.with_changes(value=updated.value.with_changes(elements=elems))
-        return updated
-
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        if not self.in_launch or not isinstance(updated.func, cst.Subscript):
-            return updated
-        name = dotted(updated.func.value)
-        if name not in self.values:
-            return updated
-        params = self.values[name]
-        args = list(updated.args)
-        present = {a.keyword.value for a in args if a.keyword}
-        for i, a in enumerate(args):
-            if a.keyword and a.keyword.value in params and isinstance(a.value, cst.Integer):
-                args[i] = a.with_changes(value=cst.Integer(str(params[a.keyword.value])))
-        for opt in self.OPTIONS:
-            if opt in params and opt not in present:
-                if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
-                    args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                args.append(cst.Arg(keyword=cst.Name(opt), value=cst.Integer(str(params[opt])),
-                                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-        return updated.with_changes(args=args)
-
-
-def set_launch_values(source: str, values: dict[str, dict[str, int]]) -> str:
-    return parse(source).visit(SetLaunchValues(values)).code
-
-
-def current_launch_values(source: str, kernel_names: set[str], constexprs: dict[str, list[str]]) -> dict[str, dict[str, int]]:
-    """The int values each kernel call gets for its constexprs and launch options (where literal)."""
-    module = parse(source)
-    launch = function(module, "launch")
-    if launch is None:
-        return {}
-    assigned = int_assignments(launch)
-    out: dict[str, dict[str, int]] = {}
-    for call in kernel_calls(module, kernel_names):
-        vals = out.setdefault(call.kernel, {})
-        for p in list(constexprs.get(call.kernel, [])) + list(SetLaunchValues.OPTIONS):
-            expr = call.keywords.get(p)
-            if isinstance(expr, cst.Integer):
-                vals[p] = int(expr.value)
-            elif isinstance(expr, cst.Name) and expr.value in assigned:
-                vals[p] = assigned[expr.value]
-    return out
 
 
 def has_matcher(node: cst.CSTNode, matcher) -> bool:
@@ -401,77 +268,6 @@ def int_value(node: cst.BaseExpression | None) -> int | None:
     if isinstance(node, cst.Integer):
         return int(node.value, 0)
     return None
-
-
-@dataclass
-class LaunchSite:
-    """One ``kernel[grid](...)`` call in launch(), with its arguments bound to the kernel's parameters."""
-
-    kernel: str
-    call: cst.Call
-    grid: cst.BaseExpression
-    bound: dict[str, cst.BaseExpression]     # kernel parameter -> argument expression
-    options: dict[str, cst.BaseExpression]   # num_warps, num_stages, ... -> expression
-    top_level: bool                          # the call is a statement directly in launch's body
-    index: int                               # statement index in launch's body (of the enclosing stmt)
-
-
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
-
-
-def launch_sites(module: cst.Module) -> list[LaunchSite]:
-    """Kernel launches in launch(), in source order."""
-    return list(_cached("sites", module, _launch_sites))
-
-
-def _launch_sites(module: cst.Module) -> list[LaunchSite]:
-    launch = function(module, "launch")
-    if launch is None:
-        return []
-    return function_launch_sites(launch, jit_functions(module))
-
-
-def bind_launch(call: cst.Call, params: list[str]
-                ) -> tuple[dict[str, cst.BaseExpression], dict[str, cst.BaseExpression], cst.BaseExpression | None]:
-    """A ``kernel[grid](...)`` call's arguments bound to the kernel's parameters, its launch options, its grid."""
-    bound: dict[str, cst.BaseExpression] = {}
-    options: dict[str, cst.BaseExpression] = {}
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    for p, a in zip(params, positional):
-        bound[p] = a.value
-    for a in call.args:
-        if a.keyword is not None:
-            (options if a.keyword.value in LAUNCH_OPTIONS else bound)[a.keyword.value] = a.value
-    sl = call.func.slice
-    grid = sl[0].slice.value if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) else None
-    return bound, options, grid
-
-
-def function_launch_sites(launch: cst.FunctionDef, kernels: dict[str, cst.FunctionDef]) -> list[LaunchSite]:
-    """Kernel launches (``kernel[grid](...)`` naming a kernel of ``kernels``) in one function, in source order."""
-    out: list[LaunchSite] = []
-    for i, st in enumerate(launch.body.body):
-        found = [c for cs in _cached("calls", st, _calls_index).values() for c in cs
-                 if isinstance(c.func, cst.Subscript) and dotted(c.func.value) in kernels]
-        for call in found:
-            name = dotted(call.func.value)
-            bound, options, grid = bind_launch(call, param_names(kernels[name]))
-            top = isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and \
-                isinstance(st.body[0], cst.Expr) and st.body[0].value is call
-            out.append(LaunchSite(name, call, grid, bound, options, top, i))
-    return out
-
-
-def host_launch_sites(module: cst.Module) -> list[tuple[cst.FunctionDef, LaunchSite]]:
-    """Kernel launches in every top-level host function (launch() and the helpers it calls), in source order."""
-    jit = jit_functions(module)
-    return [(s, site) for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in jit
-            for site in function_launch_sites(s, jit)]
-
-
-def launch_sites_in(module: cst.Module, launch: cst.FunctionDef) -> list[LaunchSite]:
-    """Kernel launches in one host function of ``module``."""
-    return function_launch_sites(launch, jit_functions(module))
 
 
 def local_assignment(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:

@@ -15,9 +15,11 @@ from __future__ import annotations
 import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
-    current_launch_values,
     dotted,
     parse,
+)
+from tritondx.tools.rewrite.launch_values import (
+    current_launch_values,
     set_launch_values,
 )
 from tritondx.tools.rewrite.launch_config import MATMUL_SPACE, _matmul_params

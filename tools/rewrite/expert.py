@@ -29,7 +29,10 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     persistent,
     pipelining,
     row_resident,
-    row_templates,
+    topk_template,   # the row templates register in this order (templates.TEMPLATES)
+    channel_norm_templates,
+    index_templates,
+    maxpool_template,
     rows_per_program,
     size_branch,
     split_reduction,

@@ -32,7 +32,6 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    host_launch_sites,
     jit_functions,
     names_in,
     param_names,
@@ -40,6 +39,7 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     stmt,
 )
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.rows_per_program import append_params
 from tritondx.tools.rewrite.tile_2d import NOT_ELEMENTWISE, _find, _grid_tuple, _pure
 

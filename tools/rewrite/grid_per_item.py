@@ -27,7 +27,6 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    host_launch_sites,
     jit_functions,
     names_in,
     param_names,
@@ -36,6 +35,7 @@ from tritondx.tools.rewrite.cst_util import (
     stmts,
     subst,
 )
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.tile_2d import _axis, _grid_tuple, _pid_names, _pure
 
 #: detectors whose findings this family answers (besides findings that suggest it by name)

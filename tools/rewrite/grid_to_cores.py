@@ -17,13 +17,13 @@ from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
     code_of,
     expr,
-    host_launch_sites,
     insert_before_function,
     jit_functions,
     parse,
     replace_nodes,
     stmts,
 )
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.evidence.triage_patterns import capped_count, grid_stride_loop, int_constant
 
 HELPER = '''

@@ -24,7 +24,6 @@ from tritondx.tools.rewrite.cst_util import (
     code_of,
     constexpr_names,
     dotted,
-    function_launch_sites,
     is_jit,
     jit_functions,
     local_assignment,
@@ -33,6 +32,7 @@ from tritondx.tools.rewrite.cst_util import (
     parse,
     stmts,
 )
+from tritondx.tools.rewrite.launch_sites import function_launch_sites
 from tritondx.tools.rewrite.launches import launching_functions
 from tritondx.tools.rewrite.launch_config import (
     MATMUL_NAMES,

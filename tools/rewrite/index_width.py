@@ -22,10 +22,10 @@ from tritondx.tools.rewrite.cst_util import (
     expr,
     function,
     jit_functions,
-    launch_sites,
     param_names,
     parse,
 )
+from tritondx.tools.rewrite.launch_sites import launch_sites
 from tritondx.tools.rewrite.taskinfo import numel, task_info
 
 HELPER = '''

@@ -18,12 +18,9 @@ from functools import lru_cache
 import libcst as cst
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
-    LaunchSite,
-    SetLaunchValues,
     code_of,
     constexpr_names,
     dotted,
-    function_launch_sites,
     int_value,
     jit_functions,
     local_assignment,
@@ -32,8 +29,14 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     stmt,
 )
+from tritondx.tools.rewrite.launch_sites import (
+    LaunchSite,
+    function_launch_sites,
+)
+from tritondx.tools.rewrite.launch_values import SetLaunchValues
 from tritondx.tools.rewrite.launch_edit import EditRefused, set_values
-from tritondx.tools.rewrite.launches import DEFAULT_OPTIONS, analyze, launching_functions
+from tritondx.tools.rewrite.launch_records import DEFAULT_OPTIONS
+from tritondx.tools.rewrite.launches import analyze, launching_functions
 from tritondx.tools.rewrite.taskinfo import task_info
 
 # Elementwise / row-loop kernels: elements per program and warps.

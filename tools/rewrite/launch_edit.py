@@ -11,14 +11,13 @@ from __future__ import annotations
 import libcst as cst
 from tritondx.tools.rewrite.cst_util import add_call_kwargs, dotted, param_names, stmt
 from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs, free_names
+from tritondx.tools.rewrite.launch_resolve import _Def, _Site
 from tritondx.tools.rewrite.launches import (
     _all_calls,
     _analysis,
-    _Def,
     _key,
     _other_uses,
     _Result,
-    _Site,
     _task_dtypes,
     _unreachable_launch_use,
 )

@@ -26,7 +26,6 @@ from tritondx.tools.rewrite.cst_util import (
     expr,
     function,
     jit_functions,
-    launch_sites,
     local_assignment,
     names_in,
     param_names,
@@ -36,6 +35,7 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     unwrap_hints,
 )
+from tritondx.tools.rewrite.launch_sites import launch_sites
 
 
 def _program_axis(e: cst.BaseExpression, pids: dict[str, int]) -> int | None:

@@ -38,6 +38,7 @@ from tritondx.tools.rewrite.cst_util import (
     stmt,
     stmts,
 )
+from tritondx.tools.rewrite.ptr_access import ptr_accesses
 
 MT_MAX = 16
 FRESH_ALLOCS = {"torch.empty", "torch.empty_like", "torch.zeros", "torch.zeros_like", "torch.full",
@@ -254,10 +255,9 @@ def plan_multi_tensor(source: str) -> list[tuple[str, str]]:
         if any(names_in(e) & loop_assigned for e in meta.values()):
             continue
         # outputs: fresh allocations of this iteration, used afterwards only by appends
-        from tritondx.tools.rewrite.fuse_launches import _ptr_accesses
         stored = []
         for p in per_item:
-            _, stores, _ = _ptr_accesses(kfn, p)
+            _, stores, _ = ptr_accesses(kfn, p)
             if stores:
                 stored.append(p)
         if not stored:

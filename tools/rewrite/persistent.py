@@ -28,13 +28,13 @@ from tritondx.tools.rewrite.cst_util import (
     expr,
     function,
     jit_functions,
-    function_launch_sites,
     local_assignment,
     names_in,
     param_names,
     parse,
     stmts,
 )
+from tritondx.tools.rewrite.launch_sites import function_launch_sites
 from tritondx.tools.rewrite.launches import launching_functions
 from tritondx.tools.rewrite.matmul_templates import grouped_gemm_proposals
 

@@ -25,7 +25,6 @@ from tritondx.tools.rewrite.cst_util import (
     dotted,
     expr,
     jit_functions,
-    launch_sites,
     names_in,
     param_names,
     parse,
@@ -33,6 +32,7 @@ from tritondx.tools.rewrite.cst_util import (
     stmts,
     subst,
 )
+from tritondx.tools.rewrite.launch_sites import launch_sites
 from tritondx.tools.rewrite.templates import template
 
 STORES = ("tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_xchg", "tl.atomic_cas")

@@ -35,7 +35,6 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    host_launch_sites,
     jit_functions,
     names_in,
     param_names,
@@ -43,6 +42,7 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     stmt,
 )
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.tile_2d import _axis, _depends, _find, _grid_tuple, _pid_names, _ptr, _pure, _with_row_mask
 
 ROWS, ROWS_OK, ROWS_N, BLOCK_R = "_tdx_rows", "_tdx_rows_ok", "TDX_ROWS", "TDX_BLOCK_R"

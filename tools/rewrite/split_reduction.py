@@ -34,7 +34,6 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    host_launch_sites,
     insert_before_function,
     jit_functions,
     names_in,
@@ -43,6 +42,7 @@ from tritondx.tools.rewrite.cst_util import (
     stmts,
     subst,
 )
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.grid_to_cores import HELPER as SM_HELPER
 from tritondx.tools.rewrite.rows_per_program import append_params
 from tritondx.tools.rewrite.tile_2d import _axis, _find, _grid_tuple, _pure

@@ -29,13 +29,13 @@ from tritondx.tools.rewrite.cst_util import (
     calls_named,
     code_of,
     dotted,
-    host_launch_sites,
     jit_functions,
     names_in,
     parse,
     replace_nodes,
     stmts,
 )
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.evidence.triage_patterns import layout_copy
 
 METADATA = ("stride", "shape", "size", "dtype", "device", "dim", "numel", "element_size", "ndim")

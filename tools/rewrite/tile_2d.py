@@ -31,7 +31,6 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    host_launch_sites,
     jit_functions,
     local_assignment,
     names_in,
@@ -40,6 +39,7 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     stmt,
 )
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 
 #: calls whose result shape or semantics depend on the block shape, or that combine lanes
 NOT_ELEMENTWISE = ("tl.sum", "tl.max", "tl.min", "tl.reduce", "tl.cumsum", "tl.cumprod", "tl.argmax", "tl.argmin",

@@ -29,7 +29,6 @@ from tritondx.tools.rewrite.cst_util import (
     dotted,
     expr,
     jit_functions,
-    launch_sites,
     make_arg,
     names_in,
     param_names,
@@ -40,6 +39,7 @@ from tritondx.tools.rewrite.cst_util import (
     subst,
     with_args,
 )
+from tritondx.tools.rewrite.launch_sites import launch_sites
 from tritondx.tools.rewrite.launch_config import prepare
 
 REDUCE = {"sum": ("tl.sum", "0"), "max": ("tl.max", 'float("-inf")'), "min": ("tl.min", 'float("inf")')}

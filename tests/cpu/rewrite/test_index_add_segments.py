@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tritondx.tools.rewrite.row_templates import index_add_spec
+from tritondx.tools.rewrite.index_templates import index_add_spec
 
 
 def test_index_add_segments(rw, tmp_path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.rewrite.launch_config import FLAT_SPACE, downward_space
-from tritondx.tools.rewrite.row_templates import MAXPOOL_TILES
+from tritondx.tools.rewrite.maxpool_template import MAXPOOL_TILES
 
 
 def _gather_findings(ctx):

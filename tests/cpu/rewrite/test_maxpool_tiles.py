@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tritondx.tools.rewrite.row_templates import maxpool2d_spec
+from tritondx.tools.rewrite.maxpool_template import maxpool2d_spec
 
 
 def test_maxpool_tiles(rw, tmp_path):

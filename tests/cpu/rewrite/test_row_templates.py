@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from tritondx.tools.rewrite.row_templates import groupnorm_spec, topk_spec
+from tritondx.tools.rewrite.channel_norm_templates import groupnorm_spec
+from tritondx.tools.rewrite.topk_template import topk_spec
 
 
 def test_topk_single_pass(rw, tmp_path):
@@ -42,7 +43,7 @@ def test_templates_do_not_misfire(rw):
 
 
 def test_batchnorm_inference(rw):
-    from tritondx.tools.rewrite.row_templates import batchnorm_spec
+    from tritondx.tools.rewrite.channel_norm_templates import batchnorm_spec
 
     s = batchnorm_spec(rw.task_path("l2_batchnorm").read_text())
     assert s is not None and (s["mean"], s["var"], s["w"], s["b"], s["eps"]) == \
@@ -55,7 +56,7 @@ def test_batchnorm_inference(rw):
 
 
 def test_index_copy_rows(rw):
-    from tritondx.tools.rewrite.row_templates import scatter_spec
+    from tritondx.tools.rewrite.index_templates import scatter_spec
 
     assert scatter_spec(rw.task_path("l1_scatter").read_text()) == \
         {"x": "x", "idx": "idx", "src": "src", "params": ["x", "src", "idx"]}
