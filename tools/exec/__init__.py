@@ -13,7 +13,8 @@ named as strings: the worker's allowlist, so nothing here imports the folders th
 ``rejected`` (what a job's function raises when its subject fails), ``kernel_errors`` (one line for a
 kernel's exception).
 
-Generic: ``exec/`` imports only ``tools/backends`` (and ``tools/records``) among the tools folders.
+Generic: of the ``tools/`` folders, ``exec/`` imports only ``backends/`` (and may import ``records/``); it knows
+no job kind's module but by name, in ``kinds``.
 
 Imports name the module; nothing is re-exported here.
 """
