@@ -96,7 +96,8 @@ def decided_by(ran: list[str]) -> str:
 
 
 def judge_steps(answer: dict | None, key: str) -> dict[str, float]:
-    """The judge's seconds per step of one candidate's checks (``judge.STEPS``): from a sealed answer only."""
+    """The judge's seconds per step of one candidate's checks (``judge_candidate.STEPS``): from a sealed answer
+    only."""
     if not isinstance(answer, dict) or not seal.valid(key, answer):
         return {}
     steps = answer.get("steps")
