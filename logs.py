@@ -38,7 +38,7 @@ def _short(value: Any) -> str:
 
 
 def progress_line(_logger: Any, _name: str, event: dict[str, Any]) -> str:
-    """``09:14:13 verifier round 1 round_checked passed=[r1c1, r1c3] failed=[r1c2 (mismatch)]``"""
+    """``09:14:13 select round 1 round_checked passed=[r1c1, r1c3] failed=[r1c2 (mismatch)]``"""
     parts = [time.strftime("%H:%M:%S")]
     level = str(event.get("level", "")).lower()
     if level in ("warning", "error", "critical", "exception"):

@@ -66,5 +66,5 @@ def test_offline_expert_says_it_could_not_use_the_note(run):
 
 def test_a_line_per_round_says_which_passed(run):
     line = [ln for ln in run["transcript"].splitlines() if "round_checked" in ln][0]
-    assert "verifier round 1 round_checked passed=[r1c1, r1c3]" in line
+    assert "select round 1 round_checked passed=[r1c1, r1c3]" in line
     assert len(line) <= 160

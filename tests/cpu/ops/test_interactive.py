@@ -71,15 +71,15 @@ def test_runs_history_show(session, cli):
     assert "(asked a person)" in r.stdout
     nodes = [row[2] for row in rows]
     assert nodes[:5] == ["(input)", "__start__", "triage", "tuner", "rewriter"]   # the tuner: no GPU, no winner
-    assert "approval" in nodes and "final_approval" in nodes and nodes[-1] == "final_approval"
+    assert "approval" in nodes and nodes[-3:] == ["select", "final_approval", "report"]
     assert [row[0] for row in rows] == [str(i) for i in range(-1, len(rows) - 1)]
     assert {row[3] for row in rows} >= {"triage", "profile"}  # highest tier so far
     con = sqlite3.connect(session["out"] / "checkpoints.sqlite")
     assert len(rows) == con.execute("select count(*) from checkpoints").fetchone()[0]
-    after_verify = [row for row in rows if row[2] == "verifier"][0]
-    r = cli("show", str(session["out"]), "--checkpoint", after_verify[1], runs=runs)
+    after_round = [row for row in rows if row[2] == "select"][0]
+    r = cli("show", str(session["out"]), "--checkpoint", after_round[1], runs=runs)
     assert r.returncode == 0, r.stderr
-    assert "written by verifier; next: profiler" in r.stdout
+    assert "written by select; next: profiler" in r.stdout
     assert "tiny_block" in r.stdout and "r1c2 round 1" in r.stdout and "rejected (rejected_by_human)" in r.stdout
     assert "escalate to profile" in r.stdout
     with pytest.raises(TritonDXError, match="not found"):
@@ -89,7 +89,7 @@ def test_runs_history_show(session, cli):
 def test_fork_branches_a_new_run(session, cli):
     runs = session["tmp"] / "runs"
     hist = history(session["out"])
-    cp = [h["checkpoint_id"] for h in hist if h["node"] == "verifier"][0]  # after round 1, before the profiler
+    cp = [h["checkpoint_id"] for h in hist if h["node"] == "select"][0]  # after round 1, before the profiler
     fork_dir = runs / "forked"
     # fork: force the profile tier next, never go past it, one more round; the final approval is answered on stdin
     r = cli("replay", "hitl", "--checkpoint", cp, "--fork", "--tier", "profile", "--stop-after-tier", "profile",
@@ -104,7 +104,7 @@ def test_fork_branches_a_new_run(session, cli):
     assert rep["best"]["path"].startswith(str(fork_dir))  # the state's files were copied into the new folder
     last = [d for d in rep["decisions"] if d["node"] == "select"][-1]
     assert last["decision"] == "__end__" and last["reason"].startswith("no tier left")  # --stop-after-tier profile
-    # the new thread starts at the forked state (update_state as the verifier), not from the input
+    # the new thread starts at the forked state (update_state as the select node), not from the input
     hist2 = history(fork_dir)
     assert hist2[0]["node"] == "(fork)" and hist2[0]["next"] == "profiler" and hist2[1]["node"] == "profiler"
     # the original run is untouched
@@ -122,9 +122,10 @@ def test_replay_reexecutes_from_checkpoint(session, cli):
     # same thread: new checkpoints branch from the chosen one; this time the person rejected the best kernel
     rep = json.loads((session["out"] / "report.json").read_text())
     assert rep["best"]["id"] == "initial" and rep["decisions"][-1]["decision"] == "reject"
-    assert history(session["out"])[-1]["node"] == "final_approval"
+    assert [h["node"] for h in history(session["out"])][-2:] == ["final_approval", "report"]
     assert "(replay)" in [h["node"] for h in history(session["out"])]  # an in-place replay, not a fork
     con = sqlite3.connect(session["out"] / "checkpoints.sqlite")
     assert con.execute("select count(*) from checkpoints").fetchone()[0] > before
     r = cli("replay", "hitl", "--checkpoint", cp, "--max-rounds", "4", runs=runs)
     assert r.returncode != 0 and "--fork" in r.stderr
+
