@@ -6,13 +6,10 @@ import os
 import stat
 from typing import Any
 
+from tritondx.tools.evidence.ncu import GATE_ENV
 from tritondx.tools.exec.gpulock import phase
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype
 
-#: "READY_FD,GO_FD" (``ncu.profile_counters``): the job says it is ready (Python, torch and the task loaded, no CUDA
-#: call yet) and waits for the go, which comes once the profiler lock is held: a batch's other ncu sessions do not
-#: wait for this one's start-up
-GATE_ENV = "TRITONDX_LAUNCH_GATE_FDS"
 
 
 def _gate() -> None:

@@ -29,6 +29,11 @@ from pydantic import BaseModel
 from tritondx.tools.records.evidence import Finding, finding_id
 from tritondx.tools.exec.gpulock import held_seconds, profiler
 
+#: "READY_FD,GO_FD" (``profile_counters``; read in the job by ``tools/bench/launch.py``): the job says it is ready
+#: (Python, torch and the task loaded, no CUDA call yet) and waits for the go, which comes once the profiler lock is
+#: held: a batch's other ncu sessions do not wait for this one's start-up
+GATE_ENV = "TRITONDX_LAUNCH_GATE_FDS"
+
 log = structlog.get_logger(__name__)
 
 METRICS = {
@@ -165,7 +170,7 @@ def profile_counters(task_path: str, timeout: float = 600, launch_count: int = 6
 def profile_session(task_path: str, timeout: float = 600, launch_count: int = 6,
                     original: str | None = None) -> NcuSession:
     """Run the task's launcher under ncu. The job's Python, torch and the task load before the profiler lock is taken
-    (``launch.GATE_ENV``); a gated session without counters (ncu found them taken: the task's import touched CUDA; the
+    (``GATE_ENV``); a gated session without counters (ncu found them taken: the task's import touched CUDA; the
     gate did not work) runs once more with the lock held from its start. ``original``: the run's original task; when
     ``task_path`` is that file, its compiles come from the task's trusted Triton cache layer (filled by the probe:
     ``triton_cache``), not done again while the profiler lock is held."""
@@ -256,7 +261,6 @@ def _ncu_launch(exe: str, task_path: str, timeout: float, launch_count: int, gat
     ``cost``: ``device_s`` (the job's device lock held, from its result) and ``profiler_s`` are added to it.
     ``cache_dir``: the job's Triton cache (a prewarm job's of the same source, ``_prewarm``), autotuning results
     read from it too."""
-    from tritondx.tools.bench.launch import GATE_ENV
     from tritondx.tools.exec import sandbox
     from tritondx.tools.exec.gpulock import job_lock_fds
     job = {"kind": "launch", "task": str(Path(task_path).resolve()), "device": "cuda", "repeat": 2,

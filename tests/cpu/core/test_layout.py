@@ -23,7 +23,7 @@ def _modules() -> dict[str, Path]:
     out = {}
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT)
-        if set(rel.parts[:-1]) & OUTSIDE or rel.parts[0] in OUTSIDE:
+        if rel.parts[0] in OUTSIDE or "__pycache__" in rel.parts:
             continue
         parts = list(rel.with_suffix("").parts)
         if parts[-1] == "__init__":
@@ -175,3 +175,15 @@ def test_the_layout_checks_can_fail(tmp_path):
     assert not compares_backend_by_name("if backend.can_time:")
     assert compares_backend_by_name('    if target.startswith("ascend"):')
     assert not compares_backend_by_name('if x.device.type == "cuda":')
+
+
+def test_pyproject_names_every_package():
+    """A wheel (not the editable install) carries only the packages pyproject.toml lists: each folder with an
+    ``__init__.py`` under agents/, tools/ and prompts/ must be there."""
+    import tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {PKG} | {".".join([PKG, *p.parent.relative_to(ROOT).parts])
+                       for top in ("agents", "tools", "prompts") for p in (ROOT / top).rglob("__init__.py")
+                       if "__pycache__" not in p.parts}
+    assert folders - listed == set()
+    assert listed - folders == set()

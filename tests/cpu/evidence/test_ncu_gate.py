@@ -127,7 +127,7 @@ def test_the_original_task_reads_its_trusted_compiles_and_a_candidate_does_not(t
 def test_gate_descriptors_that_do_not_reach_the_job_cost_a_retry_not_the_counters(tmp_path, monkeypatch):
     """A wrapper that does not pass the gate's pipes on (here a stand-in for ncu that closes them): the job ends before
     any CUDA call, the gated attempt takes no lock, and the session runs once more the old way, promptly."""
-    from tritondx.tools.bench.launch import GATE_ENV
+    from tritondx.tools.evidence.ncu import GATE_ENV
 
     exe = tmp_path / "ncu"
     exe.write_text('#!/bin/sh\nfds=$(printenv %s | tr , " ")\nfor fd in $fds; do eval "exec $fd>&-"; done\n'
