@@ -145,6 +145,13 @@ def test_a_hardware_check_that_cannot_measure_the_initial_kernel_keeps_the_winne
     assert "NOT confirmed" in _hardware_md(kept)[0] and HW_UNAVAILABLE in _hardware_md(kept)[0]
     assert outcomes["disagrees"]["best"]["id"] == "initial"
     assert any(v.get("klass") == "hardware_unconfirmed" for v in outcomes["disagrees"]["verifications"])
+    # the report reads which check rejected it (Verification.check), not an id suffix; the settings stayed out of the
+    # state (runtime context)
+    from tritondx.tools.report.writer import build_report
+    cand.update(round=1, tier="triage", params=None, description="d", prediction="", parent="initial")
+    report = build_report(tmp_path, {**outcomes["disagrees"], "candidates": [cand]}, 1.0)
+    assert report["candidates"][0]["rejection"] == "hardware_unconfirmed"
+    assert "config" not in outcomes["disagrees"] and "config" not in outcomes["unavailable"]
 
 
 def test_on_a_timing_backend_only_the_would_be_winners_get_the_full_checks(tmp_path, monkeypatch):
