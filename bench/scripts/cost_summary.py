@@ -58,7 +58,7 @@ if agg["jobs"]:
     print(f"round benches: {agg['jobs']} jobs; waited for the device {agg['wait_s']:.0f} s, held it shared "
           f"{agg['shared_s']:.0f} s and exclusive {agg['exclusive_s']:.0f} s; gave it back while compiling "
           f"{agg['aside_s']:.0f} s")
-# the judge's steps per candidate (report.json candidates' verify_steps, judge_candidate.STEPS), summed over the finished runs,
+# the judge's steps per candidate (report.json candidates' verify_steps, judge.candidate.STEPS), summed over the finished runs,
 # and the longest single full verification
 steps: dict[str, float] = {}
 longest = (0.0, "", {})

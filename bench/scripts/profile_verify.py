@@ -15,7 +15,7 @@ import pstats
 import sys
 import time
 
-from tritondx.tools.verify import judge
+from tritondx.tools.verify.judge.job import verify_round
 
 
 def _top(stats: pstats.Stats, key: str, n: int = 25) -> list[dict]:
@@ -38,7 +38,7 @@ def main() -> int:
         pr = cProfile.Profile()
         t0 = time.monotonic()
         pr.enable()
-        r = judge.verify_round(job, "0" * 64)
+        r = verify_round(job, "0" * 64)
         pr.disable()
         wall = time.monotonic() - t0
         st = pstats.Stats(pr, stream=io.StringIO())

@@ -32,8 +32,8 @@ from typing import Any, Callable
 import torch
 
 from tritondx.tools.exec.gpulock import aside, autotune_exclusive, phase
-from tritondx.tools.verify.compare import compare as _compare, sensitivity as _sensitivity
-from tritondx.tools.verify.guard import TimingSnapshot
+from tritondx.tools.verify.judge.compare import compare as _compare, sensitivity as _sensitivity
+from tritondx.tools.verify.runner.guard import TimingSnapshot
 from tritondx.tools.exec.rejected import Rejected
 from tritondx.tools.task.module import (as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype,
                                         tolerance)

@@ -22,9 +22,9 @@ from typing import Any, Callable
 
 #: job kind -> "module:function" taking the job and answering its result
 JOB_KINDS: dict[str, str] = {
-    "probe": "tritondx.tools.verify.impl:probe",              # task format at run time
-    "verify": "tritondx.tools.verify.judge:verify",           # correctness and integrity of candidates
-    "hwcheck": "tritondx.tools.verify.hwcheck:hwcheck",       # ncu's kernel time of the initial and best kernel
+    "probe": "tritondx.tools.verify.judge.probe:probe",        # task format at run time
+    "verify": "tritondx.tools.verify.judge.job:verify",        # correctness and integrity of candidates
+    "hwcheck": "tritondx.tools.verify.judge.hwcheck:hwcheck",  # ncu's kernel time of the initial and best kernel
     "bench": "tritondx.tools.bench.bench:bench",              # side-by-side timing on a GPU
     "ceilings": "tritondx.tools.bench.bench:measure_ceilings",  # device bandwidth and matmul rates
     "capture": "tritondx.tools.bench.capture:capture",        # IR for a target
@@ -33,15 +33,15 @@ JOB_KINDS: dict[str, str] = {
 }
 
 #: job kind -> "module:function" the worker calls with the job first thing, before it imports anything heavy
-#: (torch): work that then runs beside that import (a round's warm runners: ``verify/prestart.py``)
+#: (torch): work that then runs beside that import (a round's warm runners: ``verify/judge/prestart.py``)
 EARLY: dict[str, str] = {
-    "verify": "tritondx.tools.verify.prestart:start",
+    "verify": "tritondx.tools.verify.judge.prestart:start",
 }
 
 #: job kind of a long-lived job (``worker --serve``, ``exec/server.py``) -> "module:class": built with the job,
 #: its ``handle(request) -> answer`` called for every request
 SERVICES: dict[str, str] = {
-    "judge": "tritondx.tools.verify.judge_server:JudgeService",  # every round's ``verify`` of one task
+    "judge": "tritondx.tools.verify.judge.server:JudgeService",  # every round's ``verify`` of one task
 }
 
 

@@ -46,7 +46,7 @@ ENV_ALLOW = {
 ENV_ALLOW_PREFIXES = ("TRITON_", "TRITONDX_JOB_", "MLIR_", "LLVM_", "NVIDIA_", "CUBLAS_")
 # Even an allowed prefix never passes a secret-looking name.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH|PROXY", re.IGNORECASE)
-# Nor the judge's seal key (verify/seal.py SEAL_ENV: its prefix is allowed and its name looks like no
+# Nor the judge's seal key (verify/judge/seal.py SEAL_ENV: its prefix is allowed and its name looks like no
 # secret); a job that needs it gets it in ``extra``, never from the environment it was started in.
 NEVER_PASSED = frozenset({"TRITONDX_JOB_SEAL"})
 

@@ -8,7 +8,7 @@ under the key of another kernel (the initial kernel's, say) and the next job wou
 - the **trusted layer** (``trusted_dir``: one folder per original task source) is written only by
   jobs that run nothing but the user's original task (the probe); every other job reads it and
   cannot write it: the sandbox makes the file system read-only (``tools/exec/sandbox_fs.py``), a warm
-  runner makes its own mounts read-only (``verify/zygote.py``);
+  runner makes its own mounts read-only (``verify/runner/zygote.py``);
 - each job's own compiles go to its private cache (``TRITON_CACHE_DIR``, in its scratch folder),
   gone with the job.
 

@@ -78,7 +78,7 @@ def serve(job_path: str) -> int:
     """``--serve JOB.json``: a long-lived job (``exec/server.py``). Requests come as JSON lines on the
     descriptor pair in ``TRITONDX_SERVE_FDS`` (never inherited by anything this process starts); each
     is answered with one line ``{"result": ...}``, plus ``"ending": why`` when the service cannot go on
-    (it then exits). The job's ``kind`` names the service (``kinds.SERVICES``; ``judge``: ``verify/judge_server.py``)."""
+    (it then exits). The job's ``kind`` names the service (``kinds.SERVICES``; ``judge``: ``verify/judge/server.py``)."""
     from tritondx.tools.exec.sandbox import watch_lifeline
     watch_lifeline()
     if os.environ.get("TRITON_INTERPRET") == "1":

@@ -39,10 +39,10 @@ class Verdict(BaseModel):
     #: ``[decided: CLASS]`` (``trail.decided_trail``; ``decided_by`` names it)
     ran: list[str] = Field(default_factory=list)
     decided_by: str = ""
-    coverage: list[str] = Field(default_factory=list)  # cases, dropped cases, added branches (verify/cases.py)
+    coverage: list[str] = Field(default_factory=list)  # cases, dropped cases, added branches (verify/plan/cases.py)
     seconds: float = 0.0          # the job's wall time (start-up, imports, compiles, waits included)
     device_s: float = 0.0         # of which the job held the device (tools/exec/gpulock.py phases)
-    #: the judge's seconds per step of this candidate's checks (``judge_candidate.STEPS``: runner start, lock wait,
+    #: the judge's seconds per step of this candidate's checks (``judge.candidate.STEPS``: runner start, lock wait,
     #: held, inputs, staging, calls, comparisons); empty where no judge ran (the static policy)
     steps: dict[str, float] = Field(default_factory=dict)
     speed_measured: bool = False

@@ -1,5 +1,5 @@
 """What the verifier checked, for the report: tolerances, and per candidate the shapes, dtypes, value
-stress and the branches it adds, from the judge's plan summary (``Verdict.coverage``, verify/cases.py)."""
+stress and the branches it adds, from the judge's plan summary (``Verdict.coverage``, verify/plan/cases.py)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nod
                           {"verified": None if screened(v) else v.get("passed"), "screened": screened(v),
                            "rejection": v.get("klass"), "reason": v.get("reason"),
                            "coverage": (verifs.get(c["id"]) or {}).get("coverage") or [], "measurement": m,
-                           # the judge's time on it (``judge_candidate.STEPS``; the last, fullest verification)
+                           # the judge's time on it (``judge.candidate.STEPS``; the last, fullest verification)
                            "verify_seconds": (verifs.get(c["id"]) or {}).get("seconds"),
                            "verify_steps": (verifs.get(c["id"]) or {}).get("steps") or {}})
     best = state.get("best") or {}

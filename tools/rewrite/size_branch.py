@@ -9,7 +9,7 @@ A template that is fast only for some sizes (a row that fits in registers) is ad
         <the original launcher's body, unchanged>
 
 with the original kernels and helpers kept as they are. The verifier needs no check of the fallback side
-(tools/verify/branches.py: a side that is the original code path unchanged), so the candidate survives a task
+(tools/verify/plan/branches.py: a side that is the original code path unchanged), so the candidate survives a task
 whose checked sizes (sentinels, or all short rows) never reach it; sizes the task does not check run the
 original code. The template side is checked like any new code: a task whose checked sizes never reach it
 gets the candidate rejected (``unchecked_branch``), as before. These variants are made where the task's shapes

@@ -27,7 +27,7 @@ from tritondx.tools.task.module import as_tuple, dtype_name, norm_shape
 THREAD_GRACE_S = 1.0
 # On these devices BENCH_SHAPES are only built (a reference on them can take minutes on a CPU).
 CPU_DEVICES = ("cpu",)
-# How verify/impl.py (_user_call) words a MemoryError / allocation failure.
+# How verify/judge/probe.py (_user_call) words a MemoryError / allocation failure.
 OOM_TEXT = "ran out of memory"
 
 UserCall = Callable[..., tuple[Any, "str | None"]]

@@ -1,5 +1,5 @@
 """The probe of a task, orchestrator side: run the task once in a sandboxed ``probe`` job (its worker side is
-``verify/impl.probe``, with the checks of ``task/probe.py``) and answer whether it is usable, or raise
+``verify/judge/probe.probe``, with the checks of ``task/probe.py``) and answer whether it is usable, or raise
 ``TaskFormatError`` with one line that says why not."""
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def _outputs(x: Any) -> list[torch.Tensor]:
 
 
 def _mismatch(outs: list[torch.Tensor], refs: list[torch.Tensor], tols: dict[int, tuple[float, float]]) -> str:
-    from tritondx.tools.verify.compare import compare
+    from tritondx.tools.verify.judge.compare import compare
     if len(outs) != len(refs):
         return f"{len(outs)} outputs, the initial kernel returns {len(refs)}"
     for i, (o, r) in enumerate(zip(outs, refs)):

@@ -1,4 +1,4 @@
-"""Orchestrator side of the judge server (``judge_server.py``): one per task, started once (after the
+"""Orchestrator side of the judge server (``judge/server.py``): one per task, started once (after the
 probe, beside the first rewrite), asked for every round's verification, ended with the run.
 
 Only where the jobs' sandbox is read-only (``sandbox.isolation().readonly``: bubblewrap or unshare):

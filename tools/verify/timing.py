@@ -208,7 +208,7 @@ NOT_NEEDED = "not needed: the contender it was started for did not win at this c
 def hardware_measurement(task_path: str, best_path: str, backend: Backend, timeout: float = 900,
                          initial: Future | None = None, case: dict[str, Any] | None = None,
                          stop: threading.Event | None = None) -> dict[str, Any]:
-    """ncu's summed kernel durations per call of the initial kernel and ``best_path`` (``verify/hwcheck.py``):
+    """ncu's summed kernel durations per call of the initial kernel and ``best_path`` (``verify/judge/hwcheck.py``):
     a hwcheck job's answer with both parts, or ``{"ok": False, "note": ...}``. ``initial``: the initial
     kernel's measurement started earlier (``initial_hardware``); then this job measures the best alone, after
     it (each under ncu in a process of its own either way, never at once, the original first). ``stop`` set while the

@@ -9,7 +9,8 @@ from pathlib import Path
 import structlog
 
 from tritondx.tools.backends.base import Backend
-from tritondx.tools.verify import seal, servers
+from tritondx.tools.verify.judge import seal
+from tritondx.tools.verify import servers
 from tritondx.tools.exec.gpulock import JOB_ALONE_ENV, held_seconds
 from tritondx.tools.exec.sandbox import run_job
 from tritondx.tools.exec.jobs import DEFAULT_MEMORY_BYTES, job_error, run_device_job
@@ -96,7 +97,7 @@ def decided_by(ran: list[str]) -> str:
 
 
 def judge_steps(answer: dict | None, key: str) -> dict[str, float]:
-    """The judge's seconds per step of one candidate's checks (``judge_candidate.STEPS``): from a sealed answer
+    """The judge's seconds per step of one candidate's checks (``judge.candidate.STEPS``): from a sealed answer
     only."""
     if not isinstance(answer, dict) or not seal.valid(key, answer):
         return {}
@@ -107,7 +108,7 @@ def judge_steps(answer: dict | None, key: str) -> dict[str, float]:
 
 def _verdict_from(c: dict, r: dict | None, key: str, backend: Backend, seconds: float, ran_static: bool,
                   scope: str = "full") -> Verdict:
-    """One candidate's verdict out of a round job's answer (``judge.verify_round``), for the ``scope``
+    """One candidate's verdict out of a round job's answer (``judge.job.verify_round``), for the ``scope``
     the orchestrator asked for (a sealed answer for another scope is not this verdict)."""
     ran = ([STATIC] if ran_static else []) + judge_ran(r, key)
     device_s = held_seconds((r or {}).get("device_usage"))

@@ -18,7 +18,7 @@ def test_scrubbed_env_drops_secrets(monkeypatch):
 def test_scrubbed_env_never_passes_the_seal_key_on(monkeypatch):
     """The judge's seal key has an allowed prefix (TRITONDX_JOB_) and no secret-looking name: a process
     started with the environment it is in never gets it; one given it on purpose (``extra``) does."""
-    from tritondx.tools.verify import seal
+    from tritondx.tools.verify.judge import seal
     monkeypatch.setenv(seal.SEAL_ENV, "k" * 64)
     monkeypatch.setenv("TRITONDX_JOB_OTHER", "1")
     env = scrubbed_env()

@@ -87,7 +87,7 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0, stage_dies: bool 
 
     import torch
 
-    from tritondx.tools.verify import hwcheck
+    from tritondx.tools.verify.judge import hwcheck
     held = {"n": 0}
     seen: list[tuple[str, bool]] = []
     attempts = {"n": 0}
@@ -114,7 +114,7 @@ def _lock_trace(monkeypatch, tmp_path, busy_attempts: int = 0, stage_dies: bool 
         def stage(self, args):
             seen.append(("stage", held["n"] > 0))
             if stage_dies:
-                from tritondx.tools.verify.spawn import RunnerDied
+                from tritondx.tools.verify.judge.spawn import RunnerDied
                 raise RunnerDied("error", "the runner broke the protocol")
             staged.append(args)
             return len(staged) - 1
@@ -203,7 +203,7 @@ def test_a_prewarm_runner_compiles_outside_the_lock_and_the_runner_under_ncu_sta
 
 
 def test_only_a_source_that_autotunes_gets_a_prewarm_runner_unless_told(monkeypatch, tmp_path):
-    from tritondx.tools.verify import hwcheck
+    from tritondx.tools.verify.judge import hwcheck
     tuned, plain = tmp_path / "tuned.py", tmp_path / "plain.py"
     tuned.write_text("import triton\n@triton.autotune(configs=[triton.Config({'B': 64})], key=['n'])\n@triton.jit\n"
                      "def k(x, n, B: tl.constexpr):\n    pass\n")
@@ -228,7 +228,7 @@ def test_a_runner_with_a_cache_folder_keeps_compiles_and_autotuning_there_and_ge
     with ``TRITON_CACHE_AUTOTUNING``, autotuning results), outside any private /tmp of a namespace."""
     import pytest
 
-    from tritondx.tools.verify import spawn
+    from tritondx.tools.verify.judge import spawn
     started: list = []
 
     class Started(Exception):

@@ -1,4 +1,4 @@
-"""The judge server (tools/verify/judge_server.py, servers.py, exec/server.py): one sandboxed judge per
+"""The judge server (tools/verify/judge/server.py, servers.py, exec/server.py): one sandboxed judge per
 task answers every round; verdicts stay right, and nothing a candidate leaves reaches a later request."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.exec.server import JobServer
-from tritondx.tools.verify import seal, servers
+from tritondx.tools.verify.judge import seal
+from tritondx.tools.verify import servers
 from tritondx.tools.verify.verification import verify_round
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "add_tiny_block.py"
@@ -245,7 +246,7 @@ def test_with_nested_runners_off_candidates_share_the_judge_jobs_namespaces(task
     the warm runner shares them and runs one candidate at a time (a user and network namespace alone, where the
     job's probe finds them, do not change that)."""
     from tritondx.tools.exec.sandbox import isolation
-    from tritondx.tools.verify.spawn import NESTED_ENV
+    from tritondx.tools.verify.judge.spawn import NESTED_ENV
     if isolation().mechanism != "bwrap":
         pytest.skip("the jobs here are not sandboxed by bubblewrap")
     srv = _serve(task, **{NESTED_ENV: "0"})

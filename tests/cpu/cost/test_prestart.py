@@ -1,4 +1,4 @@
-"""A round's warm runners start first thing in its judge job (tools/verify/prestart.py), beside the judge's
+"""A round's warm runners start first thing in its judge job (tools/verify/judge/prestart.py), beside the judge's
 torch import, and only after the seal key has left the environment."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tritondx.tools.verify import judge as judge_mod
-from tritondx.tools.verify.judge_candidate import Judge
-from tritondx.tools.verify import prestart, seal, warm
+from tritondx.tools.verify.judge import job as judge_mod
+from tritondx.tools.verify.judge.candidate import Judge
+from tritondx.tools.verify.judge import prestart, seal, warm
 
 AXPY = Path(__file__).resolve().parents[1] / "verifier" / "tiny_axpy.py"
 
@@ -62,7 +62,7 @@ def test_the_judge_checks_the_round_with_the_prestarted_runners(monkeypatch, tmp
 def test_the_judges_worker_imports_no_torch_before_the_runners_start(tmp_path):
     """The module the worker starts the runners with, and what it imports, hold no torch import (the
     runners' start would wait for it: ~2.5 s)."""
-    code = ("import sys; from tritondx.tools.verify import prestart, warm, spawn; "
+    code = ("import sys; from tritondx.tools.verify.judge import prestart, warm, spawn; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ}, cwd=tmp_path)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools.verify import judge as judge_mod
-from tritondx.tools.verify.judge_candidate import Judge
-from tritondx.tools.verify import warm
+from tritondx.tools.verify.judge import job as judge_mod
+from tritondx.tools.verify.judge.candidate import Judge
+from tritondx.tools.verify.judge import warm
 
 AXPY = Path(__file__).resolve().parents[1] / "verifier" / "tiny_axpy.py"
 

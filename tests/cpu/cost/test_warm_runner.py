@@ -1,4 +1,4 @@
-"""Warm runners (tools/verify/warm.py, zygote.py): one process imports torch and Triton once and forks
+"""Warm runners (tools/verify/judge/warm.py, zygote.py): one process imports torch and Triton once and forks
 a fresh runner per candidate; nothing a candidate leaves is visible to the next one."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools.verify.warm import Zygote
+from tritondx.tools.verify.judge.warm import Zygote
 
 # Candidate A, at import: leaves a file wherever it can write, a process that keeps running, a System V
 # shared-memory segment and a module-level mark, and says where it lives.

@@ -112,12 +112,12 @@ def test_candidate_correct_under_interpreter(rounds, case, stem, target, det, fa
         assert res.passed, f"{case} candidate {i}: {res.klass}: {res.reason}"
 
 
-#: candidates the verifier's derived checks (tools/verify/cases.py) do not verify on CPU, and why:
+#: candidates the verifier's derived checks (tools/verify/plan/cases.py) do not verify on CPU, and why:
 #: int32_indices adds `if WIDE_INDEX`, true only from 2**30 elements: beyond the CPU size budget (a GPU
 #: checks it at the bench shape), like index_width's candidate.
 #: (ub_retile's candidates once looked like crashing the interpreter on a derived size: the size was outside
 #: the unmasked original's own contract, which crashes there too; the planner now drops such sizes,
-#: tools/verify/contract.py, and both candidates are verified.)
+#: tools/verify/judge/contract.py, and both candidates are verified.)
 KNOWN_UNVERIFIED = {
     "int64": ("unchecked_branch", "beyond the CPU size budget"),
 }

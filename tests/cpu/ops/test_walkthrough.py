@@ -55,7 +55,7 @@ def test_a_round_verdict_keeps_the_judges_coverage():
     """The round job's verdicts carry the plan summary (was: dropped, so neither the report nor
     `tritondx verify` could say which shapes and branches were checked)."""
     from tritondx.tools.backends.registry import get_backend
-    from tritondx.tools.verify import seal
+    from tritondx.tools.verify.judge import seal
     from tritondx.tools.verify.verification import _verdict_from
     key = seal.new_key()
     answer = seal.sign(key, {"passed": True, "checks": [], "ran": ["values vs reference (judge)"],

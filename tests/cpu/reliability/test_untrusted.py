@@ -11,7 +11,7 @@ Three settings:
 
 - namespaces (bwrap or unshare): the judge job is sandboxed (read-only file system but its scratch)
   and the candidate's runner has its own user, network, PID and mount namespaces
-  (``tools/verify/spawn.py``): no secret, no network, only its namespace's processes in /proc, the
+  (``tools/verify/judge/spawn.py``): no secret, no network, only its namespace's processes in /proc, the
   run folder read-only, no warning;
 - ``TRITONDX_NO_NETNS=1``: the orchestrator's jobs run without a sandbox, and it warns that network,
   pids and readonly are missing. The switch is not passed to jobs (``sandbox.scrubbed_env``), so the
@@ -85,7 +85,7 @@ def _outside_tmp() -> Path:
     """Where the test puts the run folder: outside the folders a runner gets empty ones of (/tmp, /var/tmp,
     /dev/shm, /run: ``spawn.SCRATCH_MOUNTS``), as a user's runs/ is, so the writes say something: the checkout's
     own folder (a user's runs/ is there too)."""
-    from tritondx.tools.verify.spawn import SCRATCH_MOUNTS
+    from tritondx.tools.verify.judge.spawn import SCRATCH_MOUNTS
     emptied = (tempfile.gettempdir(), "/tmp", *SCRATCH_MOUNTS)
     for place in (HERE, Path.home()):   # the checkout; its own clone under /tmp: the home folder
         if os.access(place, os.W_OK) and not any(str(place).startswith(d + "/") for d in emptied):
@@ -144,7 +144,7 @@ def _common(obs: dict, run_dir: Path):
     """What holds with or without namespaces: scrubbed environment, private working directory."""
     assert obs["leaked"] == [], f"secrets reached the candidate: {obs['leaked']}"
     cwd = Path(obs["cwd"])
-    # the candidate runs in its own runner folder (tools/verify/spawn.py), not in the judge job's
+    # the candidate runs in its own runner folder (tools/verify/judge/spawn.py), not in the judge job's
     assert cwd.name.startswith("tritondx-runner") and str(cwd).startswith(tempfile.gettempdir())
     assert run_dir not in cwd.parents and obs["home"] is True  # HOME is the working directory
     assert obs["w_cwd"] == "written"            # its own scratch space

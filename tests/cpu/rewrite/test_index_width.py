@@ -20,7 +20,7 @@ def test_int64_cast_made_conditional(rw, tmp_path):
     assert ast.unparse({kw.arg: kw.value for kw in call.keywords}["WIDE_INDEX"]).startswith("_tdx_wide_index(x, s, out")
     assert "2 ** 30" in ast.unparse(rw.function(p.source, "_tdx_wide_index"))
     # Every checked case passes (the int32 side), but the int64 side is reached only from 2**30 elements,
-    # beyond the CPU size budget: not verified here (tools/verify/cases.py; a GPU checks it at the bench shape).
+    # beyond the CPU size budget: not verified here (tools/verify/plan/cases.py; a GPU checks it at the bench shape).
     path = tmp_path / "cand.py"
     path.write_text(p.source)
     r = verify_candidate(str(rw.task_path("int64_channel_scale")), str(path), "cand", get_backend("interpreter"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.verify.verification import verify_candidate
-from tritondx.tools.verify.branches import added_branches
+from tritondx.tools.verify.plan.branches import added_branches
 
 TASK = "softmax_fixed_programs"
 

@@ -82,7 +82,7 @@ def test_state_across_calls_is_rejected_at_run_time(case: Case, outcomes):
 
 def _plan(candidate: Path):
     from tritondx.tools.task.module import load_module
-    from tritondx.tools.verify.cases import plan_checks
+    from tritondx.tools.verify.plan.cases import plan_checks
     return plan_checks(load_module(str(AXPY), "orig_across"), AXPY.read_text(), candidate.read_text(), "cpu")
 
 
@@ -94,7 +94,7 @@ def test_a_branch_on_state_kept_across_calls_is_dynamic_never_dead(name):
     [bc] = plan.branches
     assert bc.status == "dynamic", bc.line()
     assert "state kept across calls" in bc.note, bc.note
-    from tritondx.tools.verify.coverage import trace_verdict
+    from tritondx.tools.verify.judge.coverage import trace_verdict
     # the checked calls ran only its false side (the counter stays below 40 there): its true side is unreached
     lines = set(range(1, 200)) - {bc.branch.true_line}
     problems = trace_verdict(plan.branches, lines, kernel_lines_traced=True)
@@ -104,7 +104,7 @@ def test_a_branch_on_state_kept_across_calls_is_dynamic_never_dead(name):
 def test_state_names_are_no_constants_of_the_evaluator():
     import ast
 
-    from tritondx.tools.verify.evaluator import module_constants, state_names
+    from tritondx.tools.verify.plan.evaluator import module_constants, state_names
     tree = ast.parse("_C = [0]\nB = 128\nT = (1, 2)\nclass K:\n    n = 0\n_K = K()\n_D = dict()\n"
                      "def f():\n    global T\n    T = (3,)\n")
     assert state_names(tree) == {"_C", "_K", "_D", "T"}

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 import torch
-from tritondx.tools.verify.branches import added_branches
-from tritondx.tools.verify.launch_walk import walk_launch
-from tritondx.tools.verify.evaluator import UNKNOWN, Evaluator
+from tritondx.tools.verify.plan.branches import added_branches
+from tritondx.tools.verify.plan.launch_walk import walk_launch
+from tritondx.tools.verify.plan.evaluator import UNKNOWN, Evaluator
 
 HERE = Path(__file__).parent
 AXPY = (HERE / "tiny_axpy.py").read_text()
@@ -129,7 +129,7 @@ def test_a_raise_on_a_path_the_evaluator_cannot_decide_is_not_reached():
     case (two corpus norms lost every value-stress case so, 2026-12-04); on a known path it still counts."""
     import torch
 
-    from tritondx.tools.verify.launch_walk import walk_launch
+    from tritondx.tools.verify.plan.launch_walk import walk_launch
     src = '''
 def launch(x, w):
     x2 = x.view(-1, x.shape[-1])

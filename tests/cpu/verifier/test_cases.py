@@ -1,4 +1,4 @@
-"""The case plan (tools/verify/cases.py): derived sizes, branch sides, drops, seeds (in process, no sandbox)."""
+"""The case plan (tools/verify/plan/cases.py): derived sizes, branch sides, drops, seeds (in process, no sandbox)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from tritondx.tools.task.module import load_module, norm_shape, tolerance
-from tritondx.tools.verify.buffers import degenerate_inputs, written_buffers
-from tritondx.tools.verify.cases import make_case_inputs, plan_checks
+from tritondx.tools.verify.plan.buffers import degenerate_inputs, written_buffers
+from tritondx.tools.verify.plan.cases import make_case_inputs, plan_checks
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"

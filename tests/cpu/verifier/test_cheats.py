@@ -26,7 +26,7 @@ SOFTMAX = HERE / "tiny_softmax.py"
 EXAMPLES = HERE.parents[2] / "examples"
 #: What probe_task reports for the originals' launchers (the agent passes it as allowed_ops).
 ALLOWED_OPS = ["empty", "empty_like"]
-#: 2 CHECK_SHAPES x 2 seeds; derived cases (tools/verify/cases.py) come on top
+#: 2 CHECK_SHAPES x 2 seeds; derived cases (tools/verify/plan/cases.py) come on top
 CHECKS = 4
 
 

@@ -60,7 +60,7 @@ def test_a_missing_candidate_is_one_line_exit_2(tmp_path):
 
 def test_a_wrong_cuda_side_is_rejected_on_the_cpu_by_the_device_flip(tmp_path):
     """A candidate that branches on ``x.is_cuda`` (here its CUDA side is wrong, alpha 0) is checked on the CPU
-    with that test flipped to its CUDA side (tools/verify/flip.py): rejected, exit 1, the reason naming the
+    with that test flipped to its CUDA side (tools/verify/plan/flip.py): rejected, exit 1, the reason naming the
     flip. Before the flip it was verified with a note that its CUDA side was not checked."""
     src = AXPY.read_text().replace("    axpy_kernel[grid](x, y, out, n, 2.5, BLOCK=BLOCK, num_warps=1)",
                                    "    alpha = 0.0 if x.is_cuda else 2.5\n"

@@ -1,13 +1,13 @@
-"""The runner's line trace (tools/verify/coverage.py) and what the judge takes from it."""
+"""The runner's line trace (tools/verify/judge/coverage.py) and what the judge takes from it."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
 
-from tritondx.tools.verify.branches import Branch
-from tritondx.tools.verify.cases import BranchCoverage
-from tritondx.tools.verify.coverage import LineTracer, trace_verdict
+from tritondx.tools.verify.plan.branches import Branch
+from tritondx.tools.verify.plan.cases import BranchCoverage
+from tritondx.tools.verify.judge.coverage import LineTracer, trace_verdict
 
 SRC = "def f(n):\n    if n > 3:\n        return 1\n    else:\n        return 2\n"
 
@@ -54,8 +54,8 @@ DEVICE_SRC = ("def sms(t):\n    if t.is_cuda:\n        return 132\n    return 4\
 
 
 def _device_branches(device: str) -> dict[str, BranchCoverage]:
-    from tritondx.tools.verify.branches import added_branches
-    from tritondx.tools.verify.cases import device_sides
+    from tritondx.tools.verify.plan.branches import added_branches
+    from tritondx.tools.verify.plan.cases import device_sides
     out = {}
     for b in added_branches("", DEVICE_SRC):
         bc = BranchCoverage(branch=b, status="dynamic")
@@ -102,8 +102,8 @@ TERNARY = "def f(n):\n    a = 1 if n > 3 else 2\n    return a\n"
 def test_ternary_sides_are_told_apart_by_the_positions_that_ran(tmp_path):
     """One line holds both sides of a conditional expression: the runner's trace also records the positions
     of the instructions run on such lines, and a side none of whose instructions ran is unreached."""
-    from tritondx.tools.verify.branches import added_branches
-    from tritondx.tools.verify.runner import _ifexp_lines, _line_trace
+    from tritondx.tools.verify.plan.branches import added_branches
+    from tritondx.tools.verify.runner.runner import _ifexp_lines, _line_trace
     p = tmp_path / "tern.py"
     p.write_text(TERNARY)
     spec = importlib.util.spec_from_file_location("tern_mod", p)

@@ -1,4 +1,4 @@
-"""The device flip (tools/verify/flip.py): on the CPU the CUDA side of every device-kind test a
+"""The device flip (tools/verify/plan/flip.py): on the CPU the CUDA side of every device-kind test a
 candidate adds (``if x.is_cuda:``, ``x.device.type == "cuda"``, ternaries) is checked with those tests
 flipped to their CUDA side, in a runner of its own where device queries answer as an H200.
 
@@ -19,9 +19,9 @@ import pytest
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.records.verify import Verdict
 from tritondx.tools.verify.verification import verify_candidate
-from tritondx.tools.verify.branches import added_branches
-from tritondx.tools.verify.cases import BranchCoverage, CheckCase, device_sides
-from tritondx.tools.verify.flip import flip_branches, flip_cases, flipped_source
+from tritondx.tools.verify.plan.branches import added_branches
+from tritondx.tools.verify.plan.cases import BranchCoverage, CheckCase, device_sides
+from tritondx.tools.verify.plan.flip import flip_branches, flip_cases, flipped_source
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"
@@ -179,7 +179,7 @@ def test_fake_device_queries_answer_only_the_candidates_file(tmp_path):
     """An H200's answers to calls from the candidate's file; torch, Triton and the runner get the real ones."""
     probe = tmp_path / "probe.py"
     probe.write_text(FAKE_PROBE)
-    fake = HERE.parents[2] / "tools" / "verify" / "fake_gpu.py"
+    fake = HERE.parents[2] / "tools" / "verify" / "runner" / "fake_gpu.py"
     r = subprocess.run([sys.executable, str(probe), str(fake), str(tmp_path / "candidate.py")], capture_output=True,
                        text=True, timeout=120, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert r.returncode == 0, r.stderr

@@ -2,7 +2,7 @@
 
 ``dims/g01_k_loop_one_short.py`` (``for k in range(0, K - 1, BLOCK_K)``) is wrong only where K leaves a remainder of 1
 in BLOCK_K = 16: no listed K (40, 48), nor the odd (41) or larger (48) derived size, has one. The planner reads which
-block constant tiles which dimension (``tools/verify/tiles.py``) and adds sizes with remainders 1 and block-1 and the
+block constant tiles which dimension (``tools/verify/plan/tiles.py``) and adds sizes with remainders 1 and block-1 and the
 size block+1 in each such dimension (``cases._Planner._per_dimension``), within the budget of input elements.
 """
 
@@ -20,7 +20,7 @@ import pytest
 
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.task.module import as_tuple, load_module
-from tritondx.tools.verify import shapes as sh
+from tritondx.tools.verify.plan import shapes as sh
 from tritondx.tools.records.verify import Verdict
 from tritondx.tools.verify.verification import verify_candidate
 
@@ -31,7 +31,7 @@ D = HERE / "dims"
 
 
 def _tiles(task: Path, candidate: Path):
-    from tritondx.tools.verify.tiles import block_tiles
+    from tritondx.tools.verify.plan.tiles import block_tiles
     mod = load_module(str(task), f"orig_{task.stem}")
     base = min((tuple(s) for s in mod.CHECK_SHAPES), key=sh.numel)
     moved = sh.moved_shape(base)
@@ -58,14 +58,14 @@ def test_an_autotuned_block_is_read_from_its_configs(tmp_path):
 
 
 def test_residue_sizes():
-    from tritondx.tools.verify.tiles import residue_sizes
+    from tritondx.tools.verify.plan.tiles import residue_sizes
     assert [v for v, _ in residue_sizes(16, 40)] == [33, 47, 17]
     assert [v for v, _ in residue_sizes(32, 24)] == [33, 63]          # block+1 is the remainder-1 size here
     assert all(v % 16 in (1, 15) for v, _ in residue_sizes(16, 1000))
 
 
 def _plan(task: Path, candidate: Path):
-    from tritondx.tools.verify.cases import plan_checks
+    from tritondx.tools.verify.plan.cases import plan_checks
     return plan_checks(load_module(str(task), f"orig_{task.stem}"), task.read_text(), candidate.read_text(), "cpu")
 
 

@@ -98,7 +98,7 @@ def test_a_dead_runners_last_words_survive_its_folder_being_cleaned(tmp_path):
     illegal memory access came back as "(no output)", class ``error``, not ``illegal_memory_access``)."""
     import torch
 
-    from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess
+    from tritondx.tools.verify.judge.spawn import RunnerDied, RunnerProcess
     cand = tmp_path / "dies.py"
     cand.write_text("import os\n\ndef launch(x):\n"
                     "    os.write(2, b'RuntimeError: CUDA error: an illegal memory access was encountered\\n')\n"
@@ -121,7 +121,7 @@ def test_under_a_profiler_the_runner_keeps_its_sockets_and_pipes_but_no_file(tmp
     import os
     import socket
 
-    from tritondx.tools.verify.runner import _closable
+    from tritondx.tools.verify.runner.runner import _closable
     r, w = os.pipe()
     a, b = socket.socketpair()
     f = open(tmp_path / "ncu.log", "w")

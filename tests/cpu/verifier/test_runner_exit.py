@@ -1,8 +1,8 @@
-"""How a candidate's runner ends (tools/verify/runner.py)."""
+"""How a candidate's runner ends (tools/verify/runner/runner.py)."""
 
 from __future__ import annotations
 
-from tritondx.tools.verify import spawn
+from tritondx.tools.verify.judge import spawn
 
 
 def test_a_runner_ends_without_the_interpreters_teardown(tmp_path):
@@ -173,7 +173,7 @@ def test_a_large_answer_crosses_the_pipe_with_the_device_given_back(tmp_path, mo
     import torch
 
     from tritondx.tools.exec import gpulock
-    from tritondx.tools.verify import runner as runner_py
+    from tritondx.tools.verify.runner import runner as runner_py
 
     (tmp_path / "locks").mkdir()
     monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, str(tmp_path / "locks"))

@@ -1,4 +1,4 @@
-"""Value stress (tools/verify/stress.py): which originals get it, how it is applied, when it is dropped."""
+"""Value stress (tools/verify/plan/stress.py): which originals get it, how it is applied, when it is dropped."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import torch
 from tritondx.tools.task.module import load_module
-from tritondx.tools.verify.cases import plan_checks
-from tritondx.tools.verify.stress import apply_values, stress_kinds
+from tritondx.tools.verify.plan.cases import plan_checks
+from tritondx.tools.verify.plan.stress import apply_values, stress_kinds
 
 HERE = Path(__file__).parent
 EXAMPLES = HERE.parents[2] / "examples"
@@ -51,8 +51,8 @@ def test_stressed_atol_grows_with_the_references_own_outputs():
     normal case's; an rmsnorm's do not under x1e3 (x~1)."""
     from types import SimpleNamespace
 
-    from tritondx.tools.verify.cases import CheckCase
-    from tritondx.tools.verify.case_data import CaseData
+    from tritondx.tools.verify.plan.cases import CheckCase
+    from tritondx.tools.verify.judge.case_data import CaseData
 
     def task(ref):
         return SimpleNamespace(make_inputs=lambda shape, dtype, seed, device: (
@@ -86,7 +86,7 @@ def test_cancelling_elements_get_the_references_own_sensitivity():
     cheap_math rewrite) were off by 1.1x the tolerance at one element (CI, seed 658012987). With the
     reference's own sensitivity added (compare.sensitivity) that honest candidate passes, and wrong ones
     (a relative error 3x rtol, a coefficient off by 2e-4, a dropped term) stay rejected on every seed."""
-    from tritondx.tools.verify.compare import compare, sensitivity
+    from tritondx.tools.verify.judge.compare import compare, sensitivity
 
     rejected_plain = 0
     for seed in [658012987, *range(40)]:
@@ -107,10 +107,10 @@ def test_a_judged_candidate_within_the_sensitivity_is_accepted_and_says_so():
     checks it ran name the widened output; a candidate off by a relative 3e-5 is a mismatch."""
     from types import SimpleNamespace
 
-    from tritondx.tools.verify.cases import CheckCase
+    from tritondx.tools.verify.plan.cases import CheckCase
     from tritondx.tools.exec.rejected import Rejected
-    from tritondx.tools.verify.case_data import CaseData
-    from tritondx.tools.verify.judge_candidate import Judge
+    from tritondx.tools.verify.judge.case_data import CaseData
+    from tritondx.tools.verify.judge.candidate import Judge
 
     task = SimpleNamespace(make_inputs=lambda shape, dtype, seed, device: tuple(_poly_inputs(seed)),
                            reference=_poly, TOLERANCE={torch.float32: {"atol": 1e-5, "rtol": 1e-5}})

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tritondx.tools.verify import spawn
-from tritondx.tools.verify.cases import BranchCoverage, CasePlan, CheckCase
-from tritondx.tools.verify.branches import Branch
-from tritondx.tools.verify.coverage import trace_decides
+from tritondx.tools.verify.judge import spawn
+from tritondx.tools.verify.plan.cases import BranchCoverage, CasePlan, CheckCase
+from tritondx.tools.verify.plan.branches import Branch
+from tritondx.tools.verify.judge.coverage import trace_decides
 from tritondx.tools.exec.rejected import Rejected
-from tritondx.tools.verify.judge_candidate import Judge
+from tritondx.tools.verify.judge.candidate import Judge
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"
@@ -156,7 +156,7 @@ def test_wants_trace_follows_the_branches_the_trace_decides(tmp_path):
 def test_the_judge_holds_the_device_per_case_and_stages_outside_the_holds(tmp_path, interpret, monkeypatch):
     """``Judge._held``: each case's calls run under a device hold of their own (a timer of another job waits for
     one case's device work at most, never a whole group's), a case's inputs are staged with no hold, and the
-    verdict carries the judge's seconds per step (``judge_candidate.STEPS``)."""
+    verdict carries the judge's seconds per step (``judge.candidate.STEPS``)."""
     from tritondx.tools.exec import gpulock
 
     (tmp_path / "locks").mkdir()

@@ -10,7 +10,9 @@ import torch
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.exec.sandbox import JobResult
 from tritondx.tools.exec import jobs
-from tritondx.tools.verify import seal, verification, wire
+from tritondx.tools.verify.judge import seal
+from tritondx.tools.verify import verification
+from tritondx.tools.verify.runner import wire
 
 HERE = Path(__file__).parent
 AXPY = HERE / "tiny_axpy.py"

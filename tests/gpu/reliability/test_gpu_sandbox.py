@@ -149,7 +149,7 @@ def test_snooping_candidate_on_cuda_is_contained(tmp_path, mech):
     # fresh /tmp hides a run folder under the host's /tmp)
     assert obs["w_cand"] in ("EROFS", "ENOENT") and obs["w_run"] in ("EROFS", "ENOENT"), obs
     assert not list(run_dir.rglob("written_by_candidate.txt"))
-    # the candidate runs in its own runner folder (tools/verify/spawn.py), removed after the job
+    # the candidate runs in its own runner folder (tools/verify/judge/spawn.py), removed after the job
     cwd = Path(obs["cwd"])
     assert cwd.name.startswith("tritondx-runner") and str(cwd).startswith(tempfile.gettempdir())
     assert run_dir not in cwd.parents and obs["home"] is True and obs["w_cwd"] == "written" and not cwd.exists()

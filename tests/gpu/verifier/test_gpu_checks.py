@@ -60,7 +60,7 @@ def test_gpu_a_benchmark_size_answer_crosses_the_pipe_with_the_device_given_back
     announced by the runner (``runner.ANSWER_NOTE_BYTES``): the judge reads its bytes with the device hold given back,
     holds it again to rebuild them on the GPU, and gets the right values."""
     from tritondx.tools.exec import gpulock
-    from tritondx.tools.verify import spawn
+    from tritondx.tools.verify.judge import spawn
 
     (tmp_path / "locks").mkdir()
     monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, str(tmp_path / "locks"))

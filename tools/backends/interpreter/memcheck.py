@@ -8,7 +8,7 @@ some calls later, found or missed by chance. With ``install()`` the access itsel
 from the nearest argument, on the call that makes it, every time: the CPU counterpart of
 compute-sanitizer's memcheck on a GPU.
 
-Installed in every verification runner (``tools/verify/runner.py``, ``zygote.py``), the candidate's and
+Installed in every verification runner (``tools/verify/runner/runner.py``, ``zygote.py``), the candidate's and
 the original's alike. It is a correctness aid, not a defence: a candidate that removed it would only
 get back undefined behaviour, and its outputs are still judged by the trusted side.
 """

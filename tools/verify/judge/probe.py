@@ -1,6 +1,6 @@
 """The probe of a task (runs inside the sandboxed worker) and what the judge shares with it
 (the input check, the device phase). A candidate is verified by
-``tools/verify/judge.py`` (trusted) and ``tools/verify/runner.py`` (untrusted, its own process).
+``tools/verify/judge/job.py`` (trusted) and ``tools/verify/runner/runner.py`` (untrusted, its own process).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import torch
 
 from tritondx.tools.exec.gpulock import phase
 from tritondx.tools.exec.rejected import Rejected
-from tritondx.tools.verify.buffers import degenerate_inputs
-from tritondx.tools.verify.compare import compare
-from tritondx.tools.verify.guard import LaunchGuard
+from tritondx.tools.verify.plan.buffers import degenerate_inputs
+from tritondx.tools.verify.judge.compare import compare
+from tritondx.tools.verify.runner.guard import LaunchGuard
 from tritondx.tools.task.probe import check_shapes, leftover_threads
 from tritondx.tools.task.module import (as_tuple, dtype_name, load_module, norm_shape, to_dtype, tolerance,
                                      tolerance_entries)
@@ -45,7 +45,7 @@ def _sync(device: str) -> None:
 
 def _check_inputs(inputs: tuple, where: str, reference) -> None:
     """An all-zero input is a degenerate one unless it is a destination the kernel writes into
-    (tools/verify/buffers.py tells them apart through the reference)."""
+    (tools/verify/plan/buffers.py tells them apart through the reference)."""
     degenerate = degenerate_inputs(reference, inputs)
     if degenerate:
         raise Rejected("bad_inputs", f"{where}: {degenerate[0]}")

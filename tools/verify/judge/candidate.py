@@ -1,4 +1,4 @@
-"""The ``Judge``: one candidate's checks, in the judge job (``judge.py``: trusted, runs in a sandboxed worker, never
+"""The ``Judge``: one candidate's checks, in the judge job (``job.py``: trusted, runs in a sandboxed worker, never
 imports candidate code).
 
 It loads the ORIGINAL task (the user's own code: its reference may launch the original's Triton
@@ -34,18 +34,18 @@ import torch
 from tritondx.tools.exec.rejected import Rejected
 from tritondx.tools.run.phases import Phases
 from tritondx.tools.task.module import load_module, tolerance, to_dtype
-from tritondx.tools.verify.call_checks import check_diag, check_ops
-from tritondx.tools.verify.case_data import CaseData
-from tritondx.tools.verify.cases import plan_checks
-from tritondx.tools.verify.compare import compare, is_constant, unchanged
-from tritondx.tools.verify.contract import OriginalContract
-from tritondx.tools.verify.coverage import trace_decides, trace_verdict
-from tritondx.tools.verify.evaluator import state_names
-from tritondx.tools.verify.flip import credit, flip_branches, flip_cases, flipped_source
-from tritondx.tools.verify.guard import ALLOWED_OPS, HOST_READ_PREFIX
-from tritondx.tools.verify.impl import device_phase
-from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
-from tritondx.tools.verify.trail import (
+from tritondx.tools.verify.judge.call_checks import check_diag, check_ops
+from tritondx.tools.verify.judge.case_data import CaseData
+from tritondx.tools.verify.plan.cases import plan_checks
+from tritondx.tools.verify.judge.compare import compare, is_constant, unchanged
+from tritondx.tools.verify.judge.contract import OriginalContract
+from tritondx.tools.verify.judge.coverage import trace_decides, trace_verdict
+from tritondx.tools.verify.plan.evaluator import state_names
+from tritondx.tools.verify.plan.flip import credit, flip_branches, flip_cases, flipped_source
+from tritondx.tools.verify.runner.guard import ALLOWED_OPS, HOST_READ_PREFIX
+from tritondx.tools.verify.judge.probe import device_phase
+from tritondx.tools.verify.judge.spawn import RunnerDied, RunnerProcess, become_subreaper
+from tritondx.tools.verify.judge.trail import (
     COVERAGE,
     FLIP,
     IMPORT,

@@ -14,7 +14,7 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from tritondx.tools.verify import seal
+from tritondx.tools.verify.judge import seal
 
 _taken: dict[str, Any] = {}
 
@@ -39,7 +39,7 @@ def start(job: dict[str, Any]) -> None:
     if not job.get("candidates"):
         return
     _taken["key"] = seal.take_key()
-    from tritondx.tools.verify.warm import RunnerPool
+    from tritondx.tools.verify.judge.warm import RunnerPool
     starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-warm")
     _taken["pool"] = (starter, starter.submit(RunnerPool, job["device"], [os.getcwd()], slots(job)))
 

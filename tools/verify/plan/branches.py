@@ -13,8 +13,8 @@ from collections import Counter
 
 from pydantic import BaseModel
 
-from tritondx.tools.verify.evaluator import dotted
-from tritondx.tools.verify.original_path import EXITS, original_side
+from tritondx.tools.verify.plan.evaluator import dotted
+from tritondx.tools.verify.plan.original_path import EXITS, original_side
 
 
 class Branch(BaseModel):

@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Any
 
-from tritondx.tools.verify.cases import BranchCoverage
+from tritondx.tools.verify.plan.cases import BranchCoverage
 
 
 class LineTracer:

@@ -4,7 +4,7 @@ candidate code).
 It loads the ORIGINAL task (the user's own code: its reference may launch the original's Triton
 kernels) and checks one candidate (``verify``) or every candidate of a round (``verify_round``: the
 original loaded once, each case's inputs and reference made once, ``case_data.py``; warm runners,
-``warm.py``), each by a ``Judge`` (``judge_candidate.py``: its checks, case by case). Every verdict goes
+``warm.py``), each by a ``Judge`` (``candidate.py``: its checks, case by case). Every verdict goes
 back to the orchestrator sealed with a key only this process got (``seal.py``).
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 
 from tritondx.tools.exec.rejected import Rejected
 from tritondx.tools.task.module import load_module
-from tritondx.tools.verify import prestart, seal
-from tritondx.tools.verify.case_data import CaseData
-from tritondx.tools.verify.contract import OriginalContract
-from tritondx.tools.verify.judge_candidate import Judge
+from tritondx.tools.verify.judge import prestart, seal
+from tritondx.tools.verify.judge.case_data import CaseData
+from tritondx.tools.verify.judge.contract import OriginalContract
+from tritondx.tools.verify.judge.candidate import Judge
 
 
 def verify(job: dict[str, Any]) -> dict[str, Any]:
@@ -66,10 +66,10 @@ def verify_round(job: dict[str, Any], key: str, pool=None, orig=None) -> dict[st
     reference made once (``CaseData``), runners forked by warm runners (``warm.py``) where that is
     safe. ``parallel`` candidates at once (on a GPU their device phases are one shared hold of this
     process, ``gpulock._shared``). Returns ``{"verdicts": {id: sealed result}, "runners": "warm"|"cold: why"}``.
-    ``pool`` and ``orig``: a judge server's warm runners and loaded original (``judge_server.py``), kept
+    ``pool`` and ``orig``: a judge server's warm runners and loaded original (``server.py``), kept
     across its requests: used here, never closed here."""
     from tritondx.tools.exec.gpulock import usage
-    from tritondx.tools.verify.warm import RunnerPool
+    from tritondx.tools.verify.judge.warm import RunnerPool
     from concurrent.futures import ThreadPoolExecutor
     device = job["device"]
     cands = job["candidates"]

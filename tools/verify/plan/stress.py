@@ -18,7 +18,7 @@ import ast
 
 import torch
 
-from tritondx.tools.verify.evaluator import dotted
+from tritondx.tools.verify.plan.evaluator import dotted
 
 #: values -> the factor floating inputs are multiplied by
 SCALES = {"large": 100.0, "tiny": 1e-3, "huge": 1e3}
@@ -30,7 +30,7 @@ _ROOT = {"sqrt", "rsqrt", "sqrt_rn", "div_rn"}
 
 def _kernel_calls(tree: ast.Module) -> set[str]:
     """Last parts of the ``tl.*`` / ``libdevice.*`` calls inside @triton.jit functions."""
-    from tritondx.tools.verify.branches import is_kernel
+    from tritondx.tools.verify.plan.branches import is_kernel
     names: set[str] = set()
     for fn in tree.body:
         if isinstance(fn, ast.FunctionDef) and is_kernel(fn):

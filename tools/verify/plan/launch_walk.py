@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from tritondx.tools.verify.branches import all_branches, is_kernel
-from tritondx.tools.verify.evaluator import UNKNOWN, Evaluator, dotted, module_constants
+from tritondx.tools.verify.plan.branches import all_branches, is_kernel
+from tritondx.tools.verify.plan.evaluator import UNKNOWN, Evaluator, dotted, module_constants
 
 
 MAX_DEPTH = 8          # helper -> helper -> kernel call depth followed

@@ -1,7 +1,7 @@
 """A warm runner (untrusted side): imports torch and Triton once, then forks one fresh runner per
 candidate, one at a time.
 
-Run as a script, ``python -P zygote.py``, by the judge (``warm.py``) exactly where a cold runner
+Run as a script, ``python -P zygote.py``, by the judge (``judge/warm.py``) exactly where a cold runner
 would run (``spawn.RunnerProcess``: scrubbed environment, its own namespaces); it imports no
 ``tritondx.tools.verify`` module and never imports candidate code itself. Requests come on a Unix
 socket (fd in ``TRITONDX_RUNNER_FDS``) with the child's protocol descriptors attached (SCM_RIGHTS):
@@ -33,6 +33,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+#: the tritondx package (this checkout): this file is tools/verify/runner/zygote.py in it
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 PRIVATE_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 #: mounts a process may keep writable and that hold no files a child could leave (kernel views)
 KERNEL_MOUNTS = ("/proc", "/sys", "/dev/pts", "/dev/mqueue")
@@ -81,7 +83,7 @@ def topmost(paths: list[str]) -> list[str]:
 
 def _needed() -> list[str]:
     """What a runner imports from: the interpreter's prefixes, this checkout, sys.path and PYTHONPATH entries."""
-    paths = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), os.path.dirname(os.path.dirname(HERE)),
+    paths = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), PACKAGE_ROOT,
              *sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     return sorted({os.path.realpath(p) for p in paths if p and os.path.exists(p)})
 

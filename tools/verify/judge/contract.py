@@ -5,7 +5,7 @@ what the *original* kernel gets right there. An unmasked original launched on ``
 leaves the tail of an odd size unwritten; an original that reads past its inputs may crash. Such a
 case checks nothing a candidate could be held to. When a candidate fails a derived case, the judge
 asks this module whether the original fails it too; if so the case is dropped from the plan, with the
-original's own result as the reason, and the checks go on (``judge_candidate.Judge._outside_contract``). Only
+original's own result as the reason, and the checks go on (``judge.candidate.Judge._outside_contract``). Only
 failures pay for it: a candidate that passes every case never starts the original.
 
 The original is trusted code, but outside its contract it can crash the interpreter or poison a CUDA
@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from tritondx.tools.task.module import tolerance, to_dtype
-from tritondx.tools.verify.compare import compare
+from tritondx.tools.verify.judge.compare import compare
 
 #: seconds the original may take on one derived case before it counts as "does not finish"
 ORIGINAL_CASE_TIMEOUT = 300.0
@@ -52,7 +52,7 @@ class OriginalContract:
             return self._done[key]
 
     def _start(self):
-        from tritondx.tools.verify.spawn import RunnerProcess
+        from tritondx.tools.verify.judge.spawn import RunnerProcess
         runner = RunnerProcess(self.task_path, self.device, [], hide=self.hide)
         hello = runner.hello
         if not isinstance(hello, dict) or not hello.get("ok"):
@@ -61,7 +61,7 @@ class OriginalContract:
         return runner
 
     def _run(self, inputs: tuple, refs: tuple, dtype: str) -> str | None:
-        from tritondx.tools.verify.spawn import RunnerDied
+        from tritondx.tools.verify.judge.spawn import RunnerDied
         try:
             if self._runner is None:
                 self._runner = self._starter.submit(self._start).result()

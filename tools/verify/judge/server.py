@@ -39,7 +39,7 @@ class JudgeService:
     """``handle`` answers one request ``{"job": verify job with candidates, "seal_key": ...}``."""
 
     def __init__(self, job: dict[str, Any]) -> None:
-        from tritondx.tools.verify.warm import RunnerPool
+        from tritondx.tools.verify.judge.warm import RunnerPool
         self.device, self.task = job["device"], job["task"]
         self.slots = max(1, int(job.get("slots") or 1))
         self.sandboxed = os.environ.get(SANDBOXED_JOB_ENV) == "1"
@@ -48,8 +48,8 @@ class JudgeService:
         self.starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-warm")
         self.pool_f = self.starter.submit(RunnerPool, self.device, [os.getcwd()], self.slots)
         from tritondx.tools.task.module import load_module
-        from tritondx.tools.verify.spawn import become_subreaper
-        from tritondx.tools.verify import judge  # noqa: F401 - imported now, not in the first request
+        from tritondx.tools.verify.judge.spawn import become_subreaper
+        from tritondx.tools.verify.judge import job  # noqa: F401 - imported now, not in the first request
         become_subreaper()
         self.orig = load_module(self.task, "orig")
         self.snapshots = None
@@ -58,13 +58,13 @@ class JudgeService:
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
         from tritondx.tools.exec.gpulock import usage
         from tritondx.tools.exec.worker import run
-        from tritondx.tools.verify.judge import verify_round
+        from tritondx.tools.verify.judge.job import verify_round
         job, key = req["job"], str(req["seal_key"])
         if job.get("task") != self.task:
             return {"result": {"passed": False, "class": "error", "error": "a request for another task"}}
         pool = self.pool_f.result()
         if self.sandboxed:   # what the job's writable mounts hold before this request: the state to keep
-            from tritondx.tools.verify.zygote import Snapshots
+            from tritondx.tools.verify.runner.zygote import Snapshots
             self.snapshots = Snapshots([*PRIVATE_MOUNTS, os.getcwd()])
         pool.snap()   # before any child of this request (zygote.py: shared mounts)
         u0 = usage()
@@ -78,7 +78,7 @@ class JudgeService:
 
     def _clean(self, pool) -> str:
         """Remove what the request left (module docstring); a reason to end when that is not possible."""
-        from tritondx.tools.verify import zygote
+        from tritondx.tools.verify.runner import zygote
         gc.collect()
         if self.device.startswith("cuda"):
             import torch
@@ -95,7 +95,7 @@ class JudgeService:
 
 def _refill(pool, slots: int) -> None:
     """Warm runners up to ``slots`` again (in the starter thread: they die with it)."""
-    from tritondx.tools.verify.warm import Zygote
+    from tritondx.tools.verify.judge.warm import Zygote
     while len(pool.free) < slots and not pool.shared:
         try:
             z = Zygote(pool.device, pool.hide)

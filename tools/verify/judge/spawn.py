@@ -29,12 +29,13 @@ from tritondx.tools.exec.gpulock import ASIDE_AFTER_S, aside_enabled
 from tritondx.tools.exec.triton_cache import AUTOTUNE_CACHE_ENV
 from tritondx.tools.exec.sandbox import (ILLEGAL_ACCESS_RE, OOM_RE, SANDBOXED_JOB_ENV, Isolation, classify, isolation,
                                         scrubbed_env)
-from tritondx.tools.verify.zygote import topmost
+from tritondx.tools.verify.runner.zygote import PACKAGE_ROOT, topmost
 
 # ``wire`` (torch) is imported at the first message: a round's warm runners start before the judge has
 # imported torch, beside that import (``prestart.py``)
 
-RUNNER_PY = Path(__file__).with_name("runner.py")
+#: the runner script, in the untrusted zone (``verify/runner/``: run by path, never imported by the judge)
+RUNNER_PY = Path(__file__).parents[1] / "runner" / "runner.py"
 FDS_ENV = "TRITONDX_RUNNER_FDS"
 #: set for a runner started under a profiler (``wrap``): it keeps the sockets and pipes the profiler's
 #: injected library opened in it (runner.py ``_closable``)
@@ -53,7 +54,7 @@ def _needed_in_tmp(env: dict[str, str]) -> list[str] | None:
     """The topmost folders under /tmp a runner imports or reads from (this checkout, the interpreter and its
     prefix, PYTHONPATH, the trusted Triton cache): bound back read-only over its fresh /tmp. None when /tmp
     itself is one (then /tmp stays, with the other jobs' folders hidden)."""
-    paths = [str(RUNNER_PY.parents[2]), sys.executable, sys.prefix, *env.get("PYTHONPATH", "").split(os.pathsep),
+    paths = [PACKAGE_ROOT, sys.executable, sys.prefix, *env.get("PYTHONPATH", "").split(os.pathsep),
              env.get("TRITONDX_JOB_TRUSTED_CACHE", "")]
     found = set()
     for p in paths:
@@ -247,7 +248,7 @@ class RunnerProcess:
         _LIVE_RUNNERS.add(self.proc.pid)
         # widened after the start (either end sizes the pipe): wire imports torch, which a warm runner's
         # start must not wait for (prestart.py)
-        from tritondx.tools.verify import wire
+        from tritondx.tools.verify.runner import wire
         for fd in (req_w, ans_r):
             wire.widen_pipe(fd)
         for fd in fds:
@@ -299,7 +300,7 @@ class RunnerProcess:
         (``gpulock.step_aside``); it is held again when the answer comes, whatever the runner sent. An announced
         answer (``runner.ANSWER_NOTE_BYTES``) is read off the pipe aside and rebuilt on the device under the hold."""
         from tritondx.tools.exec import gpulock
-        from tritondx.tools.verify import wire
+        from tritondx.tools.verify.runner import wire
         try:
             wire.send(self.req, msg)
             t_note = time.monotonic()
@@ -364,7 +365,7 @@ class RunnerProcess:
         """Hand a check case's inputs to the runner (after its hello): it keeps their bytes in host memory, in place of
         the previous case's, and every ``call(staged="case")`` rebuilds fresh tensors from them on its device (into
         the same memory as a sent call's, ``wire.recv``'s pool). The judge sends them once per case, with the device
-        given back (``judge_candidate.Judge._group``), instead of once per call under the hold."""
+        given back (``judge.candidate.Judge._group``), instead of once per call under the hold."""
         ans = self._ask({"op": "stage_case", "args": args})
         if not (isinstance(ans, dict) and ans.get("ok") and ans.get("staged") == "case"):
             raise self._died(ValueError(f"staging a case answered {str(ans)[:120]}"))

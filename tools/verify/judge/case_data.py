@@ -8,10 +8,10 @@ import threading
 import torch
 
 from tritondx.tools.task.module import as_tuple, to_dtype
-from tritondx.tools.verify.cases import make_case_inputs
-from tritondx.tools.verify.compare import sensitivity
-from tritondx.tools.verify.impl import _check_inputs
-from tritondx.tools.verify.stress import SCALES
+from tritondx.tools.verify.plan.cases import make_case_inputs
+from tritondx.tools.verify.judge.compare import sensitivity
+from tritondx.tools.verify.judge.probe import _check_inputs
+from tritondx.tools.verify.plan.stress import SCALES
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:

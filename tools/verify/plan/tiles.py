@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from tritondx.tools.verify.launch_walk import _StopWalk, _Walker
-from tritondx.tools.verify.evaluator import UNKNOWN, Evaluator, dotted
+from tritondx.tools.verify.plan.launch_walk import _StopWalk, _Walker
+from tritondx.tools.verify.plan.evaluator import UNKNOWN, Evaluator, dotted
 
 #: relations between a size and a block: comparisons, these operators, these calls
 _REL_OPS = (ast.Mod, ast.FloorDiv)

@@ -38,11 +38,11 @@ from tritondx.tools.evidence.ncu import DRIVER_BUSY_RE, ncu_path, parse_raw_csv
 from tritondx.tools.exec.gpulock import phase, profiler
 from tritondx.tools.exec.triton_cache import prewarm_wanted
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, tolerance, to_dtype
-from tritondx.tools.verify.compare import compare
+from tritondx.tools.verify.judge.compare import compare
 from tritondx.tools.verify.timing import HW_UNAVAILABLE, NCU_MISSING
-from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, become_subreaper
+from tritondx.tools.verify.judge.spawn import RunnerDied, RunnerProcess, become_subreaper
 from tritondx.tools.exec.rejected import Rejected
-from tritondx.tools.verify.impl import device_phase
+from tritondx.tools.verify.judge.probe import device_phase
 
 log = structlog.get_logger(__name__)
 

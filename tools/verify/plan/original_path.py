@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from tritondx.tools.verify.evaluator import _PURE_CALLS, _TENSOR_METHODS, dotted
+from tritondx.tools.verify.plan.evaluator import _PURE_CALLS, _TENSOR_METHODS, dotted
 
 
 #: statements after which the rest of their block does not run

@@ -21,11 +21,11 @@ from typing import Any
 
 import structlog
 
-from tritondx.tools.verify.spawn import RunnerDied, RunnerProcess, answer_device, runner_hello
+from tritondx.tools.verify.judge.spawn import RUNNER_PY, RunnerDied, RunnerProcess, answer_device, runner_hello
 
 log = structlog.get_logger(__name__)
 
-ZYGOTE_PY = Path(__file__).with_name("zygote.py")
+ZYGOTE_PY = RUNNER_PY.with_name("zygote.py")
 #: ``TRITONDX_WARM_RUNNERS=0`` turns warm runners off (every candidate gets a cold runner)
 WARM_ENV = "TRITONDX_WARM_RUNNERS"
 
@@ -105,7 +105,7 @@ class ForkedRunner(RunnerProcess):
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         ev_r, ev_w = os.pipe()
-        from tritondx.tools.verify import wire   # here, not at import: prestart.py starts zygotes before torch
+        from tritondx.tools.verify.runner import wire   # here, not at import: prestart.py starts zygotes before torch
         for fd in (req_w, ans_w):
             wire.widen_pipe(fd)
         self.stderr_path = Path(tempfile.mkstemp(prefix="tritondx-runner-err-", dir=self.dir)[1])

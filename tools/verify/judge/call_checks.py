@@ -7,9 +7,9 @@ from __future__ import annotations
 from tritondx.tools.backends.interpreter.memcheck import OOB_TAG
 from tritondx.tools.exec.rejected import Rejected
 from tritondx.tools.exec.sandbox import ILLEGAL_ACCESS_RE
-from tritondx.tools.verify.guard import HOST_READ_PREFIX
-from tritondx.tools.verify.impl import _OOM_TEXT
-from tritondx.tools.verify.trail import CALL_OK, HOOKS, LAUNCHES, OPS, STREAM, THREADS, TIMING
+from tritondx.tools.verify.runner.guard import HOST_READ_PREFIX
+from tritondx.tools.verify.judge.probe import _OOM_TEXT
+from tritondx.tools.verify.judge.trail import CALL_OK, HOOKS, LAUNCHES, OPS, STREAM, THREADS, TIMING
 
 
 #: most tensor elements one call may read to the host one by one (``.item()``): sizes and flags, not data

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import ast
 
-from tritondx.tools.verify.branches import device_atoms
-from tritondx.tools.verify.cases import FLIPPED_LABEL, BranchCoverage, CheckCase, fresh_seed
-from tritondx.tools.verify.shapes import device_kind
+from tritondx.tools.verify.plan.branches import device_atoms
+from tritondx.tools.verify.plan.cases import FLIPPED_LABEL, BranchCoverage, CheckCase, fresh_seed
+from tritondx.tools.verify.plan.shapes import device_kind
 
 
 def flip_branches(branches: list[BranchCoverage], device: str) -> list[BranchCoverage]:

@@ -1,6 +1,6 @@
 """The untrusted half of verification: runs a candidate's ``launch`` on inputs the judge sends.
 
-Run as a script, ``python -P runner.py``, by the judge (``spawn.py``), in its own sandboxed process;
+Run as a script, ``python -P runner.py``, by the judge (``judge/spawn.py``), in its own sandboxed process;
 it writes the candidate's source (the first message) as ``candidate.py`` in its private folder. It never sees a seed, a result
 path, the original task or the judge's code: it loads ``guard.py`` and ``wire.py`` from this folder
 by path (no ``tritondx.tools.verify`` module is imported here) and talks to the judge only over its

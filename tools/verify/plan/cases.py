@@ -23,13 +23,13 @@ import torch
 from pydantic import BaseModel, Field
 
 from tritondx.tools.task.module import as_tuple, dtype_name, norm_shape, to_dtype
-from tritondx.tools.verify import shapes as sh
-from tritondx.tools.verify.branches import Branch, added_branches
-from tritondx.tools.verify.launch_walk import Walk, walk_launch
-from tritondx.tools.verify.buffers import random_fill, written_buffers
-from tritondx.tools.verify.evaluator import reads_state, state_names
-from tritondx.tools.verify.stress import all_finite, apply_values, stress_kinds
-from tritondx.tools.verify.tiles import block_tiles, residue_sizes
+from tritondx.tools.verify.plan import shapes as sh
+from tritondx.tools.verify.plan.branches import Branch, added_branches
+from tritondx.tools.verify.plan.launch_walk import Walk, walk_launch
+from tritondx.tools.verify.plan.buffers import random_fill, written_buffers
+from tritondx.tools.verify.plan.evaluator import reads_state, state_names
+from tritondx.tools.verify.plan.stress import all_finite, apply_values, stress_kinds
+from tritondx.tools.verify.plan.tiles import block_tiles, residue_sizes
 
 #: seeds per listed shape and dtype (derived cases get one)
 SEEDS_PER_LISTED = 2
