@@ -16,5 +16,11 @@ if ! "$py" -m tritondx.tools.npu.toolchain find >/dev/null 2>&1; then
     echo "tests: the triton-ascend install failed; the Ascend tests will skip" >&2
   fi
 fi
-echo "tests: the CPU suite takes about 30 minutes on 2 cores (Triton interpreter, sandboxed jobs) ..." >&2
-exec "$py" -m pytest tests/cpu -q --durations=25 "$@"
+# pytest-xdist workers: two per core (most tests wait on sandboxed subprocesses), at most 8; TRITONDX_TEST_WORKERS
+# sets the count (0: one process, no xdist). --dist loadgroup (pyproject.toml) keeps the tests that share a costly
+# fixture on one worker (tests/cpu/conftest.py).
+cores=$(nproc 2>/dev/null || echo 2)
+workers=${TRITONDX_TEST_WORKERS:-$(( cores * 2 > 8 ? 8 : cores * 2 ))}
+echo "tests: the CPU suite takes 20-30 minutes on 2 cores with $workers workers (about 2500 CPU-seconds: Triton" \
+     "interpreter, sandboxed jobs; 30 minutes measured beside other work) ..." >&2
+exec "$py" -m pytest tests/cpu -n "$workers" -q --durations=25 "$@"

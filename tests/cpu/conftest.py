@@ -43,7 +43,11 @@ def pytest_collection_modifyitems(config, items):
     """Under an xdist worker: an ``xdist_group`` for the tests that share a module-scoped fixture of the tests (per
     module) or one of SHARED_SESSION_FIXTURES (per fixture definition); tests linked through either share one group.
     Every worker computes the same groups (xdist checks that the collections agree). Before xdist's own hook
-    (tryfirst), which turns the marker into the ``@group`` suffix of the node id that the scheduler reads."""
+    (tryfirst), which turns the marker into the ``@group`` suffix of the node id that the scheduler reads.
+
+    NOTE: with pytest 9.2 and pytest-xdist 3.8 that suffix is lost (xdist sets ``item._nodeid``; pytest 9 derives
+    ``Item.nodeid`` from ``item._id``), so --dist loadgroup schedules these tests one by one like --dist load: the
+    groups are correct, each worker then builds the shared fixtures it needs itself (correct, slower)."""
     if not hasattr(config, "workerinput"):
         return
     parent: dict[str, str] = {}
