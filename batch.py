@@ -125,7 +125,7 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
         if bar:
             bar.finished(entry)
 
-    from tritondx.tools.exec.gpulock import HeldSampler
+    from tritondx.tools.exec.held_sampler import HeldSampler
     from tritondx.tools.run.host import HostCpu
     sampler = HeldSampler([s["TRITONDX_LOCK_DIR"] for s in slots] if not ray_address else [])
     sampler.__enter__()
