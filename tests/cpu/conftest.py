@@ -29,7 +29,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -207,3 +209,37 @@ def hw_pools(monkeypatch):
     yield
     for p in pools:
         p.shutdown(wait=False, cancel_futures=True)
+
+
+class OnDemand(dict):
+    """Futures by case id, each started on first look-up (``start(case_id)``)."""
+
+    def __init__(self, start):
+        super().__init__()
+        self._start = start
+
+    def __missing__(self, cid: str) -> Future:
+        f = self[cid] = self._start(cid)
+        return f
+
+
+@pytest.fixture(scope="session")
+def case_futures(request):
+    """Starts a session's slow cases (the verifier's and the reliability suite's: ``{id: case}``, each with a
+    ``cost``) on a thread pool and returns their futures by id. Serially every case starts at once, slowest first;
+    under pytest-xdist a worker runs only the tests the scheduler sends it (a pool of every case would run each case
+    once per worker), so a case starts when its test asks. The pools end with the session."""
+    pools: list[ThreadPoolExecutor] = []
+
+    def start_all(cases: dict[str, Any], run: Callable[[str], Any], workers: int, name: str) -> dict[str, Future]:
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+        pools.append(pool)
+
+        def submit(cid: str) -> Future:
+            return pool.submit(run, cid)
+        if hasattr(request.config, "workerinput"):
+            return OnDemand(submit)
+        return {cid: submit(cid) for cid, _ in sorted(cases.items(), key=lambda kv: -kv[1].cost)}
+    yield start_all
+    for pool in pools:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +26,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.timeout(POOL_WAIT_TIMEOUT_S))
 
 
-class OnDemand(dict):
-    """Futures by case id, each started on first look-up (``start(case_id)``)."""
-
-    def __init__(self, start):
-        super().__init__()
-        self._start = start
-
-    def __missing__(self, cid: str) -> Future:
-        f = self[cid] = self._start(cid)
-        return f
-
-
 @pytest.fixture(scope="session")
-def rel_outcomes(request, tmp_path_factory) -> dict[str, Future]:
+def rel_outcomes(request, tmp_path_factory, case_futures) -> dict[str, Future]:
     """Serially: every selected case of the session started at once, slowest first. Under pytest-xdist a worker
     runs only the tests the scheduler sends it (a pool of every case would run each case once per worker): a case
     starts when its test asks, and the workers run the cases side by side."""
@@ -49,13 +37,6 @@ def rel_outcomes(request, tmp_path_factory) -> dict[str, Future]:
         case = callspec.params.get("rcase") if callspec is not None else None
         if case is not None and hasattr(case, "run"):
             cases.setdefault(case.id, case)
-    pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="reliability")
-
-    def start(cid: str) -> Future:
-        return pool.submit(cases[cid].run, tmp_path_factory.mktemp(cid[:40].replace("/", "_"), numbered=True))
-    if hasattr(request.config, "workerinput"):
-        futures = OnDemand(start)
-    else:
-        futures = {cid: start(cid) for cid, c in sorted(cases.items(), key=lambda kv: -kv[1].cost)}
-    yield futures
-    pool.shutdown(wait=True, cancel_futures=True)
+    return case_futures(cases, lambda cid: cases[cid].run(tmp_path_factory.mktemp(cid[:40].replace("/", "_"),
+                                                                                  numbered=True)),
+                        WORKERS, "reliability")

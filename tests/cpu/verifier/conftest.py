@@ -14,7 +14,7 @@ cases side by side.
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -25,30 +25,12 @@ SOFTMAX_TASK = HERE / "tiny_softmax.py"
 WORKERS = max(2, min(4, os.cpu_count() or 2))
 
 
-class OnDemand(dict):
-    """Futures by case id, each started on first look-up (``start(case_id)``)."""
-
-    def __init__(self, start):
-        super().__init__()
-        self._start = start
-
-    def __missing__(self, cid: str) -> Future:
-        f = self[cid] = self._start(cid)
-        return f
-
-
 @pytest.fixture(scope="session")
-def outcomes(request) -> dict[str, Future]:
+def outcomes(request, case_futures) -> dict[str, Future]:
     cases = {}
     for item in request.session.items:
         callspec = getattr(item, "callspec", None)
         case = callspec.params.get("case") if callspec is not None else None
         if case is not None and hasattr(case, "run"):
             cases.setdefault(case.id, case)
-    pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="verify")
-    if hasattr(request.config, "workerinput"):   # an xdist worker: this worker's tests only, when they ask
-        futures = OnDemand(lambda cid: pool.submit(cases[cid].run))
-    else:
-        futures = {cid: pool.submit(c.run) for cid, c in sorted(cases.items(), key=lambda kv: -kv[1].cost)}
-    yield futures
-    pool.shutdown(wait=True, cancel_futures=True)
+    return case_futures(cases, lambda cid: cases[cid].run(), WORKERS, "verify")   # tests/cpu/conftest.py
