@@ -63,8 +63,8 @@ def test_read_only_run_folder_is_read(finished, ops, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     rows = (tmp_path / "hist.txt").read_text().splitlines()[1:]
     assert [row.split()[2] for row in rows][:3] == ["(input)", "__start__", "triage"]
-    assert "written by verifier" in (tmp_path / "show.txt").read_text()
-    cp = [row.split()[1] for row in rows if row.split()[2] == "verifier"][0]
+    assert "written by report" in (tmp_path / "show.txt").read_text()   # the last step of every run
+    cp = [row.split()[1] for row in rows if row.split()[2] == "select"][0]
     fork = tmp_path / "fork"
     r = _read_only_shell(ro, f"$T replay {ro} -c {cp} --fork --tier profile --max-rounds 2 --backend interpreter "
                              f"--out {fork}", ops, tmp_path)
@@ -98,7 +98,7 @@ def test_fork_of_a_copied_read_only_archive_runs_in_the_fork(finished, cli, tmp_
     subprocess.run(["chmod", "-R", "a-w", str(ro)], check=True)
     try:
         rows = cli("history", str(ro)).stdout.splitlines()[1:]
-        cp = [row.split()[1] for row in rows if row.split()[2] == "verifier"][0]
+        cp = [row.split()[1] for row in rows if row.split()[2] == "select"][0]
         fork = tmp_path / "fork"
         r = cli("replay", str(ro), "-c", cp, "--fork", "--tier", "profile", "--max-rounds", "2", "--backend",
                 "interpreter", "--out", str(fork))
