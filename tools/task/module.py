@@ -6,6 +6,7 @@ import importlib.util
 import math
 import os
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,13 +16,15 @@ import torch
 from tritondx.errors import TaskFormatError
 
 _counter = 0
+_COUNTER_LOCK = threading.Lock()
 
 
 def load_module(path: str, label: str = "task") -> ModuleType:
     """Import a task file under a fresh module name (so two versions can live side by side)."""
     global _counter
-    _counter += 1
-    name = f"tritondx_{label}_{_counter}"
+    with _COUNTER_LOCK:   # the tune job loads configurations from several threads
+        _counter += 1
+        name = f"tritondx_{label}_{_counter}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TaskFormatError(path, "cannot be imported as a Python module")

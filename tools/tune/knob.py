@@ -7,13 +7,17 @@ definitions read it on import) and before each call (definitions in the launcher
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 CURRENT: dict[str, tuple[str, int]] = {}
+#: a thread's own values (the job's compile-ahead threads, ``job.Precompiler``): they override ``CURRENT`` there
+LOCAL = threading.local()
 
 
 def knob(key: str, default: Any) -> Any:
-    c = CURRENT.get(key)
+    mine = getattr(LOCAL, "current", None)
+    c = (CURRENT if mine is None else mine).get(key)
     if c is None:
         if default is None:
             raise KeyError(f"knob {key} has no value (an autotuned kernel's config is always set by the job)")

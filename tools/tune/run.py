@@ -77,6 +77,7 @@ class TuneResult(BaseModel):
     seconds: float = 0.0
     device_seconds: float = 0.0
     budget_s: float = 0.0
+    precompiled: dict[str, Any] = Field(default_factory=dict)   # the job's compiles ahead (``job.Precompiler``)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -129,6 +130,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     res = r.result
     out.ran, out.timed = True, bool(res.get("timed"))
     out.launches, out.hot, out.trials, out.final = res["launches"], res["hot"], res["trials"], res.get("final", {})
+    out.precompiled = res.get("precompiled") or {}
     values = out.values = {k: v for k, v in (res.get("launched_values") or {}).items() if v is not None}
     init = out.final.get("initial")
     if out.timed and init:
@@ -176,7 +178,9 @@ def table(res: TuneResult, limit: int = 5) -> str:
     lines.append(f"Configurations: {len(res.trials)} tried in one job ({res.seconds:.0f} s, budget {res.budget_s:.0f} s): "
                  + ", ".join(f"{n} {s}" for s, n in sorted(c.items())) + "."
                  + ("" if res.timed else " Speed not measured (no GPU): configurations were checked for "
-                                         "correctness only."))
+                                         "correctness only.")
+                 + (f" Compiled ahead in threads: {res.precompiled.get('compiled', 0)} of "
+                    f"{res.precompiled.get('submitted', 0)}." if res.precompiled.get("submitted") else ""))
     fails = [t for t in res.trials if t["status"] == "failed" and t.get("note")]
     if fails:
         lines.append("Screened out, e.g.: " + "; ".join(f"{_cfg(res, t['config'])}: {t['note'][:80]}" for t in fails[:2]) + ".")

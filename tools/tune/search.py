@@ -127,6 +127,9 @@ class Searcher:
     known: list[Trial] = field(default_factory=list)
     #: called with a configuration before it runs and with its trial after (the job's progress file)
     log: Callable[[str, dict], None] | None = None
+    #: given the configurations the search is likely to try next, before it tries them (the job compiles them
+    #: ahead in threads); it decides nothing
+    prefetch: Callable[[list[dict[str, int]]], None] | None = None
 
     def __post_init__(self) -> None:
         self.t0 = self.clock()
@@ -163,6 +166,34 @@ class Searcher:
             self.log("trial", trial.model_dump())
         return t
 
+    def ahead(self, cur: dict[str, int], doms: list[Domain], steps: int = 2) -> None:
+        """Hand ``prefetch`` each knob of ``doms`` moved up to ``steps`` values either way from ``cur`` (the
+        likelier way first), skipping configurations already run or over the tile bound."""
+        if self.prefetch is None:
+            return
+        out: list[dict[str, int]] = []
+        for d in doms:
+            pos = d.values.index(cur.get(d.key, d.start))
+            for step in (d.first, -d.first):
+                for j in range(1, steps + 1):
+                    i = pos + step * j
+                    if 0 <= i < len(d.values):
+                        cfg = self.norm(dict(cur, **{d.key: d.values[i]}))
+                        if tuple(cfg.items()) not in self._seen and _tile_ok(cfg, self.doms):
+                            out.append(cfg)
+        if out:
+            self.prefetch(out)
+
+    def ahead_line(self, cur: dict[str, int], d: Domain, i: int, step: int, n: int = 3) -> None:
+        """Hand ``prefetch`` the next ``n`` values of ``d`` along a sweep from index ``i`` (``cur`` otherwise)."""
+        if self.prefetch is None:
+            return
+        cfgs = [self.norm(dict(cur, **{d.key: d.values[i + step * j]})) for j in range(n)
+                if 0 <= i + step * j < len(d.values)]
+        cfgs = [c for c in cfgs if tuple(c.items()) not in self._seen and _tile_ok(c, self.doms)]
+        if cfgs:
+            self.prefetch(cfgs)
+
     def best(self) -> tuple[dict[str, int], float | None]:
         ok = [t for t in self.trials if t.ms is not None]
         if not ok:
@@ -171,18 +202,22 @@ class Searcher:
         return dict(b.config), b.ms
 
     def search(self) -> list[Trial]:
+        order = sorted(self.doms, key=lambda d: {"grid": 0, "tile": 1, "count": 2, "warps": 3, "stages": 4}[d.kind])
+        self.ahead({}, order)
         base = self.run_one({}, "as launched")
         if base is None:
             return self.trials
         cur, cur_t = {}, base
-        order = sorted(self.doms, key=lambda d: {"grid": 0, "tile": 1, "count": 2, "warps": 3, "stages": 4}[d.kind])
         for rnd in range(4):          # coordinate descent with runs, from the best so far
             improved = False
             for d in order:
+                if cur:
+                    self.ahead(cur, [d], 3)
                 pos = d.values.index(cur.get(d.key, d.start))
                 for step in (d.first, -d.first):   # the likelier way first; the other only if that one did not pay
                     moved, misses, i = False, 0, pos + step
                     while 0 <= i < len(d.values) and misses < (2 if rnd == 0 else 1) and self.left():
+                        self.ahead_line(cur, d, i, step)
                         t = self.run_one(dict(cur, **{d.key: d.values[i]}), "sweep" if rnd == 0 else "line")
                         if t is None:
                             break

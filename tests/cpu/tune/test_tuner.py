@@ -399,3 +399,62 @@ def test_a_fixed_program_count_in_the_grid_is_a_knob(tmp_path):
     out.write_text(spacemod.emit(src, {"rows_scale.grid0": 3}))
     assert "rows_scale[(min(M, 32),)]" in out.read_text()
     _run_emitted(out)
+
+
+def test_the_search_hands_its_next_configurations_to_prefetch_before_it_runs_them():
+    """Every configuration the search runs after the as-launched one was handed to ``prefetch`` first (the job
+    compiles those ahead in threads), within the tile bound and never one it already ran."""
+    knobs = [{"key": "k.BLOCK", "kind": "tile", "how": "scale", "params": ["k.BLOCK"], "value": 256},
+             {"key": "k.num_warps", "kind": "warps", "how": "set", "params": ["k.num_warps"], "value": 4}]
+    doms = domains(knobs, {"k.BLOCK": 256, "k.num_warps": 4})
+    handed: list[tuple] = []
+    ran: list[tuple] = []
+
+    def cost(cfg):
+        ran.append(tuple(sorted(cfg.items())))
+        return 1.0 + abs(cfg.get("k.BLOCK", 0) + 2) + 0.1 * abs(cfg.get("k.num_warps", 4) - 8)
+
+    trials = Searcher(doms, cost, budget_s=60, prefetch=lambda cfgs: handed.extend(
+        tuple(sorted(c.items())) for c in cfgs)).search()
+    assert ran[0] == () and len(ran) > 4
+    missed = [c for c in ran[1:] if c not in handed]
+    assert not missed, missed
+    assert min(t.ms for t in trials if t.ms is not None) == 1.0
+
+
+def test_the_precompiler_threads_see_their_own_knobs_and_leave_the_searchs_alone(tmp_path):
+    """``knob.LOCAL`` gives each compile-ahead thread its configuration's values (and meta-device inputs) while the
+    search's own (``knob.CURRENT``) stay as they are; a launcher that raises counts as failed, the rest as
+    compiled."""
+    import torch
+    from tritondx.tools.tune import job as jobmod, knob as knobmod
+    task = tmp_path / "inst.py"
+    task.write_text(textwrap.dedent(f'''
+        from tritondx.tools.tune.knob import knob
+
+        def launch(x):
+            v = knob("k.BLOCK", 64)
+            if v == 128:
+                raise RuntimeError("no meta support")
+            open({str(tmp_path)!r} + f"/seen_{{v}}_{{x.device.type}}", "w").close()
+            return x
+    '''))
+
+    class Env:
+        inst_path = str(task)
+        inputs = (torch.ones(4),)
+
+    knobmod.CURRENT = {"k.BLOCK": ("set", 7)}
+    try:
+        pre = jobmod.Precompiler(Env(), {"k.BLOCK": "scale"}, {}, threads=2)
+        pre.submit([{"k.BLOCK": 1}, {"k.BLOCK": -6}, {"k.BLOCK": -1}])
+        for cfg in ({"k.BLOCK": 1}, {"k.BLOCK": -6}, {"k.BLOCK": -1}, {"k.BLOCK": 3}):
+            pre.wait(cfg)
+        stats = pre.close()
+        assert knobmod.CURRENT == {"k.BLOCK": ("set", 7)}
+        assert getattr(knobmod.LOCAL, "current", None) is None
+    finally:
+        knobmod.CURRENT = {}
+    assert stats["submitted"] == 3 and stats["compiled"] == 2 and stats["failed"] == 1, stats
+    assert "no meta support" in stats["first_error"]
+    assert sorted(p.name for p in tmp_path.glob("seen_*")) == ["seen_1_meta", "seen_32_meta"]
