@@ -26,7 +26,7 @@ from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs, free_n
 from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
 from tritondx.tools.tune.tunables import dot_operands, host_semantic, kernel_roles
 
-KnobKind = Literal["tile", "count", "grid", "warps", "stages", "pin"]
+KnobKind = Literal["tile", "count", "grid", "warps", "stages", "loop", "pin"]
 #: the name the instrumented source reads knobs through
 KNOB_FN = "_tdx_knob"
 
@@ -68,6 +68,36 @@ class _Plan:
         self.add: dict[int, dict[str, str]] = {}
         self.defaults: dict[str, int] = {}   # key -> value written when an option is added at the call
         self.autotune: dict[int, list[tuple[str, str]]] = {}   # configs list node id -> [(param, key)]
+        self.loops: dict[int, str] = {}      # a kernel's ``for ... in range(...)`` node id -> its loop knob's key
+
+
+#: a loop knob's values: 0 leaves the loop as written; s > 0 writes ``tl.range(..., num_stages=s)``
+LOOP_STAGES = (0, 1, 2, 3, 4)
+#: loop knobs per kernel (its first pipelineable loops in source order)
+MAX_LOOP_KNOBS = 2
+#: the instrumented source's module constant for a loop knob: ``_TDX_LOOP_<n> = tl.constexpr(... or None)``
+LOOP_CONST = "_TDX_LOOP_{}"
+
+
+def _loop_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"]) -> None:
+    """A kernel's loops that load from global memory (and store to none of the pointers they load, have no
+    break/continue and hold no inner loop: ``rewrite.pipelining``'s conditions) get a knob: Triton's software
+    pipeliner pipelines a loop's loads that feed no ``tl.dot`` only where the loop asks for stages
+    (``tl.range(..., num_stages=s)``); the kernel's ``num_stages`` option alone leaves such loops as they are."""
+    from tritondx.tools.rewrite.pipelining import _loops, _pipelineable
+    n = 0
+    for loop in _loops(s.kfn):
+        if n >= MAX_LOOP_KNOBS or id(loop) in plan.loops or not _pipelineable(s.kfn, loop):
+            continue
+        if any(a.keyword is not None for a in loop.iter.args):
+            continue
+        key = f"{s.kernel}.loop{n}"
+        n += 1
+        plan.loops[id(loop)] = key
+        k = by_key.setdefault(key, Knob(key=key, kind="loop", how="set", value=0,
+                                         where=f"loop in {s.kernel}, line {an.line(loop)}: "
+                                               f"for {code_of(loop.target)} in {code_of(loop.iter)[:50]}"))
+        k.params.append(key)
 
 
 def _has_loop(kfn: cst.FunctionDef) -> bool:
@@ -185,6 +215,7 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
             k.grid_tied = k.grid_tied or tied
             k.params.append(pname)
         _grid_knobs(s, plan, by_key)
+        _loop_knobs(s, an, plan, by_key)
     space.knobs = list(by_key.values())
     return space, plan, an.module
 
@@ -255,10 +286,22 @@ def build(source: str) -> Space:
 
 
 class _Rewrite(cst.CSTTransformer):
-    def __init__(self, plan: _Plan, leaf, pinned=None, only: set[str] | None = None) -> None:
-        self.plan, self.leaf, self.pinned, self.only = plan, leaf, pinned, only
+    def __init__(self, plan: _Plan, leaf, pinned=None, only: set[str] | None = None, range_fn: str = "tl.range"
+                 ) -> None:
+        self.plan, self.leaf, self.pinned, self.only, self.range_fn = plan, leaf, pinned, only, range_fn
 
     def on_leave(self, original, updated):
+        loop_key = self.plan.loops.get(id(original))
+        if loop_key is not None and isinstance(updated, cst.For):
+            stages = self.leaf(loop_key, None)
+            if stages is None:
+                return updated
+            args = [cst.Arg(a.value) for a in updated.iter.args if a.keyword is None]
+            call = cst.Call(func=cst.parse_expression(self.range_fn),
+                            args=[*args, cst.Arg(stages, keyword=cst.Name("num_stages"),
+                                                 equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                                       whitespace_after=cst.SimpleWhitespace("")))])
+            return updated.with_changes(iter=call)
         pairs = self.plan.autotune.get(id(original))
         if pairs is not None and self.pinned is not None:
             return _configs_node(pairs, self.pinned)
@@ -293,15 +336,23 @@ def instrument(source: str) -> str:
     space, plan, module = _analyse(source)
     first = {k.key: k.value for k in space.knobs}
 
-    def leaf(key: str, expr: cst.BaseExpression) -> cst.BaseExpression:
+    loop_names = {key: LOOP_CONST.format(i) for i, key in enumerate(plan.loops.values())}
+
+    def leaf(key: str, expr: cst.BaseExpression | None) -> cst.BaseExpression:
+        if key in loop_names:
+            return cst.Name(loop_names[key])
         return cst.Call(func=cst.Name(KNOB_FN), args=[cst.Arg(cst.SimpleString(repr(key))), cst.Arg(expr)])
 
     def knob_read(key: str) -> str:   # the job sets a hot kernel's to the autotuner's pick; a cold one runs config 0
         return f"{KNOB_FN}({key!r}, {first.get(key)!r})"
 
-    out = module.visit(_Rewrite(plan, leaf, knob_read))
-    imp = cst.parse_statement(f"from tritondx.tools.tune.knob import knob as {KNOB_FN}\n")
-    return _after_future(out, [imp]).code
+    out = module.visit(_Rewrite(plan, leaf, knob_read, range_fn="_tdx_tl.range"))
+    stmts = [cst.parse_statement(f"from tritondx.tools.tune.knob import knob as {KNOB_FN}\n")]
+    if loop_names:
+        stmts.append(cst.parse_statement("import triton.language as _tdx_tl\n"))
+        stmts += [cst.parse_statement(f"{name} = _tdx_tl.constexpr({KNOB_FN}({key!r}, 0) or None)\n")
+                  for key, name in loop_names.items()]
+    return _after_future(out, stmts).code
 
 
 def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | None = None) -> str:
@@ -320,10 +371,12 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
             raise ValueError(f"no launched value for {key}: the autotuned kernel cannot be pinned")
         return repr(v) if isinstance(v, bool) else str(int(v))
 
-    def leaf(key: str, expr: cst.BaseExpression) -> cst.BaseExpression:
+    def leaf(key: str, expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
         if key not in config:
             return expr
         v = int(config[key])
+        if key in plan.loops.values():
+            return cst.Integer(str(v)) if v > 0 else None
         if how[key] == "set":
             return cst.Integer(str(v))
         if v == 0:
@@ -335,7 +388,24 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
         inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({inner})"
         return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else f"max({inner} // {1 << -v}, 1)")
 
-    return module.visit(_Rewrite(plan, leaf, pinned, only=set(config))).code
+    return module.visit(_Rewrite(plan, leaf, pinned, only=set(config), range_fn=_language_alias(module) + ".range")).code
+
+
+def _language_alias(module: cst.Module) -> str:
+    """The name the source binds ``triton.language`` to (``tl`` where it says ``import triton.language as tl``)."""
+    for st in module.body:
+        if isinstance(st, cst.SimpleStatementLine):
+            for b in st.body:
+                if isinstance(b, cst.Import):
+                    for a in b.names:
+                        if dotted(a.name) == "triton.language":
+                            return a.asname.name.value if a.asname else "triton.language"
+                if isinstance(b, cst.ImportFrom) and b.module is not None and dotted(b.module) == "triton" \
+                        and not isinstance(b.names, cst.ImportStar):
+                    for a in b.names:
+                        if a.name.value == "language":
+                            return a.asname.name.value if a.asname else "language"
+    return "triton.language"
 
 
 def describe(space: Space, config: dict[str, int], values: dict[str, int] | None = None) -> str:
@@ -347,6 +417,10 @@ def describe(space: Space, config: dict[str, int], values: dict[str, int] | None
         v = int(config[k.key])
         cur = (values or {}).get(k.key, k.value)
         label = k.key.split(".", 1)[1]
+        if k.kind == "loop":
+            if v:
+                parts.append(f"{k.where.split(':', 1)[0]} pipelined in {v} stages")
+            continue
         if k.how == "set":
             if cur is not None and v == cur:
                 continue

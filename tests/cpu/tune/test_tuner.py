@@ -458,3 +458,47 @@ def test_the_precompiler_threads_see_their_own_knobs_and_leave_the_searchs_alone
     assert stats["submitted"] == 3 and stats["compiled"] == 2 and stats["failed"] == 1, stats
     assert "no meta support" in stats["first_error"]
     assert sorted(p.name for p in tmp_path.glob("seen_*")) == ["seen_1_meta", "seen_32_meta"]
+
+
+ROW_LOOP_TASK = HEADER.replace("(300,)", "(8, 96)") + '''
+
+@triton.jit
+def row_sum(x_ptr, out_ptr, rows, cols, BLOCK: tl.constexpr):
+    r = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for c in range(0, cols, BLOCK):
+        offs = c + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + r * cols + offs, mask=offs < cols, other=0.0)
+    tl.store(out_ptr + r, tl.sum(acc, axis=0))
+
+
+def launch(x):
+    out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
+    row_sum[(x.shape[0],)](x, out, x.shape[0], x.shape[1], BLOCK=32)
+    return out
+
+
+def reference(x):
+    return x.sum(dim=1)
+'''
+
+
+def test_a_loop_that_loads_gets_a_stages_knob_written_as_tl_range_where_the_loop_is(tmp_path):
+    """Triton pipelines a loop's loads that feed no tl.dot only where the loop asks for stages: the loop is a knob
+    (0: as written), the screen runs the tl.range form, and the winner's source says ``tl.range(..., num_stages=s)``
+    on that loop and nothing else."""
+    task = _write(tmp_path, "row_loop", ROW_LOOP_TASK)
+    src = task.read_text()
+    sp = spacemod.build(src)
+    loops = [k for k in sp.knobs if k.kind == "loop"]
+    assert [k.key for k in loops] == ["row_sum.loop0"] and "line" in loops[0].where
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    staged = [t for t in res.trials if t["config"].get("row_sum.loop0")]
+    assert staged and all(t["status"] == "ok" for t in staged)
+    out = tmp_path / "emitted.py"
+    out.write_text(spacemod.emit(src, {"row_sum.loop0": 3}))
+    text = out.read_text()
+    assert "for c in tl.range(0, cols, BLOCK, num_stages=3):" in text and "_tdx" not in text
+    assert text.replace("tl.range(0, cols, BLOCK, num_stages=3)", "range(0, cols, BLOCK)") == src
+    _run_emitted(out)
+    assert spacemod.emit(src, {"row_sum.loop0": 0}) == src
