@@ -78,6 +78,8 @@ class TuneResult(BaseModel):
     device_seconds: float = 0.0
     budget_s: float = 0.0
     precompiled: dict[str, Any] = Field(default_factory=dict)   # the job's compiles ahead (``job.Precompiler``)
+    waves: dict[str, Any] = Field(default_factory=dict)         # configurations per hold (``job.Waves``)
+    device_usage: dict[str, Any] = Field(default_factory=dict)  # the job's holds and lock waits (``gpulock.usage``)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -131,6 +133,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     out.ran, out.timed = True, bool(res.get("timed"))
     out.launches, out.hot, out.trials, out.final = res["launches"], res["hot"], res["trials"], res.get("final", {})
     out.precompiled = res.get("precompiled") or {}
+    out.waves, out.device_usage = res.get("waves") or {}, res.get("device_usage") or {}
     values = out.values = {k: v for k, v in (res.get("launched_values") or {}).items() if v is not None}
     init = out.final.get("initial")
     if out.timed and init:
@@ -179,6 +182,8 @@ def table(res: TuneResult, limit: int = 5) -> str:
                  + ", ".join(f"{n} {s}" for s, n in sorted(c.items())) + "."
                  + ("" if res.timed else " Speed not measured (no GPU): configurations were checked for "
                                          "correctness only.")
+                 + (f" Timed in {res.waves['waves']} waves (one shared and one exclusive hold each)."
+                    if res.waves.get("waves") else "")
                  + (f" Compiled ahead in threads: {res.precompiled.get('compiled', 0)} of "
                     f"{res.precompiled.get('submitted', 0)}." if res.precompiled.get("submitted") else ""))
     fails = [t for t in res.trials if t["status"] == "failed" and t.get("note")]

@@ -502,3 +502,45 @@ def test_a_loop_that_loads_gets_a_stages_knob_written_as_tl_range_where_the_loop
     assert text.replace("tl.range(0, cols, BLOCK, num_stages=3)", "range(0, cols, BLOCK)") == src
     _run_emitted(out)
     assert spacemod.emit(src, {"row_sum.loop0": 0}) == src
+
+
+def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one_hold_of_each_kind(monkeypatch):
+    """The search's asked configuration and the ones it handed to prefetch are screened in one shared hold and the
+    correct ones timed in one exclusive hold; a later ask for one of them takes no hold; one the screen fails is
+    None; measured-but-never-asked ones come back as trials."""
+    import contextlib
+    from tritondx.tools.exec import gpulock
+    from tritondx.tools.tune.job import Waves
+    holds: list[str] = []
+
+    @contextlib.contextmanager
+    def phase(mode, urgent=False):
+        holds.append(mode)
+        yield
+    monkeypatch.setattr(gpulock, "phase", phase)
+    timed: list[int] = []
+
+    class Env:
+        def call(self, mod, kc):
+            timed.append(mod)
+
+        def time_held(self, fn, est_ms=None):
+            assert holds[-1] == "exclusive"
+            fn()
+            return float(timed[-1])
+
+    def screen(cfg):
+        assert holds[-1] == "shared"
+        v = cfg.get("k.B", 0)
+        return None if v == -2 else (10 + v, {})
+
+    w = Waves(screen, Env(), None, None, size=4)
+    w.prefetch([{"k.B": 1}, {"k.B": -1}, {"k.B": -2}, {"k.B": 2}, {"k.B": 3}])
+    assert w.evaluate({}) == 10.0
+    assert holds == ["shared", "exclusive"]
+    assert w.evaluate({"k.B": -1}) == 9.0 and w.evaluate({"k.B": -2}) is None and w.evaluate({"k.B": 1}) == 11.0
+    assert holds == ["shared", "exclusive"]          # answered from the first wave
+    assert w.evaluate({"k.B": 2}) == 12.0 and len(holds) == 4
+    extra = w.unasked({(), (("k.B", -1),), (("k.B", -2),), (("k.B", 1),), (("k.B", 2),)})
+    assert [(t.config, t.ms, t.phase) for t in extra] == [({"k.B": 3}, 13.0, "wave")]
+    assert w.stats == {"waves": 2, "configurations": 6, "asked": 5}
