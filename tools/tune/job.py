@@ -17,8 +17,11 @@ checks and bench see; it decides nothing.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 import statistics
+import sys
 import threading
 import time
 from typing import Any
@@ -225,6 +228,30 @@ def _as_knobs(cfg: dict[str, int], how: dict[str, str], pins: dict[str, int] | N
 
 #: configurations screened in one shared hold and timed in one exclusive hold (``Waves``)
 WAVE = 8
+#: a configuration's screen (its compile where none was done ahead, a call, the comparison) and its timing may take
+#: this long (s); past it the job ends itself and ``run.tune_task`` runs it again without that configuration. On the
+#: H200 corpus batch of 2026-12-05 one attention kernel's 512-row tile hung its job until the job's timeout
+#: (195 s): the task's whole search bought 4 configurations in 240 s.
+CONFIG_LIMIT_S = 45.0
+HUNG_EXIT = 75
+
+
+@contextlib.contextmanager
+def _watch(what: str, limit_s: float):
+    """End the process (exit ``HUNG_EXIT``) when the block runs longer than ``limit_s``: a kernel that hangs or
+    runs for minutes holds the device and the task; the progress file names the configuration that was running."""
+    def fire() -> None:
+        sys.stderr.write(f"tune: {what} ran over {limit_s:.0f} s (a hang or a runaway kernel): the job ends and is "
+                         "run again without it\n")
+        sys.stderr.flush()
+        os._exit(HUNG_EXIT)
+    t = threading.Timer(limit_s, fire)
+    t.daemon = True
+    t.start()
+    try:
+        yield
+    finally:
+        t.cancel()
 
 
 def _label(cfg: dict[str, int]) -> str:
@@ -246,8 +273,10 @@ class Waves:
     locks behind the other tasks' jobs. Configurations measured but never asked for are trials too
     (``unasked``)."""
 
-    def __init__(self, screen, env: "_Env", pre: "Precompiler | None", log, size: int) -> None:
+    def __init__(self, screen, env: "_Env", pre: "Precompiler | None", log, size: int,
+                 limit_s: float = CONFIG_LIMIT_S) -> None:
         self.screen, self.env, self.pre, self.log, self.size = screen, env, pre, log, max(1, size)
+        self.limit_s = limit_s
         self.results: dict[tuple, float | None] = {}
         self.pending: list[dict[str, int]] = []
         self.stats = {"waves": 0, "configurations": 0, "asked": 0}
@@ -282,7 +311,8 @@ class Waves:
             for c in wave:
                 if self.log and c is not wave[0]:
                     self.log("start", {"config": c})
-                ok = self.screen(c)
+                with _watch(f"configuration {_label(c)}", self.limit_s):
+                    ok = self.screen(c)
                 self.results[tuple(sorted(c.items()))] = None
                 if ok is not None:
                     passed.append((c, ok))
@@ -291,7 +321,9 @@ class Waves:
                 for c, (mod, kc) in passed:
                     if self.log:
                         self.log("start", {"config": c})
-                    self.results[tuple(sorted(c.items()))] = self.env.time_held(lambda m=mod, k=kc: self.env.call(m, k))
+                    with _watch(f"timing {_label(c)}", self.limit_s):
+                        self.results[tuple(sorted(c.items()))] = self.env.time_held(
+                            lambda m=mod, k=kc: self.env.call(m, k))
         if self.log:   # the wave's first configuration is the search's: it logs that one's trial itself
             self.log("start", {"config": wave[0]})
         self.stats["waves"] += 1
@@ -378,7 +410,8 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             return None if screen(cfg) is None else 1.0
 
     log = _progress(job.get("progress_file"))
-    waves = Waves(screen, env, pre, log, int(job.get("wave", WAVE))) if env.cuda else None
+    waves = (Waves(screen, env, pre, log, int(job.get("wave", WAVE)), float(job.get("config_limit_s", CONFIG_LIMIT_S)))
+             if env.cuda else None)
 
     budget = float(job.get("budget_s", 60.0))
     known = [Trial(**t) for t in job.get("known") or []]

@@ -544,3 +544,15 @@ def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one
     extra = w.unasked({(), (("k.B", -1),), (("k.B", -2),), (("k.B", 1),), (("k.B", 2),)})
     assert [(t.config, t.ms, t.phase) for t in extra] == [({"k.B": 3}, 13.0, "wave")]
     assert w.stats == {"waves": 2, "configurations": 6, "asked": 5}
+
+
+def test_a_configuration_that_runs_past_its_limit_ends_the_job_process_with_a_message():
+    """A hung configuration ends its job (exit 75, a line on stderr naming it) instead of holding the task until the
+    job's timeout; a block under the limit is untouched."""
+    code = ("import time\nfrom tritondx.tools.tune.job import _watch\n"
+            "with _watch('configuration fast', 5.0):\n    time.sleep(0.1)\n"
+            "with _watch('configuration BLOCK_M=512', 0.5):\n    time.sleep(30)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 75, r.stderr[-500:]
+    assert "configuration BLOCK_M=512 ran over 0 s" in r.stderr or "configuration BLOCK_M=512 ran over 1 s" in r.stderr
+    assert "fast" not in r.stderr
