@@ -228,6 +228,8 @@ def _as_knobs(cfg: dict[str, int], how: dict[str, str], pins: dict[str, int] | N
 
 #: configurations screened in one shared hold and timed in one exclusive hold (``Waves``)
 WAVE = 8
+#: after the descent, the search buys combinations within this many values of its best (``Searcher.explore``)
+EXPLORE_STEPS = 1
 #: a configuration's screen (its compile where none was done ahead, a call, the comparison) and its timing may take
 #: this long (s); past it the job ends itself and ``run.tune_task`` runs it again without that configuration. On the
 #: H200 corpus batch of 2026-12-05 one attention kernel's 512-row tile hung its job until the job's timeout
@@ -417,7 +419,8 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     known = [Trial(**t) for t in job.get("known") or []]
     if env.cuda:
         trials = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
-                          log=log, prefetch=waves.prefetch).search()
+                          log=log, prefetch=waves.prefetch,
+                          explore_steps=int(job.get("explore_steps", EXPLORE_STEPS))).search()
         trials += waves.unasked({tuple(sorted(t.config.items())) for t in trials})
     else:
         trials = _screen_only(doms, screened, budget, known, log)

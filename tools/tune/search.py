@@ -11,6 +11,8 @@ value (set knobs); a key left out keeps the task's own value. ``evaluate(config)
 2. **Combination** of every knob's best.
 3. **Line search** from the best so far (Inductor's coordinate descent, with runs): each knob moved one step in
    either direction, kept moving while it improves; rounds until nothing improves or the budget ends.
+4. **Explore** (``explore_steps``): the budget left buys combinations of several knobs around the best, nearest
+   first.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
 #: an improvement smaller than this is noise for the search's own decisions (the verifier's bench decides later)
 MIN_STEP_GAIN = 0.02
+#: combinations handed to ``prefetch`` at a time by ``explore`` (the job times them as one wave)
+EXPLORE_WAVE = 8
 
 
 @dataclass
@@ -133,6 +137,8 @@ class Searcher:
     #: given the configurations the search is likely to try next, before it tries them (the job compiles them
     #: ahead in threads); it decides nothing
     prefetch: Callable[[list[dict[str, int]]], None] | None = None
+    #: after the descent, combinations within this many values of the best (0: none; ``explore``)
+    explore_steps: int = 0
 
     def __post_init__(self) -> None:
         self.t0 = self.clock()
@@ -234,7 +240,46 @@ class Searcher:
                         break
             if not improved or not self.left():
                 break
+        if self.explore_steps and self.left():
+            self.explore(cur)
         return self.trials
+
+    def explore(self, cur: dict[str, int]) -> None:
+        """What the descent cannot see, in the budget it left: every combination of the knobs within
+        ``explore_steps`` values of the best so far, nearest first (fewest knobs moved, then fewest steps), handed to
+        ``prefetch`` a wave at a time. Knobs interact (a larger block wants more warps; a smaller tile, more stages)
+        where one knob at a time finds no step that pays: the descent stopped after 4-21 configurations on the
+        H200 corpus batches of 2026-12-04/05 with most of its budget left."""
+        import itertools
+        axes = []
+        for d in self.doms:
+            pos = d.values.index(cur.get(d.key, d.start))
+            axes.append([(d.key, d.values[i], abs(i - pos)) for i in
+                         range(pos - self.explore_steps, pos + self.explore_steps + 1) if 0 <= i < len(d.values)])
+        if not axes:
+            return
+        combos = []
+        for pick in itertools.product(*axes):
+            moved = [x for x in pick if x[2]]
+            if len(moved) < 2:          # single moves: the descent's own ground
+                continue
+            cfg = self.norm(dict(cur, **{k: v for k, v, _ in pick}))
+            if tuple(cfg.items()) in self._seen or not _tile_ok(cfg, self.doms):
+                continue
+            combos.append((len(moved), sum(x[2] for x in moved), cfg))
+            if len(combos) > 20000:
+                break
+        combos.sort(key=lambda c: (c[0], c[1]))
+        for i in range(0, len(combos), EXPLORE_WAVE):
+            if not self.left():
+                return
+            chunk = [c[2] for c in combos[i:i + EXPLORE_WAVE]]
+            if self.prefetch is not None:
+                self.prefetch(chunk)
+            for cfg in chunk:
+                if not self.left():
+                    return
+                self.run_one(cfg, "explore")
 
 
 def top(trials: list[Trial], n: int) -> list[Trial]:

@@ -556,3 +556,25 @@ def test_a_configuration_that_runs_past_its_limit_ends_the_job_process_with_a_me
     assert r.returncode == 75, r.stderr[-500:]
     assert "configuration BLOCK_M=512 ran over 0 s" in r.stderr or "configuration BLOCK_M=512 ran over 1 s" in r.stderr
     assert "fast" not in r.stderr
+
+
+def test_explore_buys_combinations_the_descent_cannot_reach_within_the_budget():
+    """Two knobs that only pay together (a larger block that wants more warps): the one-knob descent stops at the
+    start; the budget left buys combinations around it, nearest first, handed to prefetch a wave at a time."""
+    knobs = [{"key": "k.BLOCK", "kind": "tile", "how": "scale", "params": ["k.BLOCK"], "value": 256},
+             {"key": "k.num_warps", "kind": "warps", "how": "set", "params": ["k.num_warps"], "value": 4},
+             {"key": "k.num_stages", "kind": "stages", "how": "set", "params": ["k.num_stages"], "value": 3}]
+    doms = domains(knobs, {"k.BLOCK": 256, "k.num_warps": 4, "k.num_stages": 3})
+
+    def cost(cfg):
+        b, w = cfg.get("k.BLOCK", 0), cfg.get("k.num_warps", 4)
+        return 0.5 if (b, w) == (1, 8) else 1.0 + 0.1 * (abs(b) + abs(w - 4) / 4) + 0.01 * cfg.get("k.num_stages", 0)
+
+    plain = Searcher(doms, cost, budget_s=60).search()
+    assert min(t.ms for t in plain if t.ms is not None) == 1.0
+    handed: list[int] = []
+    trials = Searcher(doms, cost, budget_s=60, explore_steps=1,
+                      prefetch=lambda cfgs: handed.append(len(cfgs))).search()
+    best = min((t for t in trials if t.ms is not None), key=lambda t: t.ms)
+    assert best.config == {"k.BLOCK": 1, "k.num_warps": 8} and best.phase == "explore"
+    assert len(trials) > len(plain) and 8 in handed
