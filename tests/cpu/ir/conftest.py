@@ -32,11 +32,12 @@ def _capture(task: Path, root: Path) -> tuple[str, list[KernelIR] | str]:
 
 
 @pytest.fixture(scope="session")
-def captures(tmp_path_factory) -> dict[str, list[KernelIR]]:
-    root = tmp_path_factory.mktemp("nvidia_captures")
-    tasks = sorted(KERNELS.glob("k_*.py"))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(pool.map(lambda t: _capture(t, root), tasks))
-    failed = {k: v for k, v in results.items() if isinstance(v, str)}
-    assert not failed, f"captures failed: {failed}"
-    return results
+def captures(built_once) -> dict[str, list[KernelIR]]:
+    def build(root: Path) -> dict[str, list[KernelIR]]:
+        tasks = sorted(KERNELS.glob("k_*.py"))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = dict(pool.map(lambda t: _capture(t, root), tasks))
+        failed = {k: v for k, v in results.items() if isinstance(v, str)}
+        assert not failed, f"captures failed: {failed}"
+        return results
+    return built_once("nvidia_captures", build)

@@ -38,13 +38,13 @@ def ascend_python() -> str:
 
 
 @pytest.fixture(scope="session")
-def captures(ascend_python, tmp_path_factory) -> dict[tuple[str, str], AscendCapture]:
-    root = tmp_path_factory.mktemp("ascend_captures")
+def captures(ascend_python, built_once) -> dict[tuple[str, str], AscendCapture]:
+    def build(root: Path) -> dict[tuple[str, str], AscendCapture]:
+        def one(key):
+            stem, target = key
+            return key, capture_ascend(str(KERNELS / f"{stem}.py"), target, root / f"{stem}-{target}",
+                                       python=ascend_python, timeout=240)
 
-    def one(key):
-        stem, target = key
-        return key, capture_ascend(str(KERNELS / f"{stem}.py"), target, root / f"{stem}-{target}",
-                                   python=ascend_python, timeout=240)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(one, CAPTURE_SET))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return dict(pool.map(one, CAPTURE_SET))
+    return built_once("ascend_captures", build)

@@ -43,11 +43,13 @@ def _context(path: Path, findings: list[Finding]) -> RewriteContext:
 
 
 @pytest.fixture(scope="module")
-def rounds(ascend_python, tmp_path_factory):
+def rounds(ascend_python, built_once):
     """Per case: the original's findings, the expert's proposals of the family, and per proposal the
-    findings on the candidate compiled for the same target (all captures two at a time)."""
-    root = tmp_path_factory.mktemp("ascend_rewrites")
+    findings on the candidate compiled for the same target (all captures two at a time; once per session)."""
+    return built_once("ascend_rewrites", lambda root: _rounds(ascend_python, root))
 
+
+def _rounds(ascend_python: str, root: Path):
     def capture(path: Path, target: str, label: str) -> list[Finding]:
         cap = capture_ascend(str(path), target, root / label, python=ascend_python, timeout=240)
         assert cap.stage_reached in ("ttadapter", "npubin"), (label, cap.kernels)
