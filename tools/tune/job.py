@@ -30,6 +30,7 @@ import torch
 
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype, tolerance_entries
 from tritondx.tools.tune import knob as knobmod
+from tritondx.tools.tune.precompile import PRECOMPILE_THREADS, Precompiler, install_compile_only
 from tritondx.tools.tune.record import recording
 from tritondx.tools.tune.search import Searcher, Trial, domains, top
 
@@ -108,114 +109,6 @@ class _Env:
             est_ms = statistics.median(self.timer.calls(fn, 3))
         n = max(5, min(100, int(TIME_TARGET_MS / max(est_ms, 1e-3))))
         return statistics.median(self.timer.calls(fn, n))
-
-
-#: threads that compile configurations ahead of the search (``Precompiler``); 0 turns it off
-PRECOMPILE_THREADS = 4
-#: how long the search waits for a configuration's compile ahead before it compiles the configuration itself
-PRECOMPILE_WAIT_S = 60.0
-
-_COMPILE_ONLY = threading.local()
-_RUN_PATCHED: list = []
-
-
-def _install_compile_only() -> bool:
-    """Wrap ``JITFunction.run`` once so that, on a thread with ``_COMPILE_ONLY.on``, every launch is a warm-up
-    (compiled into Triton's cache, not run). False where Triton has no ``JITFunction.run``."""
-    if _RUN_PATCHED:
-        return True
-    try:
-        from triton.runtime.jit import JITFunction
-    except ImportError:
-        return False
-    orig = JITFunction.run
-
-    def run(self, *args, grid, warmup, **kwargs):
-        if getattr(_COMPILE_ONLY, "on", False):
-            warmup = True
-        return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
-    JITFunction.run = run
-    _RUN_PATCHED.append(orig)
-    return True
-
-
-def _meta(x: Any) -> Any:
-    """A tensor's twin on the meta device (same shape, strides, dtype; no memory, no device work)."""
-    if isinstance(x, torch.Tensor):
-        return torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device="meta")
-    return x
-
-
-class Precompiler:
-    """Compiles configurations ahead of the search, in threads, into Triton's on-disk cache.
-
-    A thread loads the configuration's module with the knobs set for that thread alone (``knob.LOCAL``) and calls
-    its ``launch`` on meta-device twins of the inputs with every Triton launch turned into a warm-up: the kernels
-    are compiled with the launch's constexprs and options, nothing runs on the device (the timer's exclusive hold
-    is not disturbed), and the module is dropped. The search then loads the configuration itself and its first
-    call reads the compiled kernel from the cache. Triton's compile releases the GIL in its MLIR passes and ptxas
-    runs as a process, so the threads compile side by side. A launcher that cannot run on meta tensors (it reads a
-    value back, asks for a CUDA device) compiles nothing ahead; the search compiles it as before."""
-
-    def __init__(self, env: "_Env", how: dict[str, str], pins: dict[str, int], threads: int) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-        self.env, self.how, self.pins = env, how, pins
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="precompile")
-        self.futures: dict[tuple, Any] = {}
-        self.meta_inputs = tuple(_meta(x) for x in env.inputs)
-        self.stats = {"submitted": 0, "compiled": 0, "failed": 0, "waited_s": 0.0, "first_error": ""}
-
-    def _one(self, cfg: dict[str, int]) -> str:
-        kc = _as_knobs(cfg, self.how, self.pins)
-        knobmod.LOCAL.current = dict(kc)
-        _COMPILE_ONLY.on = True
-        name = ""
-        try:
-            mod = load_module(self.env.inst_path, "pre")
-            name = mod.__name__
-            mod.launch(*self.meta_inputs)
-            return ""
-        except Exception as exc:   # the search compiles this configuration itself
-            return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-        finally:
-            knobmod.LOCAL.current = None
-            _COMPILE_ONLY.on = False
-            import sys
-            sys.modules.pop(name, None)
-
-    def submit(self, cfgs: list[dict[str, int]]) -> None:
-        for cfg in cfgs:
-            key = tuple(sorted(cfg.items()))
-            if key in self.futures:
-                continue
-            self.futures[key] = self.pool.submit(self._one, dict(cfg))
-            self.stats["submitted"] += 1
-
-    def wait(self, cfg: dict[str, int]) -> None:
-        """Until ``cfg``'s compile ahead (if one was submitted) ends, at most ``PRECOMPILE_WAIT_S``."""
-        fut = self.futures.get(tuple(sorted(cfg.items())))
-        if fut is None:
-            return
-        t0 = time.monotonic()
-        try:
-            err = fut.result(timeout=PRECOMPILE_WAIT_S)
-        except Exception as exc:
-            err = f"{type(exc).__name__}"
-        self.stats["waited_s"] += time.monotonic() - t0
-        if getattr(fut, "_counted", False):
-            return
-        fut._counted = True
-        if err:
-            self.stats["failed"] += 1
-            self.stats["first_error"] = self.stats["first_error"] or err
-        else:
-            self.stats["compiled"] += 1
-
-    def close(self) -> dict[str, Any]:
-        for f in self.futures.values():
-            f.cancel()
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        return {**self.stats, "waited_s": round(self.stats["waited_s"], 2)}
 
 
 def _as_knobs(cfg: dict[str, int], how: dict[str, str], pins: dict[str, int] | None = None
@@ -342,6 +235,11 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     t_start = time.monotonic()
     env = _Env(job)
     how = {k["key"]: k["how"] for k in job["knobs"]}
+    threads = int(job.get("precompile_threads", PRECOMPILE_THREADS))
+    pre = (Precompiler(env.inst_path, env.inputs, threads) if env.cuda and threads > 0 and install_compile_only()
+           else None)
+    if pre is not None:            # the initial kernel's autotuners compile their configs side by side
+        pre.warm_autotuners(job["task"])
     # 1. the launches, found by running them; the initial kernel's outputs are the screen's reference
     with phase("shared"):
         with recording(cuda=env.cuda) as rec:
@@ -382,9 +280,8 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     doms = domains(knobs, launched, fill)
     errors: dict[str, str] = {}
 
-    pre = (Precompiler(env, how, pins, int(job.get("precompile_threads", PRECOMPILE_THREADS)))
-           if env.cuda and int(job.get("precompile_threads", PRECOMPILE_THREADS)) > 0 and _install_compile_only()
-           else None)
+    if pre is not None:
+        pre.knobs_of = lambda cfg: _as_knobs(cfg, how, pins)
 
     def screen(cfg: dict[str, int]):
         """Load, run and compare one configuration (inside a shared hold): its module and knobs, or None."""

@@ -428,6 +428,7 @@ def test_the_precompiler_threads_see_their_own_knobs_and_leave_the_searchs_alone
     compiled."""
     import torch
     from tritondx.tools.tune import job as jobmod, knob as knobmod
+    from tritondx.tools.tune.precompile import Precompiler
     task = tmp_path / "inst.py"
     task.write_text(textwrap.dedent(f'''
         from tritondx.tools.tune.knob import knob
@@ -440,13 +441,10 @@ def test_the_precompiler_threads_see_their_own_knobs_and_leave_the_searchs_alone
             return x
     '''))
 
-    class Env:
-        inst_path = str(task)
-        inputs = (torch.ones(4),)
-
     knobmod.CURRENT = {"k.BLOCK": ("set", 7)}
     try:
-        pre = jobmod.Precompiler(Env(), {"k.BLOCK": "scale"}, {}, threads=2)
+        pre = Precompiler(str(task), (torch.ones(4),), threads=2,
+                          knobs_of=lambda cfg: jobmod._as_knobs(cfg, {"k.BLOCK": "scale"}))
         pre.submit([{"k.BLOCK": 1}, {"k.BLOCK": -6}, {"k.BLOCK": -1}])
         for cfg in ({"k.BLOCK": 1}, {"k.BLOCK": -6}, {"k.BLOCK": -1}, {"k.BLOCK": 3}):
             pre.wait(cfg)
@@ -578,3 +576,43 @@ def test_explore_buys_combinations_the_descent_cannot_reach_within_the_budget():
     best = min((t for t in trials if t.ms is not None), key=lambda t: t.ms)
     assert best.config == {"k.BLOCK": 1, "k.num_warps": 8} and best.phase == "explore"
     assert len(trials) > len(plain) and 8 in handed
+
+
+def test_the_initial_kernels_autotuner_hands_each_config_to_the_pool_as_a_warm_up(tmp_path, monkeypatch):
+    """Before the job records the initial kernel, its launch runs on meta inputs in compile-only mode: an autotuner
+    it reaches does not time its configs, it hands each one to the pool as a warm-up call of its kernel with that
+    config's values, and the job waits for them; outside compile-only threads the autotuner is untouched."""
+    import threading
+    import torch
+    import triton
+    from triton.runtime.autotuner import Autotuner
+    from tritondx.tools.tune import precompile as pc
+    monkeypatch.setattr(pc, "_PATCHED", [])
+    seen: list[tuple] = []
+
+    class FakeFn:      # stands in for the JITFunction (whose run the patch turns into a warm-up on these threads)
+        def run(self, *args, **kw):
+            seen.append((kw["BLOCK"], kw["num_warps"], threading.current_thread().name.startswith("precompile"),
+                         getattr(pc._COMPILE_ONLY, "on", False), args[0].device.type))
+
+    tuner = Autotuner.__new__(Autotuner)
+    tuner.fn = FakeFn()
+    tuner.configs = [triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((64, 2), (128, 4), (256, 8))]
+    monkeypatch.setattr(Autotuner, "run", lambda self, *a, **k: "timed")   # the untouched path, for this test
+    import triton.runtime.jit as jit
+    monkeypatch.setattr(jit.JITFunction, "run", lambda self, *a, grid, warmup, **k: None)
+    assert pc.install_compile_only()
+    task = tmp_path / "t.py"
+    import sys
+    import types
+    stub = types.ModuleType("stub")
+    monkeypatch.setitem(sys.modules, "tdx_test_tuner_stub", stub)
+    task.write_text("import sys\n\ndef launch(x):\n    return sys.modules['tdx_test_tuner_stub'].TUNER.run("
+                    "x, grid=(1,), warmup=False)\n")
+    stub.TUNER = tuner
+    pre = pc.Precompiler(str(task), (torch.ones(4),), threads=2)
+    pre.warm_autotuners(str(task))
+    stats = pre.close()
+    assert sorted(seen) == [(64, 2, True, True, "meta"), (128, 4, True, True, "meta"), (256, 8, True, True, "meta")]
+    assert stats["autotune_configs"] == 3 and not stats["autotune_warm_errors"]
+    assert tuner.run(torch.ones(1), grid=(1,), warmup=False) == "timed"     # other threads: as before
