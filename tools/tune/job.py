@@ -238,8 +238,6 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     threads = int(job.get("precompile_threads", PRECOMPILE_THREADS))
     pre = (Precompiler(env.inst_path, env.inputs, threads) if env.cuda and threads > 0 and install_compile_only()
            else None)
-    if pre is not None:            # the initial kernel's autotuners compile their configs side by side
-        pre.warm_autotuners(job["task"])
     # 1. the launches, found by running them; the initial kernel's outputs are the screen's reference
     with phase("shared"):
         with recording(cuda=env.cuda) as rec:

@@ -1,16 +1,12 @@
 """Compiles ahead, in threads, inside the tune job (the sandboxed worker): what the job will run next is compiled
 into Triton's on-disk cache while the job does something else, so its own first call of a kernel reads the cache.
 
-Two things are compiled ahead:
-
-- **configurations** (``Precompiler.submit``): a thread loads the configuration's module with the knobs set for
-  that thread alone (``knob.LOCAL``) and calls its ``launch`` on meta-device twins of the inputs with every Triton
-  launch turned into a warm-up: the kernels are compiled with the launch's constexprs and options, nothing runs on
-  the device (the timer's exclusive hold is not disturbed), and the module is dropped;
-- **the initial kernel's autotuners** (``Precompiler.warm_autotuners``): the task's ``launch`` is called the same
-  way before the job records it, and every ``@triton.autotune`` it reaches hands each of its configs to the pool as
-  a warm-up of its own. The recorded call then autotunes from the cache: on the H200 corpus batches of 2026-12-04/05
-  the tune job of a kernel autotuned over 36 configs spent 60-90 s compiling them one after another there.
+Configurations (``Precompiler.submit``): a thread loads the configuration's module with the knobs set for that
+thread alone (``knob.LOCAL``) and calls its ``launch`` on meta-device twins of the inputs with every Triton launch
+turned into a warm-up: the kernels are compiled with the launch's constexprs and options, nothing runs on the device
+(the timer's exclusive hold is not disturbed), and the module is dropped. (An autotuned kernel's configuration has
+one config, so its autotuner times nothing and launches it as a warm-up too.) The initial kernel's own compiles
+come from the probe's trusted cache layer (``run.tune_task``).
 
 Triton's compile releases the GIL in its MLIR passes and ptxas runs as a process, so the threads compile side by
 side (on a 2-core CPU, 4 cuda:90 compiles took 0.86 s one after another and 0.24 s on two threads). A launcher
@@ -41,7 +37,7 @@ _PATCHED: list = []
 
 
 def _compile_only(fn: Callable[[], Any]) -> Any:
-    """``fn()`` on this thread with every Triton launch a warm-up (and autotuners handing their configs on)."""
+    """``fn()`` on this thread with every Triton launch a warm-up."""
     _COMPILE_ONLY.on = True
     try:
         return fn()
@@ -50,10 +46,9 @@ def _compile_only(fn: Callable[[], Any]) -> Any:
 
 
 def install_compile_only() -> bool:
-    """Wrap ``JITFunction.run`` and ``Autotuner.run`` once so that, on a thread with ``_COMPILE_ONLY.on``, every
-    launch is a warm-up (compiled into Triton's cache, not run) and an autotuner warms each of its configs (on the
-    pool in ``_COMPILE_ONLY.pool`` where there is one) instead of timing them. Other threads are untouched. False
-    where Triton has no ``JITFunction.run``."""
+    """Wrap ``JITFunction.run`` once so that, on a thread with ``_COMPILE_ONLY.on``, every launch is a warm-up
+    (compiled into Triton's cache, not run). Other threads are untouched. False where Triton has no
+    ``JITFunction.run``."""
     if _PATCHED:
         return True
     try:
@@ -67,37 +62,8 @@ def install_compile_only() -> bool:
             warmup = True
         return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
     JITFunction.run = run
-    _PATCHED.append(("jit", orig))
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:
-        return True
-    orig_at = Autotuner.run
-
-    def at_run(self, *args, **kwargs):
-        if not getattr(_COMPILE_ONLY, "on", False):
-            return orig_at(self, *args, **kwargs)
-        pool = getattr(_COMPILE_ONLY, "pool", None)
-        for config in getattr(self, "configs", []):
-            kw = {**kwargs, **config.all_kwargs()}
-            call = (lambda kw=kw: _compile_only(lambda: self.fn.run(*args, **kw)))
-            if pool is not None:
-                fut = pool.submit(_quiet, call, getattr(_COMPILE_ONLY, "sink", None))
-                getattr(_COMPILE_ONLY, "futures", []).append(fut)
-            else:
-                _quiet(call, None)
-        return None
-    Autotuner.run = at_run
-    _PATCHED.append(("autotune", orig_at))
+    _PATCHED.append(orig)
     return True
-
-
-def _quiet(call: Callable[[], Any], sink: list | None) -> None:
-    try:
-        call()
-    except Exception as exc:   # a config that does not compile here is compiled (and fails) where it runs
-        if sink is not None:
-            sink.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
 
 
 def meta(x: Any) -> Any:
@@ -117,9 +83,7 @@ class Precompiler:
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="precompile")
         self.futures: dict[tuple, Any] = {}
         self.meta_inputs = tuple(meta(x) for x in inputs)
-        self.warm_errors: list[str] = []
-        self.stats = {"submitted": 0, "compiled": 0, "failed": 0, "waited_s": 0.0, "first_error": "",
-                      "autotune_warm_s": 0.0}
+        self.stats = {"submitted": 0, "compiled": 0, "failed": 0, "waited_s": 0.0, "first_error": ""}
 
     def _launch(self, path: str, label: str, knobs: dict | None) -> str:
         knobmod.LOCAL.current = dict(knobs) if knobs is not None else None
@@ -137,29 +101,6 @@ class Precompiler:
 
     def _one(self, cfg: dict[str, int]) -> str:
         return self._launch(self.inst_path, "pre", (self.knobs_of or (lambda c: {}))(cfg))
-
-    def warm_autotuners(self, task_path: str) -> None:
-        """Compile every config of the autotuners the task's ``launch`` reaches, on the pool, and wait for them (at
-        most ``PRECOMPILE_WAIT_S``): the job's recorded first call then autotunes from the cache."""
-        t0 = time.monotonic()
-        queued: list = []
-
-        def walk() -> str:
-            _COMPILE_ONLY.pool, _COMPILE_ONLY.sink, _COMPILE_ONLY.futures = self.pool, self.warm_errors, queued
-            try:
-                return self._launch(task_path, "pre_initial", None)
-            finally:
-                _COMPILE_ONLY.pool = _COMPILE_ONLY.sink = _COMPILE_ONLY.futures = None
-        try:
-            err = self.pool.submit(walk).result(timeout=PRECOMPILE_WAIT_S)
-            if err:
-                self.warm_errors.append(err)
-            for fut in list(queued):
-                fut.result(timeout=max(0.1, PRECOMPILE_WAIT_S - (time.monotonic() - t0)))
-        except Exception as exc:   # a timeout: the recorded call compiles what is left
-            self.warm_errors.append(f"{type(exc).__name__}")
-        self.stats["autotune_warm_s"] = round(time.monotonic() - t0, 2)
-        self.stats["autotune_configs"] = len(queued)
 
     def submit(self, cfgs: list[dict[str, int]]) -> None:
         for cfg in cfgs:
@@ -193,5 +134,4 @@ class Precompiler:
         for f in self.futures.values():
             f.cancel()
         self.pool.shutdown(wait=False, cancel_futures=True)
-        return {**self.stats, "waited_s": round(self.stats["waited_s"], 2),
-                "autotune_warm_errors": self.warm_errors[:3]}
+        return {**self.stats, "waited_s": round(self.stats["waited_s"], 2)}

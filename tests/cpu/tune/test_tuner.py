@@ -578,41 +578,27 @@ def test_explore_buys_combinations_the_descent_cannot_reach_within_the_budget():
     assert len(trials) > len(plain) and 8 in handed
 
 
-def test_the_initial_kernels_autotuner_hands_each_config_to_the_pool_as_a_warm_up(tmp_path, monkeypatch):
-    """Before the job records the initial kernel, its launch runs on meta inputs in compile-only mode: an autotuner
-    it reaches does not time its configs, it hands each one to the pool as a warm-up call of its kernel with that
-    config's values, and the job waits for them; outside compile-only threads the autotuner is untouched."""
-    import threading
-    import torch
-    import triton
-    from triton.runtime.autotuner import Autotuner
-    from tritondx.tools.tune import precompile as pc
-    monkeypatch.setattr(pc, "_PATCHED", [])
-    seen: list[tuple] = []
+def test_the_tune_job_reads_the_probes_trusted_compiles_of_the_initial_kernel_and_a_candidate_does_not(
+        tmp_path, monkeypatch):
+    """The tune job of the task gets the task's trusted Triton cache layer (the probe's compiles: an autotuned
+    kernel's configs are not compiled again before the search); the tune job of another source gets none."""
+    from tritondx.tools.exec import jobs, triton_cache
+    monkeypatch.setenv("TRITONDX_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(triton_cache, "enabled", lambda: True)
+    envs: list[dict] = []
 
-    class FakeFn:      # stands in for the JITFunction (whose run the patch turns into a warm-up on these threads)
-        def run(self, *args, **kw):
-            seen.append((kw["BLOCK"], kw["num_warps"], threading.current_thread().name.startswith("precompile"),
-                         getattr(pc._COMPILE_ONLY, "on", False), args[0].device.type))
+    class R:
+        ok, result = False, None
 
-    tuner = Autotuner.__new__(Autotuner)
-    tuner.fn = FakeFn()
-    tuner.configs = [triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((64, 2), (128, 4), (256, 8))]
-    monkeypatch.setattr(Autotuner, "run", lambda self, *a, **k: "timed")   # the untouched path, for this test
-    import triton.runtime.jit as jit
-    monkeypatch.setattr(jit.JITFunction, "run", lambda self, *a, grid, warmup, **k: None)
-    assert pc.install_compile_only()
-    task = tmp_path / "t.py"
-    import sys
-    import types
-    stub = types.ModuleType("stub")
-    monkeypatch.setitem(sys.modules, "tdx_test_tuner_stub", stub)
-    task.write_text("import sys\n\ndef launch(x):\n    return sys.modules['tdx_test_tuner_stub'].TUNER.run("
-                    "x, grid=(1,), warmup=False)\n")
-    stub.TUNER = tuner
-    pre = pc.Precompiler(str(task), (torch.ones(4),), threads=2)
-    pre.warm_autotuners(str(task))
-    stats = pre.close()
-    assert sorted(seen) == [(64, 2, True, True, "meta"), (128, 4, True, True, "meta"), (256, 8, True, True, "meta")]
-    assert stats["autotune_configs"] == 3 and not stats["autotune_warm_errors"]
-    assert tuner.run(torch.ones(1), grid=(1,), warmup=False) == "timed"     # other threads: as before
+    def fake(job, backend, timeout, extra_env=None, **kw):
+        envs.append(dict(extra_env or {}))
+        return R(), 0.1, 0.0
+    monkeypatch.setattr(jobs, "run_device_job", fake)
+    monkeypatch.setattr(jobs, "job_error", lambda r: ("crash", "fake"))
+    task = _write(tmp_path, "apply_task", APPLY_TASK)
+    triton_cache.trusted_dir(task.read_text()).mkdir(parents=True)
+    tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=5)
+    assert envs[0].get(triton_cache.TRUSTED_ENV) == str(triton_cache.trusted_dir(task.read_text()))
+    other = _write(tmp_path, "candidate", APPLY_TASK + "\n# a candidate\n")
+    tune_task(str(other), tmp_path / "tune2", get_backend("interpreter"), budget_s=5)
+    assert triton_cache.TRUSTED_ENV not in envs[-1]
