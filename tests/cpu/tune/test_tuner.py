@@ -602,3 +602,13 @@ def test_the_tune_job_reads_the_probes_trusted_compiles_of_the_initial_kernel_an
     other = _write(tmp_path, "candidate", APPLY_TASK + "\n# a candidate\n")
     tune_task(str(other), tmp_path / "tune2", get_backend("interpreter"), budget_s=5)
     assert triton_cache.TRUSTED_ENV not in envs[-1]
+
+
+def test_a_loops_stages_are_swept_all_the_way_even_where_the_first_steps_do_not_pay():
+    """A loop whose pipeliner pays only at 3 stages (1: no change, 2: slower) is still tried at 3 and 4."""
+    knobs = [{"key": "k.loop0", "kind": "loop", "how": "set", "params": ["k.loop0"], "value": 0}]
+    doms = domains(knobs, {})
+    assert [(d.kind, d.values, d.start) for d in doms] == [("loop", [0, 1, 2, 3, 4], 0)]
+    cost = {0: 1.0, 1: 1.0, 2: 1.1, 3: 0.5, 4: 0.6}
+    trials = Searcher(doms, lambda cfg: cost[cfg.get("k.loop0", 0)], budget_s=60).search()
+    assert min((t for t in trials if t.ms is not None), key=lambda t: t.ms).config == {"k.loop0": 3}
