@@ -59,3 +59,44 @@ def test_the_tune_job_times_configurations_on_the_device(tmp_path):
     for w in res.winners:   # each winner is a readable source, values written where they are defined
         assert "_tdx_knob" not in w.source and w.speedup > 1.0
     assert Path(tmp_path / "tune" / "tune.json").exists()
+
+
+ROW_LOOP = TASK.replace("(1 << 24,)", "(4096, 4096)").replace("(5000,)", "(64, 1000)").replace(
+    '"atol": 1e-5, "rtol": 1e-5', '"atol": 1e-3, "rtol": 1e-3').split("@triton.jit")[0] + '''
+@triton.jit
+def row_sum(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
+    r = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for c in range(0, cols, BLOCK):
+        offs = c + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + r * cols + offs, mask=offs < cols, other=0.0)
+    tl.store(out_ptr + r, tl.sum(acc, axis=0))
+
+
+def launch(x):
+    out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
+    row_sum[(x.shape[0],)](x, out, x.shape[1], BLOCK=128)
+    return out
+
+
+def reference(x):
+    return x.sum(dim=1)
+'''
+
+
+def test_the_search_compiles_ahead_times_in_waves_explores_and_sweeps_a_loops_stages(tmp_path):
+    """The mechanisms of the wide search on the device: configurations compiled ahead on meta inputs (most of them
+    compiled, none waiting long), screened and timed in waves (fewer waves than configurations), combinations
+    explored after the descent, and the loop knob's stages tried up to 4 (``tl.range`` on the device)."""
+    from tritondx.tools.backends.registry import get_backend
+    from tritondx.tools.tune.run import tune_task
+    task = tmp_path / "row_sum.py"
+    task.write_text(textwrap.dedent(ROW_LOOP))
+    res = tune_task(str(task), tmp_path / "tune", get_backend("cuda"), budget_s=20)
+    assert res.ran and res.timed, res.error
+    assert res.precompiled.get("compiled", 0) > 0 and res.precompiled.get("failed", 0) == 0, res.precompiled
+    assert 0 < res.waves["waves"] < res.waves["configurations"], res.waves
+    phases = {t["phase"] for t in res.trials}
+    assert "explore" in phases or "wave" in phases, phases
+    stages = {t["config"].get("row_sum.loop0") for t in res.trials if t["status"] == "ok"}
+    assert {1, 2, 3, 4} <= stages, stages
