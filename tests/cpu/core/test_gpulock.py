@@ -491,9 +491,11 @@ def test_an_upgraded_shared_hold_is_exclusive_until_it_is_turned_back(tmp_path, 
         gpulock.downgrade()                     # not turned: a no-op
         assert gpulock.upgrade() is True        # left turned: the phase's end gives it back
     assert gpulock.current_hold() is None and _can(other, fcntl.LOCK_EX)
+    before = gpulock.usage()["exclusive_s"]
     with gpulock.phase("exclusive"):
         assert gpulock.upgrade() is False       # already exclusive
-    assert gpulock.usage()["exclusive_s"] > 0
+        time.sleep(0.01)                        # usage() rounds to 0.1 ms: hold long enough to be counted
+    assert gpulock.usage()["exclusive_s"] >= before + 0.009
 
 
 def test_autotuners_time_their_configs_alone_inside_a_shared_warm_up(tmp_path, env, monkeypatch):
