@@ -12,8 +12,8 @@ Under xdist every worker collects the whole suite and runs the tests the schedul
 module-scoped fixture is built once per worker that uses it. ``pytest_collection_modifyitems`` below therefore puts
 the tests that share a costly fixture into one ``xdist_group`` (``--dist loadgroup`` runs a group on one worker):
 a module-scoped fixture of the tests (``capture/``: a `tritondx capture` per module; ``ops/``: one run a module
-reads) keeps its module together, and the session-scoped compile sets of ``ir/`` and ``npu/`` (``captures``: every
-kernel compiled once) keep their users together. The background case pools (``verifier/``: ``outcomes``,
+reads) keeps its module together; the session-scoped compile sets of ``ir/`` and ``npu/`` (``captures``: every
+kernel compiled once) are built by one worker and read by the others (``built_once``). The background case pools (``verifier/``: ``outcomes``,
 ``reliability/``: ``rel_outcomes``), which serially start every case of the session at once, run a case only when
 its test asks under xdist: the workers are the parallelism there.
 """
@@ -34,10 +34,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-
-
-#: session fixtures of the tests too costly to build once per xdist worker: their users form one xdist group
-SHARED_SESSION_FIXTURES = frozenset({"captures"})
 
 
 @pytest.fixture(scope="session")
@@ -71,15 +67,14 @@ def built_once(tmp_path_factory):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under an xdist worker: an ``xdist_group`` for the tests that share a module-scoped fixture of the tests (per
-    module) or one of SHARED_SESSION_FIXTURES (per fixture definition); tests linked through either share one group.
+    module or package); tests linked through both share one group. Session-scoped sets too costly to build once per
+    worker are shared through ``built_once`` instead (a group would put all their users on one worker).
     Every worker computes the same groups (xdist checks that the collections agree). Before xdist's own hook
     (tryfirst), which turns the marker into the ``@group`` suffix of the node id that the scheduler reads.
 
-    NOTE: with pytest 9.2 and pytest-xdist 3.8 that suffix is lost (xdist sets ``item._nodeid``; pytest 9 derives
-    ``Item.nodeid`` from ``item._id``), so --dist loadgroup schedules these tests one by one like --dist load: the
-    groups are correct, each worker then builds the shared fixtures it needs itself (correct, slower). The compile
-    sets of ``ir/`` and ``npu/`` are therefore built through ``built_once`` (one process builds, the rest read):
-    ``tests/cpu/ir`` + ``tests/cpu/npu`` under ``-n 4`` on 2 cores took 313 s with a build per worker, 111 s so."""
+    With pytest 9.2 and pytest-xdist 3.8 xdist's own suffix is lost (xdist sets ``item._nodeid``; pytest 9 derives
+    ``Item.nodeid`` from ``item._id``: pytest-xdist issue 1386), so ``pytest_collection_modifyitems`` below, after
+    xdist's, writes it where pytest 9 reads it."""
     if not hasattr(config, "workerinput"):
         return
     parent: dict[str, str] = {}
@@ -102,8 +97,6 @@ def pytest_collection_modifyitems(config, items):
                     keys.add("module:" + item.nodeid.split("::", 1)[0])
                 elif d.scope == "package":
                     keys.add("package:" + d.baseid)
-                elif d.scope == "session" and name in SHARED_SESSION_FIXTURES:
-                    keys.add(f"session:{d.baseid}::{name}")
         keys = sorted(keys)
         for k in keys[1:]:
             parent[find(k)] = find(keys[0])
@@ -112,6 +105,23 @@ def pytest_collection_modifyitems(config, items):
         if keys:
             root = find(keys[0])
             item.add_marker(pytest.mark.xdist_group(root.split(":", 1)[1].replace("/", ".")))
+
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_suffix(config, items) -> None:
+    """After xdist's hook: the ``@group`` suffix that ``--dist loadgroup`` schedules by, on the id pytest 9 reads
+    (``item._id``); nothing where xdist's own suffix took (an older pytest, a fixed xdist) or outside a worker."""
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
+        return
+    from _pytest.nodeid import NodeId
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None or not hasattr(item, "_id"):
+            continue
+        group = mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+        if not item.nodeid.endswith(f"@{group}"):
+            item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
 def _pg_bin() -> Path | None:
