@@ -13,6 +13,7 @@ from typing import Any
 
 from tritondx.batch_bench import TaskTiming
 from tritondx.tools.records.evidence import TIERS
+from tritondx.tools.run import phases
 
 
 def _atomic_write(path: Path, data: str) -> None:
@@ -125,12 +126,10 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
     if rep.exists():
         r = json.loads(rep.read_text())
         entry.update({"kernel_class": r["kernel_class"], "tiers_used": r["tiers_used"], "rounds": r["rounds"],
-                      "gpu_seconds": r["gpu_seconds"], "device_seconds": r.get("device_seconds"),
                       "run_speedup": r.get("speedup"),
                       "best_family": (r.get("best") or {}).get("family"),
                       "rewrites_applied": _lineage(r), "speed": r["speed"],
-                      "analysis_seconds": r.get("analysis_seconds"), "node_seconds": r.get("node_seconds"),
-                      "phase_seconds": r.get("phase_seconds"), "cpu_seconds": r.get("cpu_seconds")})
+                      "cost": dict(r.get("cost") or {})})
         cands = [c for c in r["candidates"] if c.get("measurement")]
         # per-tier ablation: best measured speedup using evidence up to each tier
         entry["best_by_tier"] = {t: max([1.0] + [c["measurement"]["speedup"] for c in cands
@@ -140,11 +139,11 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
         entry["rejected"] = sum(1 for c in r["candidates"] if c["verified"] is False)
     extra_phases = {}
     if final and final.get("seconds"):  # the final bench is the batch's, after the run
-        extra_phases["final_bench"] = round(final["seconds"], 3)
+        extra_phases[phases.PHASE + "final_bench"] = round(final["seconds"], 3)
     if base and base.get("seconds"):  # the baselines job ran beside the run (timing says how much overlapped)
-        extra_phases["baselines"] = round(base["seconds"], 3)
-    if extra_phases:
-        entry["phase_seconds"] = {**(entry.get("phase_seconds") or {}), **extra_phases}
+        extra_phases[phases.PHASE + "baselines"] = round(base["seconds"], 3)
+    if extra_phases:  # the task's cost ledger (tools/run/phases.py): its run's, and the batch's jobs for it
+        entry["cost"] = {**(entry.get("cost") or {}), **extra_phases}
     entry.update(_speed_fields(final, base))
     if final and "shapes" not in final:
         entry["final_bench_error"] = final.get("error")
@@ -221,18 +220,13 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
         agg.update(_baselines_aggregate(done, results))
         agg["ablation_geomean_by_tier"] = {t: geomean([r["best_by_tier"][t] for r in done if "best_by_tier" in r])
                                            for t in TIERS}
-        agg["gpu_seconds"] = sum(r.get("gpu_seconds") or 0 for r in results)
-        agg["device_seconds"] = sum(r.get("device_seconds") or 0 for r in results)
-        agg["analysis_seconds"] = sum(r.get("analysis_seconds") or 0 for r in results)
-        cpu = [sum((r.get("cpu_seconds") or {}).values()) for r in done if r.get("cpu_seconds")]
-        if cpu:
-            agg["median_cpu_s"] = statistics.median(cpu)
-    phases: dict[str, float] = {}
-    for r in results:
-        for k, v in (r.get("phase_seconds") or {}).items():
-            phases[k] = round(phases.get(k, 0.0) + v, 3)
-    if phases:
-        agg["phase_seconds"] = phases
+        cpu_s = [sum(phases.cpu(r.get("cost")).values()) for r in done if phases.cpu(r.get("cost"))]
+        if cpu_s:
+            agg["median_cpu_s"] = statistics.median(cpu_s)
+    # the tasks' cost ledgers summed key by key (tools/run/phases.py): device seconds, analysis, phases, CPU, wall
+    cost = phases.summed(r.get("cost") for r in results)
+    if cost:
+        agg["cost"] = cost
     return agg
 
 
@@ -303,9 +297,9 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
         if agg.get("geomean_vs_torch_eager"):
             lines.append(f"- optimized vs torch eager: {agg['geomean_vs_torch_eager']:.2f}x")
         lines += _how_measured_lines(agg)
+        jobs, held = phases.device(agg.get("cost"))
         lines.append(f"- median wall per task: {agg['median_wall_s']:.0f} s; device-job seconds in all: "
-                     f"{agg['gpu_seconds']:.0f}" + (f", of which holding the device: {agg['device_seconds']:.0f}"
-                                                     if agg.get("device_seconds") else ""))
+                     f"{jobs:.0f}" + (f", of which holding the device: {held:.0f}" if held else ""))
         lines.append("- ablation (geomean when stopping after each tier): " + ", ".join(
             f"{t} {v:.2f}x" for t, v in agg["ablation_geomean_by_tier"].items() if v))
     if meta.get("device_held"):
@@ -317,7 +311,7 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
             if agg.get("median_cpu_s") else ""))
     if agg.get("baselines"):
         lines.append("- " + baselines_line(agg))
-    if agg.get("phase_seconds"):
+    if phases.part(agg.get("cost"), phases.PHASE):
         lines += ["", "## Where the time went (all tasks, wall seconds per phase)", ""] + _phase_table(agg)
     lines += ["", "| task | class | initial (us) | optimized (us) | speedup | roofline before -> after | "
                   "eager (us) | compile (us) | tiers | rewrites | wall (s) |", "|" + "---|" * 11]
@@ -348,10 +342,9 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
 def _phase_table(agg: dict[str, Any]) -> list[str]:
     """The phase table; the baselines jobs ran beside the runs, so they get a row of their own after the
     table, outside the shares (which are of the tasks' own phases)."""
-    from tritondx.tools.run.phases import table_md
-    ph = dict(agg["phase_seconds"])
+    ph = phases.part(agg.get("cost"), phases.PHASE)
     overlapped = ph.pop("baselines", None) if agg.get("baselines") else None
-    lines = table_md(ph)
+    lines = phases.table_md(ph)
     if overlapped is not None:
         b = agg["baselines"]
         lines.append(f"| baselines (jobs of their own: {b['baselines_overlapped_s']:.0f} s overlapped, "

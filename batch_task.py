@@ -14,6 +14,7 @@ from typing import Any
 
 from tritondx.batch_bench import BASELINES_START_ENV, BaselinesJob, TaskTiming, _Benches, _task_timing
 from tritondx.batch_summary import summarize_task
+from tritondx.tools.run.phases import PHASE
 
 
 def _earlier_run(run_dir: Path, checkpoint_url: str | None = None) -> str | None:
@@ -108,7 +109,7 @@ def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | 
                  "stderr_tail": f"stopped at the batch's deadline; `tritondx resume {run_path}` continues it"}
         if job:  # its seconds so far are reported, never dropped
             t = time.monotonic()
-            entry["phase_seconds"] = {"baselines": job.stop("stopped at the batch's deadline")["seconds"]}
+            entry["cost"] = {PHASE + "baselines": job.stop("stopped at the batch's deadline")["seconds"]}
             entry["timing"] = _task_timing(t0, t_run - t0, 0.0, time.monotonic() - t, job).model_dump()
         return entry
     bench = _Benches(task, backend_name, final_rounds, env, pinned="CUDA_VISIBLE_DEVICES" in env_extra)

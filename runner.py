@@ -129,7 +129,7 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     unusable = False
     try:
         # the CLI's imports, the task check, the checkpointer: part of the wall time, in the "startup" phase
-        # (the report's run_phases: everything outside the nodes)
+        # (tools/run/phases.py report_ledger: everything outside the nodes)
         final, waiting = drive(graph, state_in, config, cfg, approver, started_at=run_started(entered))
     except TaskFormatError:  # the probe found the task unusable (triage never finished): no run to keep
         unusable = not graph.get_state(config).values.get("probe")

@@ -15,15 +15,32 @@ import math
 import sys
 from pathlib import Path
 
+from tritondx.tools.run import phases
+
 
 def _geo(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def _held_s(r: dict) -> float | None:
+    """Seconds the task's jobs held the device: its cost ledger's ``device:held`` (tools/run/phases.py); older
+    results.json files had no ledger but ``device_seconds`` (None: neither, batches before 2026-11-30)."""
+    if r.get("cost") is not None:
+        return phases.device(r["cost"])[1]
+    return r.get("device_seconds")
+
+
 def _device_s(r: dict) -> float:
-    """Seconds the task's jobs held the device (``device_seconds``; batches before 2026-11-30 recorded
-    only the jobs' wall seconds, ``gpu_seconds``, which include start-up and waits for the device)."""
-    return r["device_seconds"] if r.get("device_seconds") is not None else (r.get("gpu_seconds") or 0)
+    """Seconds the task's jobs held the device (``_held_s``); batches before 2026-11-30 recorded only the jobs'
+    wall seconds (``gpu_seconds``), which include start-up and waits for the device."""
+    held = _held_s(r)
+    return held if held is not None else (r.get("gpu_seconds") or 0)
+
+
+def _analysis_s(r: dict) -> float:
+    """The wall seconds of the task's analysis nodes: its ledger's ``analysis``, else (older files)
+    ``analysis_seconds``."""
+    return phases.analysis(r["cost"]) if r.get("cost") is not None else (r.get("analysis_seconds") or 0)
 
 
 def compare(esc: dict, full: dict) -> tuple[dict, list[str]]:
@@ -35,16 +52,16 @@ def compare(esc: dict, full: dict) -> tuple[dict, list[str]]:
     for t in common:
         x, y = e[t], a[t]
         lines.append(f"| {t} | {x['speedup']:.2f}x | {y['speedup']:.2f}x | {','.join(x.get('tiers_used', []))} | "
-                     f"{x.get('analysis_seconds') or 0:.0f} | {y.get('analysis_seconds') or 0:.0f} | "
+                     f"{_analysis_s(x):.0f} | {_analysis_s(y):.0f} | "
                      f"{_device_s(x):.0f} | {_device_s(y):.0f} |")
     tot = {"tasks": len(common),
            "escalation_geomean": _geo([e[t]["speedup"] for t in common]),
            "all_tiers_geomean": _geo([a[t]["speedup"] for t in common]),
-           "escalation_analysis_s": sum(e[t].get("analysis_seconds") or 0 for t in common),
-           "all_tiers_analysis_s": sum(a[t].get("analysis_seconds") or 0 for t in common),
+           "escalation_analysis_s": sum(_analysis_s(e[t]) for t in common),
+           "all_tiers_analysis_s": sum(_analysis_s(a[t]) for t in common),
            "escalation_device_s": sum(_device_s(e[t]) for t in common),
            "all_tiers_device_s": sum(_device_s(a[t]) for t in common),
-           "device_measure": "device_seconds" if all(r.get("device_seconds") is not None
+           "device_measure": "device:held" if all(_held_s(r) is not None
                                                      for r in [*(e[t] for t in common), *(a[t] for t in common)])
            else "gpu_seconds (job wall seconds)"}
     if common:

@@ -10,6 +10,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from tritondx.tools.run import phases
+
 d = json.load(open(sys.argv[1]))
 suite = len([p for p in Path(sys.argv[2]).glob("*.py") if not p.name.startswith("_")])
 rs = [r for r in d["results"] if r.get("status") == "done"]
@@ -20,7 +22,9 @@ print(f"tasks done {len(rs)} of {suite}" + (f"; median wall per task {statistics
 print(f"until the last finished task: wall {held.get('wall_s', 0):.0f} s; device held {held.get('held_s', 0):.0f} s "
       f"({held.get('held_fraction', 0):.0%}); exclusive {held.get('exclusive_s', 0):.0f} s")
 host = d["meta"].get("host_cpu") or {}
-cpu = sorted(sum(r["cpu_seconds"].values()) for r in rs if r.get("cpu_seconds"))
+# each task's CPU seconds: its cost ledger's cpu:* (tools/run/phases.py); results.json before the ledger: cpu_seconds
+cpu = sorted(sum((phases.cpu(r["cost"]) if r.get("cost") is not None else r.get("cpu_seconds") or {}).values())
+             for r in rs if phases.cpu(r.get("cost")) or r.get("cpu_seconds"))
 if host:
     print(f"host CPU busy {host['busy_fraction']:.0%} of {host['cores']} cores ({host['busy_cpu_s']:.0f} CPU-s); "
           f"runs and their jobs {host['children_cpu_s']:.0f} CPU-s"
@@ -38,7 +42,8 @@ if tm:
 ratios = [r["initial_ms_ratio"] for r in rs if r.get("initial_ms_ratio")]
 if ratios:
     print(f"initial kernel, final bench / baselines job: {min(ratios):.3f}..{max(ratios):.3f} over {len(ratios)} tasks")
-ph = dict(d["aggregate"].get("phase_seconds") or {})
+ph = (phases.part(d["aggregate"]["cost"], phases.PHASE) if d["aggregate"].get("cost") is not None
+      else dict(d["aggregate"].get("phase_seconds") or {}))   # results.json before the cost ledger
 overlapped = ph.pop("baselines", None) if tm else None  # jobs of their own: not a share of the tasks' time
 tot = sum(ph.values()) or 1
 print("  ".join(f"{k} {v:.0f}s ({v / tot:.0%})" for k, v in sorted(ph.items(), key=lambda kv: -kv[1]))

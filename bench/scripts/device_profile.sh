@@ -17,7 +17,8 @@ python3 bench/scripts/timelines.py $OUT/batch/runs > $OUT/timelines.md 2>&1
 python3 - "$OUT/batch/results.json" <<'PY'
 import json, sys
 for t in json.load(open(sys.argv[1]))["results"]:
-    print(t["task"], t["status"], t.get("speedup"), round(t.get("wall_s") or 0), t.get("phase_seconds"))
+    print(t["task"], t["status"], t.get("speedup"), round(t.get("wall_s") or 0),
+          {k[len("phase:"):]: v for k, v in (t.get("cost") or {}).items() if k.startswith("phase:")})
 PY
 rm -rf $OUT/batch/runs/*/ir $OUT/batch/runs/*/checkpoints.sqlite* $OUT/batch/locks $OUT/batch/.locks
 cd $OUT && tar czf batch.tgz batch batch.log profile.log 2>/dev/null && rm -rf batch batch.log

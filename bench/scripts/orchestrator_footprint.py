@@ -13,6 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tritondx.tools.run.phases import wall
+
 
 def vm_hwm_kib(pid: int) -> int | None:
     try:
@@ -38,6 +40,7 @@ for task in sorted(Path("examples").glob("*.py")):
     rep = json.loads((run / "report.json").read_text()) if (run / "report.json").exists() else {}
     out["examples"][task.stem] = {"exit": p.returncode, "orchestrator_peak_rss_mib": round(peak / 1024, 1),
                                   "checkpoint_db_bytes": db, "rounds": rep.get("rounds"),
-                                  "tiers_used": rep.get("tiers_used"), "wall_s": rep.get("wall_seconds")}
+                                  "tiers_used": rep.get("tiers_used"),
+                                  "wall_s": wall(rep["cost"]) if rep.get("cost") else None}
     print(task.stem, out["examples"][task.stem], flush=True)
 Path(sys.argv[1]).write_text(json.dumps(out, indent=1))

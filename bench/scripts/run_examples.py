@@ -33,7 +33,7 @@ def one(task: str) -> dict:
     if rep.exists():
         r = json.loads(rep.read_text())
         entry.update({k: r.get(k) for k in ("task", "kernel_class", "speedup", "speed", "tiers_used", "rounds",
-                                            "gpu_seconds", "wall_seconds", "best", "checkpoint_db_bytes",
+                                            "cost", "best", "checkpoint_db_bytes",
                                             "final_profile")})
         entry["candidates"] = [{k: c.get(k) for k in ("id", "tier", "family", "verified", "rejection", "reason",
                                                        "measurement")} for c in r["candidates"]]

@@ -20,6 +20,7 @@ from typing import Any
 from tritondx.tools.records.evidence import TIERS
 from tritondx.tools.report.checked import checked_md
 from tritondx.tools.report.text import clip, evidence_heading, unmeasured_cell
+from tritondx.tools.run.phases import device, wall
 
 # verification classes set by a person's answer, not by a check (agents/approval.py)
 BY_PERSON = ("rejected_by_human", "dropped_for_feedback")
@@ -280,8 +281,8 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
              f'<div class="result{"" if measured else " unmeasured"}">{result}</div>',
              f'<p class="meta">kernel class {_e(report.get("kernel_class"))} · target {_e(report.get("target"))} · '
              f'tiers used {" ".join(_tier(t) for t in report.get("tiers_used", []))} · rewrite rounds '
-             f'{_e(report.get("rounds"))} · wall {report.get("wall_seconds") or 0:.1f} s · device jobs '
-             f'{report.get("gpu_seconds") or 0:.1f} s · status {_e(report.get("status"))}</p>']
+             f'{_e(report.get("rounds"))} · wall {wall(report.get("cost")):.1f} s · device jobs '
+             f'{device(report.get("cost"))[0]:.1f} s · status {_e(report.get("status"))}</p>']
     # plots
     findings = report.get("findings", [])
     counts = [sum(1 for f in findings if f.get("tier") == t) for t in TIERS]

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tritondx.tools.records.evidence import TIERS
-from tritondx.tools.run.phases import NODE, PHASE, device, part, table_md
+from tritondx.tools.run import phases
+from tritondx.tools.run.phases import PHASE, REPORT, part, report_ledger, table_md
 from tritondx.tools.run.host import process_cpu_seconds
 from tritondx.tools.report.checked import checked_md, tolerance_text
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
@@ -64,31 +65,17 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nod
         "closure": [r.model_dump() for r in closure], "family_attempts": state.get("family_attempts", []),
         "best_rule": best_rule(state), "tolerances": tolerance_text(state.get("probe") or {}),
         "insufficient": sorted(set(state.get("insufficient", []))),
-        "wall_seconds": wall, "gpu_seconds": device(state.get("cost"))[0],
-        "device_seconds": device(state.get("cost"))[1],
         "checkpoint_db_bytes": sum(p.stat().st_size for p in run_dir.glob("checkpoints.sqlite*")) if db.exists()
         else None,
         "artifacts": state.get("artifacts", {}), "llm_usage": state.get("llm_usage"),
         "measurements": state.get("measurements", []),
         "final_profile": state.get("final_profile"),
         "tune": state.get("tune", []),
-        "node_seconds": part(state.get("cost"), NODE),
-        "phase_seconds": run_phases(state, wall),
-        # CPU seconds of the run's process and of every job it has waited for (tools/run/host.py)
-        "cpu_seconds": process_cpu_seconds(),
-        # the wall seconds of the nodes that gather the tiers' evidence (the caller names them)
-        "analysis_seconds": round(sum(v for k, v in part(state.get("cost"), NODE).items()
-                                      if k in analysis_nodes), 3),
+        # the cost ledger (tools/run/phases.py ``report_ledger``): seconds per node and phase, of the device jobs and
+        # their device holds, the run's wall, CPU seconds of its process and jobs (tools/run/host.py), and the wall
+        # seconds of the nodes that gather the tiers' evidence (the caller names them)
+        "cost": report_ledger(state.get("cost"), wall, process_cpu_seconds(), analysis_nodes),
     }
-
-
-def run_phases(state: dict[str, Any], wall: float) -> dict[str, float]:
-    """Seconds per phase (tools/run/phases.py); ``startup``: the run's wall time outside every node."""
-    out = part(state.get("cost"), PHASE)
-    outside = wall - sum(part(state.get("cost"), NODE).values())
-    if outside > 0:  # added to what came before the graph (the CLI's imports: runner.py)
-        out["startup"] = round(out.get("startup", 0.0) + outside, 3)
-    return out
 
 
 def closed_findings(state: dict[str, Any], candidates: list[dict[str, Any]],
@@ -170,6 +157,15 @@ def _tune_md(report: dict[str, Any]) -> list[str]:
     return out
 
 
+def _cost_line(cost: dict[str, float] | None) -> str:
+    """Wall, device and CPU seconds of the run, from its ledger."""
+    jobs, held = phases.device(cost)
+    c = phases.cpu(cost)
+    return (f"- wall: {phases.wall(cost):.1f} s, device jobs: {jobs:.1f} s (holding the device: {held:.1f} s)"
+            + (f"; CPU: {c.get('self', 0.0):.0f} s in the run's process, "
+               f"{c.get('children', 0.0) + c.get('live', 0.0):.0f} s in its jobs" if c else ""))
+
+
 def _md(report: dict[str, Any], diff: str) -> str:
     lines = [f"# tritondx report: {report['task']}", ""]
     b = report["best"]
@@ -188,14 +184,11 @@ def _md(report: dict[str, Any], diff: str) -> str:
                      f"verification on `{report['backend']}`; speed not measured (no timing backend).")
     lines += ["", f"- kernel class: {report['kernel_class']}", f"- target: {report['target']}",
               f"- tiers used: {', '.join(report['tiers_used'])}", f"- rewrite rounds: {report['rounds']}",
-              f"- wall: {report['wall_seconds']:.1f} s, device jobs: {report['gpu_seconds']:.1f} s "
-              f"(holding the device: {report.get('device_seconds') or 0:.1f} s)"
-              + (f"; CPU: {report['cpu_seconds']['self']:.0f} s in the run's process, "
-                 f"{report['cpu_seconds']['children'] + report['cpu_seconds'].get('live', 0.0):.0f} s in its jobs"
-                 if report.get("cpu_seconds") else ""),
+              _cost_line(report.get("cost")),
               f"- how the result was chosen: {report.get('best_rule')}"] + _hardware_md(b) + [""]
-    if report.get("phase_seconds"):
-        lines += ["## Where the time went", ""] + table_md(report["phase_seconds"], report["wall_seconds"]) + [""]
+    ph = part(report.get("cost"), PHASE)
+    if ph:
+        lines += ["## Where the time went", ""] + table_md(ph, phases.wall(report.get("cost"))) + [""]
     lines += _profile_md(report)
     lines += _tune_md(report)
     lines += closure_md([ClosureRow(**r) for r in report.get("closure") or []])
@@ -249,7 +242,7 @@ def write_outputs(run_dir: Path, state: dict[str, Any], wall: float, analysis_no
     diff = "".join(difflib.unified_diff(initial.read_text().splitlines(True), best_path.read_text().splitlines(True),
                                         "initial", "optimized"))
     # the report's own phase: building it (the best version's detector re-run included), written last
-    report["phase_seconds"]["report"] = round(time.monotonic() - t0, 3)
+    report["cost"] = dict(sorted({**report["cost"], PHASE + REPORT: round(time.monotonic() - t0, 3)}.items()))
     (run_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
     (run_dir / "report.md").write_text(_md(report, diff))
     try:

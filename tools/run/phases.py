@@ -102,3 +102,53 @@ def part(cost: dict[str, float] | None, prefix: str) -> dict[str, float]:
 def device(cost: dict[str, float] | None) -> tuple[float, float]:
     """(wall seconds of the device jobs, seconds they held the device)."""
     return (cost or {}).get(DEVICE_JOBS, 0.0), (cost or {}).get(DEVICE_HELD, 0.0)
+
+
+# --- the report's ledger: report.json ``cost``, and a batch's results.json (each task's and the aggregate's) -------
+# The run's ledger (above) with ``phase:startup`` (the run's wall time outside every node) and ``phase:report`` (the
+# writer's own seconds, added last), plus ``wall`` (the run's wall seconds), ``cpu:self`` / ``cpu:children`` /
+# ``cpu:live`` (CPU seconds of the run's process, of the jobs it waited for, of its descendants still running:
+# tools/run/host.py ``process_cpu_seconds``) and ``analysis`` (the wall seconds of the nodes that gather the tiers'
+# evidence). A batch adds ``phase:final_bench`` and ``phase:baselines`` to a task's and sums the tasks' key by key.
+WALL, CPU, ANALYSIS = "wall", "cpu:", "analysis"
+STARTUP, REPORT = "startup", "report"
+
+
+def report_ledger(cost: dict[str, float] | None, wall_s: float, cpu_s: dict[str, float] | None = None,
+                  analysis_nodes: tuple[str, ...] | frozenset[str] = ()) -> dict[str, float]:
+    """The report's ledger from the run's: ``startup`` is ``wall_s`` less every node's seconds (added to what came
+    before the graph, the CLI's imports: runner.py); ``cpu_s`` the process's CPU seconds by kind (None: none read);
+    ``analysis`` the seconds of the nodes ``analysis_nodes`` names."""
+    nodes = part(cost, NODE)
+    out = dict(cost or {})
+    outside = wall_s - sum(nodes.values())
+    if outside > 0:
+        out[PHASE + STARTUP] = round(out.get(PHASE + STARTUP, 0.0) + outside, 3)
+    out[WALL] = round(wall_s, 3)
+    out.update({CPU + k: round(v, 3) for k, v in (cpu_s or {}).items()})
+    out[ANALYSIS] = round(sum(v for k, v in nodes.items() if k in analysis_nodes), 3)
+    return dict(sorted(out.items()))
+
+
+def wall(cost: dict[str, float] | None) -> float:
+    """The run's wall seconds (a batch's aggregate: the tasks' runs summed)."""
+    return (cost or {}).get(WALL, 0.0)
+
+
+def cpu(cost: dict[str, float] | None) -> dict[str, float]:
+    """CPU seconds by kind (``self``, ``children``, ``live``); empty where none were read."""
+    return part(cost, CPU)
+
+
+def analysis(cost: dict[str, float] | None) -> float:
+    """The wall seconds of the nodes that gather the tiers' evidence."""
+    return (cost or {}).get(ANALYSIS, 0.0)
+
+
+def summed(ledgers) -> dict[str, float]:
+    """Ledgers summed key by key (a batch's aggregate)."""
+    out: dict[str, float] = {}
+    for led in ledgers:
+        for k, v in (led or {}).items():
+            out[k] = round(out.get(k, 0.0) + v, 3)
+    return dict(sorted(out.items()))

@@ -8,7 +8,9 @@ from tritondx.batch_summary import aggregate, geomean, write_summary
 def _entry(name, t0, t1, compile_ms=None, by_tier=None):
     return {"task": name, "status": "done", "wall_s": 10.0, "initial_ms": t0, "optimized_ms": t1,
             "speedup": t0 / t1, "roofline_before": 0.2, "roofline_after": 0.8, "torch_compile_ms": compile_ms,
-            "torch_eager_ms": None, "gpu_seconds": 5.0,
+            "torch_eager_ms": None,
+            "cost": {"device:jobs": 5.0, "device:held": 2.0, "analysis": 1.0, "phase:verify": 4.0, "wall": 10.0,
+                     "cpu:self": 3.0, "cpu:children": 6.0, "cpu:live": 1.0},
             "best_by_tier": by_tier or {"triage": t0 / t1, "profile": t0 / t1, "ir": t0 / t1, "compiler": t0 / t1}}
 
 
@@ -23,7 +25,17 @@ def test_aggregate_figures(tmp_path):
     write_summary(tmp_path, rs, {"suite": "s"})
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["aggregate"]["over_5x"] == 1
-    assert "geomean speedup: **" in (tmp_path / "summary.md").read_text()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "geomean speedup: **" in summary
+    # the tasks' cost ledgers summed key by key; the summary's lines read the sum
+    cost = data["aggregate"]["cost"]
+    assert cost["device:jobs"] == 15.0 and cost["device:held"] == 6.0 and cost["analysis"] == 3.0
+    assert cost["phase:verify"] == 12.0 and cost["wall"] == 30.0 and cost["cpu:children"] == 18.0
+    assert data["aggregate"]["median_cpu_s"] == 10.0
+    assert "device-job seconds in all: 15, of which holding the device: 6" in summary
+    assert "| verify | 12.0 |" in summary
+    for old in ("gpu_seconds", "device_seconds", "analysis_seconds", "phase_seconds"):
+        assert old not in data["aggregate"], old
 
 
 def test_geomean_ignores_missing():

@@ -86,5 +86,5 @@ def test_the_report_node_writes_the_run_files_from_the_state(tmp_path):
     assert report_node({**state, "task_name": "axpy"}, {"configurable": {"thread_id": "t"}}) == {}
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["status"] == "done" and [d["node"] for d in report["decisions"]] == ["triage", "verifier"]
-    assert report["wall_seconds"] == 3.5
+    assert report["cost"]["wall"] == 3.5
     assert (tmp_path / "optimized_task.py").read_text() == task.read_text()

@@ -49,7 +49,7 @@ if args[1] == "tritondx.cli":  # the optimize run
     best = os.path.join(out, "best.py")
     open(best, "w").write("# the best kernel\\n")
     no_best = os.environ.get("FAKE_NO_BEST") == "1"
-    rep = {{"kernel_class": "elementwise", "tiers_used": ["triage"], "rounds": 1, "gpu_seconds": 1.0,
+    rep = {{"kernel_class": "elementwise", "tiers_used": ["triage"], "rounds": 1, "cost": {{"device:jobs": 1.0}},
             "speed": "measured", "best": {{"id": "initial", "path": args[3]}} if no_best else
             {{"id": "c1", "path": best, "family": "launch_config"}},
             "candidates": [{{"id": "c1", "family": "launch_config", "parent": "initial", "tier": "triage",
@@ -123,9 +123,10 @@ def test_the_baselines_job_runs_beside_the_run_and_the_final_bench_has_no_torch(
     assert abs(tm["wall_without_baselines_s"] - (tm["wall_s"] - tm["baselines_wait_s"])) < 0.01
     assert abs(tm["baselines_overlapped_s"] + tm["baselines_wait_s"] - tm["baselines_s"]) < 0.05
     assert e["wall_without_baselines_s"] == tm["wall_without_baselines_s"]
-    # phase seconds: both jobs reported, the baselines job's never dropped
-    assert e["phase_seconds"]["baselines"] >= 2.5 and e["phase_seconds"]["final_bench"] >= 0.3
-    assert res["aggregate"]["phase_seconds"]["baselines"] == e["phase_seconds"]["baselines"]
+    # phase seconds in the task's cost ledger: both jobs reported, the baselines job's never dropped
+    assert e["cost"]["phase:baselines"] >= 2.5 and e["cost"]["phase:final_bench"] >= 0.3
+    assert e["cost"]["device:jobs"] == 1.0   # the run's own entries kept beside them
+    assert res["aggregate"]["cost"]["phase:baselines"] == e["cost"]["phase:baselines"]
 
 
 def test_ratios_say_how_they_were_measured_and_vs_torch_is_derived_through_the_initial_kernel(fake):
@@ -154,7 +155,7 @@ def test_ratios_say_how_they_were_measured_and_vs_torch_is_derived_through_the_i
 def test_no_best_kernel_needs_no_final_bench(fake):
     agg, res, ev, summary, wall = fake(run_s=0.3, base_s=0.3, FAKE_NO_BEST="1")
     e = res["results"][0]
-    assert "final" not in ev and "final_bench" not in e["phase_seconds"]
+    assert "final" not in ev and "phase:final_bench" not in e["cost"]
     assert e["speedup"] == 1.0 and e["initial_ms"] == pytest.approx((0.10 * 0.40) ** 0.5)
     assert e["vs_torch_compile"] == pytest.approx(0.8) and e["measured_how"]["vs_torch"] == batch_summary.NO_BEST
     assert e["timing"]["final_bench_s"] == 0.0
@@ -171,7 +172,7 @@ def test_a_failed_run_stops_its_baselines_job_and_reports_its_seconds(fake):
     e = res["results"][0]
     assert e["status"] == "failed" and "speedup" not in e
     assert e["timing"]["baselines_stopped"] == "stopped: the run failed"
-    assert e["phase_seconds"]["baselines"] >= 0.5 and "stopped" in e["baselines_error"]  # from triage (0.3 s) to the end (1 s)
+    assert e["cost"]["phase:baselines"] >= 0.5 and "stopped" in e["baselines_error"]  # from triage (0.3 s) to the end (1 s)
 
 
 def test_the_baselines_job_times_only_the_original_task(monkeypatch, tmp_path, capsys):
@@ -252,7 +253,7 @@ def test_a_failed_final_bench_gives_no_speedup_even_with_the_baselines_timed(tmp
     task.write_text("x = 1\n")
     e = batch_summary.summarize_task(str(task), tmp_path, 0, 40.0, {"error": "out_of_memory: x", "seconds": 5.0}, "", base)
     assert "speedup" not in e and "vs_torch_compile" not in e and e["final_bench_error"] == "out_of_memory: x"
-    assert e["phase_seconds"] == {"final_bench": 5.0, "baselines": 30.0} and e["baselines_bench"] == base
+    assert e["cost"] == {"phase:final_bench": 5.0, "phase:baselines": 30.0} and e["baselines_bench"] == base
 
 
 def test_on_a_loaded_host_the_baselines_job_starts_after_the_run_beside_its_final_bench(fake):

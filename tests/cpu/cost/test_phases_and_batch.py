@@ -14,6 +14,7 @@ from langgraph.types import Command
 from tritondx.batch_summary import summarize_task, write_summary
 from tritondx.graph import timed
 from tritondx.tools.exec.held_sampler import HeldSampler
+from tritondx.tools.run import phases
 from tritondx.tools.run.phases import NODE, PHASE, Phases, entries, part
 from tritondx.tools.report.writer import write_outputs
 
@@ -38,16 +39,18 @@ def test_report_json_and_md_carry_the_phases_and_the_batch_sums_them(tmp_path):
     state = {"task_path": str(task), "task_name": "t", "config": {"mode": "optimize"}, "best": {"id": "initial"},
              "cost": {"node:triage": 3.0, "node:verifier": 5.0, "phase:probe": 2.5, "phase:analysis:triage": 0.5,
                       "phase:verify": 4.0, "phase:select": 1.0}}
-    write_outputs(tmp_path, state, wall=10.0)
+    state["cost"].update({"device:jobs": 6.0, "device:held": 1.5})
+    write_outputs(tmp_path, state, wall=10.0, analysis_nodes=("triage",))
     rep = json.loads((tmp_path / "report.json").read_text())
-    ph = rep["phase_seconds"]
+    ph = part(rep["cost"], PHASE)
     assert ph["probe"] == 2.5 and ph["verify"] == 4.0 and ph["startup"] == 2.0 and "report" in ph
     md = (tmp_path / "report.md").read_text()
     assert "## Where the time went" in md and "| verify | 4.0 | 40% |" in md
-    assert set(rep["cpu_seconds"]) == {"self", "children", "live"} and rep["cpu_seconds"]["self"] > 0
+    assert set(phases.cpu(rep["cost"])) == {"self", "children", "live"} and phases.cpu(rep["cost"])["self"] > 0
     assert "s in the run's process" in md
+    assert "- wall: 10.0 s, device jobs: 6.0 s (holding the device: 1.5 s)" in md
     entry = summarize_task(str(task), tmp_path, 0, 11.0, {"seconds": 3.0, "error": "x"}, "")
-    assert entry["phase_seconds"]["final_bench"] == 3.0 and entry["phase_seconds"]["verify"] == 4.0
+    assert entry["cost"]["phase:final_bench"] == 3.0 and entry["cost"]["phase:verify"] == 4.0
     meta = {"suite": "s", "device_held": {"wall_s": 20.0, "devices": 1, "held_s": 12.0, "exclusive_s": 4.0,
                                           "held_fraction": 0.6},
             "host_cpu": {"wall_s": 20.0, "cores": 16, "busy_cpu_s": 240.0, "busy_fraction": 0.75,
@@ -59,6 +62,38 @@ def test_report_json_and_md_carry_the_phases_and_the_batch_sums_them(tmp_path):
     assert "host CPU busy 75% of 16 cores over 20 s (240 CPU-s, all processes)" in summary
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["aggregate"]["device_held"]["held_fraction"] == 0.6 and res["meta"]["device_held"]["held_s"] == 12.0
+    agg = res["aggregate"]["cost"]   # the tasks' ledgers summed key by key
+    assert agg["phase:verify"] == 8.0 and agg["device:jobs"] == 12.0 and agg["node:triage"] == 6.0
+    assert agg["wall"] == 20.0 and agg["analysis"] == 6.0
+
+
+def test_a_finished_runs_report_json_has_one_cost_ledger_and_none_of_the_old_counters(tmp_path):
+    """report.json ``cost``: the state's ledger (node, phase and device entries) with the report's own
+    ``phase:startup`` and ``phase:report``, the run's ``wall``, its CPU seconds and ``analysis``; no
+    gpu_seconds, device_seconds, node_seconds, phase_seconds, cpu_seconds, analysis_seconds or wall_seconds."""
+    task = tmp_path / "task_initial.py"
+    task.write_text("x = 1\n")
+    state = {"task_path": str(task), "task_name": "t", "config": {"mode": "optimize"}, "best": {"id": "initial"},
+             "cost": {"node:triage": 3.0, "node:profiler": 1.0, "node:verifier": 5.0, "phase:probe": 2.5,
+                      "phase:analysis:triage": 0.5, "phase:analysis:profile": 1.0, "phase:verify": 4.0,
+                      "phase:select": 1.0, "device:jobs": 6.0, "device:held": 1.5}}
+    rep = write_outputs(tmp_path, state, wall=12.0, analysis_nodes=("triage", "profiler"))
+    on_disk = json.loads((tmp_path / "report.json").read_text())
+    assert on_disk["cost"] == rep["cost"]
+    cost = on_disk["cost"]
+    for old in ("gpu_seconds", "device_seconds", "node_seconds", "phase_seconds", "cpu_seconds",
+                "analysis_seconds", "wall_seconds"):
+        assert old not in on_disk, old
+    assert part(cost, NODE) == {"triage": 3.0, "profiler": 1.0, "verifier": 5.0}
+    ph = part(cost, PHASE)
+    assert ph["verify"] == 4.0 and ph["startup"] == 3.0 and ph["report"] >= 0.0
+    assert phases.device(cost) == (6.0, 1.5) and phases.wall(cost) == 12.0 and phases.analysis(cost) == 4.0
+    assert set(phases.cpu(cost)) == {"self", "children", "live"}
+    assert all(isinstance(v, float) for v in cost.values()), cost   # flat: one number per key
+    assert set(cost) == {k for k in cost if k.split(":")[0] in ("node", "phase", "device", "cpu")} | {
+        phases.WALL, phases.ANALYSIS}
+    html = (tmp_path / "report.html").read_text()
+    assert "wall 12.0 s · device jobs 6.0 s" in html
 
 
 def test_the_sampler_counts_shared_and_exclusive_holds(tmp_path):

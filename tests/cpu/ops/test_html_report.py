@@ -32,7 +32,7 @@ def _batch_page(tmp_path: Path) -> Path:
                                                 ("layernorm", 1.1, 0.7, ["triage", "profile", "ir", "compiler"])]):
         t0 = 1.0 + i
         results.append({"task": task, "path": f"{task}.py", "exit": 0, "wall_s": 60.0 + i, "status": "done",
-                        "kernel_class": "elementwise", "tiers_used": tiers, "rounds": 2, "gpu_seconds": 10.0,
+                        "kernel_class": "elementwise", "tiers_used": tiers, "rounds": 2, "cost": {"device:jobs": 10.0},
                         "speedup": sp, "initial_ms": t0, "optimized_ms": t0 / sp, "roofline_before": rb,
                         "roofline_after": min(0.95, rb * sp), "torch_eager_ms": t0 / 1.2,
                         "torch_compile_ms": t0 / 1.5, "rewrites_applied": ["launch_config"],

@@ -61,7 +61,7 @@ def _report(speed):
     return {"task": "t", "mode": "optimize", "speed": speed, "speedup": 1.5 if speed == "measured" else None,
             "best": {"id": "r1c1", "family": "launch_config", "median_ms": 0.01, "roofline_fraction": 0.5},
             "backend": "interpreter", "kernel_class": "reduction", "target": "cuda:90", "tiers_used": ["triage"],
-            "rounds": 1, "wall_seconds": 10.0, "gpu_seconds": 0.0, "best_rule": "x", "status": "done",
+            "rounds": 1, "cost": {"wall": 10.0}, "best_rule": "x", "status": "done",
             "findings": [{"id": "tb", "tier": "triage", "detector": "tiny_block", "kernel": "k", "message": "m",
                           "stage": "source"}],
             "candidates": [{"id": "r1c1", "round": 1, "tier": "triage", "family": "launch_config", "verified": True,

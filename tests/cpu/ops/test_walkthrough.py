@@ -145,7 +145,7 @@ def test_batch_summary_says_speed_not_measured(tmp_path):
     """summary.md's speedup cell of a finished CPU task (was: "done", read as a result)."""
     from tritondx.batch_summary import write_summary
     entry = {"task": "silu_rowsum", "kernel_class": "reduction", "status": "done", "speedup": None,
-             "tiers_used": ["triage"], "wall_s": 29.0, "phase_seconds": {}}
+             "tiers_used": ["triage"], "wall_s": 29.0, "cost": {}}
     write_summary(tmp_path, [entry, {**entry, "task": "bad", "status": "failed: bad task"}], {"suite": "s"})
     md = (tmp_path / "summary.md").read_text()
     assert "| silu_rowsum | reduction | - | - | not measured |" in md
