@@ -12,7 +12,7 @@ from tritondx.tools.task.probe_job import probe_task
 from tritondx.tools.verify.verification import verify_candidate
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def backend():
     return get_backend("interpreter")
 

@@ -42,7 +42,7 @@ def _context(path: Path, findings: list[Finding]) -> RewriteContext:
     return RewriteContext(spec=spec, original=spec, kernel_class="other", findings=findings)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def rounds(ascend_python, built_once):
     """Per case: the original's findings, the expert's proposals of the family, and per proposal the
     findings on the candidate compiled for the same target (all captures two at a time; once per session)."""
