@@ -105,22 +105,6 @@ def pytest_collection_modifyitems(config, items):
         if keys:
             root = find(keys[0])
             item.add_marker(pytest.mark.xdist_group(root.split(":", 1)[1].replace("/", ".")))
-    # the longest tests first (durations.json: the longest processing time first), so the run does not end on one
-    # long test while the other workers idle; xdist sends the groups first (most tests first), then single tests
-    # in this order. A grouped test keeps its place: its group's tests run in the module's order.
-    known = _durations()
-    items.sort(key=lambda it: 0.0 if it.get_closest_marker("xdist_group") else -known.get(it.nodeid, 0.0))
-
-
-def _durations() -> dict[str, float]:
-    """Seconds per test of a recent run (``scripts/test_durations.py`` writes them); empty without the file."""
-    import json
-    path = Path(__file__).with_name("durations.json")
-    try:
-        return {k: float(v) for k, v in json.loads(path.read_text()).items()}
-    except (OSError, ValueError, AttributeError):
-        return {}
-
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")

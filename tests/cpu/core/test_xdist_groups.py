@@ -5,6 +5,7 @@ suffix is lost and every worker built such fixtures: the interactive run's fixtu
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,28 +30,21 @@ def test_uses(shared, i):
 
 @pytest.mark.parametrize("i", range(6))
 def test_free_{name}(i):
-    with open(os.environ["BUILDS"] + ".order", "a") as f:
-        f.write(f"test_free_{name}[{{i}}]\\n")
     time.sleep(0.05)
 '''
 
 
-def test_a_module_fixture_is_built_once_and_long_tests_go_first(tmp_path):
+def test_a_module_fixture_is_built_once_under_loadgroup(tmp_path):
     pytest.importorskip("xdist")
     (tmp_path / "conftest.py").write_text(CONFTEST.read_text())
     for name in ("a", "b"):
         (tmp_path / f"test_{name}.py").write_text(MODULE.format(name=name))
-    # the last test of the collection, known to be long: the first single test sent to a worker
-    (tmp_path / "durations.json").write_text(json.dumps({"test_b.py::test_free_b[5]": 100.0}))
     builds = tmp_path / "builds.jsonl"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
                         "--import-mode=importlib", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300, env={**__import__("os").environ, "BUILDS": str(builds)})
+                       timeout=300, env={**os.environ, "BUILDS": str(builds)})
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "24 passed" in r.stdout, r.stdout[-1000:]
     rows = [json.loads(x) for x in builds.read_text().splitlines()]
     # one build per module: every test that uses it ran on the worker that built it
     assert sorted(r["module"].rsplit(".", 1)[-1] for r in rows) == ["test_a", "test_b"], rows
-    order = (tmp_path / "builds.jsonl.order").read_text().split()
-    assert sorted(order) == sorted(f"test_free_{n}[{i}]" for n in "ab" for i in range(6))
-    assert order[0] == "test_free_b[5]", order
