@@ -69,7 +69,7 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
              winners=[w.label for w in res.winners], seconds=res.seconds, error=res.error[:160] or None)
     update: dict = {"tune": [summary], "tuned_for": [subject], "artifacts": {f"tune_r{rnd}": ref.model_dump()},
                     "cost": entries(device_jobs=res.seconds if backend.can_time else 0.0,
-                                    device_held=res.device_seconds)}
+                                    device_held=res.device_seconds if backend.can_time else 0.0)}
     update["after_tune"] = None
     found = _launch_evidence(res, best_path(state), subject) if res.timed else []
     if found:   # grid and work per program at the benchmark size: evidence for this round and the next rewrite

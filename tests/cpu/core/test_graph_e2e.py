@@ -14,6 +14,8 @@ def test_optimize_writes_verified_kernel_report_and_checkpoints(cli, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads((out / "report.json").read_text())
     assert report["speed"] == "not measured" and report["speedup"] is None
+    # no device on the interpreter: the ledger holds no device seconds (the tuner's job counted none either)
+    assert report["cost"].get("device:jobs", 0.0) == 0.0 and report["cost"].get("device:held", 0.0) == 0.0
     assert report["tiers_used"][0] == "triage" and "profile" in report["tiers_used"]
     # no timing: no candidate is claimed faster, the result is the initial kernel (tools/verify/select_untimed.py);
     # the verified candidates are listed as awaiting timing, and the report says how the result was chosen
