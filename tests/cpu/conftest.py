@@ -42,7 +42,7 @@ def built_once(tmp_path_factory):
     read by the others (pytest-xdist workers share it through a pickle in the session's base folder, under a file
     lock; a worker that finds it built reads it). ``folder`` is a shared folder the value may point into. For the
     compile sets of ``ir/`` and ``npu/`` (each ~100 s of compiles on 2 cores): built once per worker they cost
-    4x that under ``-n 4``, since pytest 9.2 drops xdist's loadgroup suffix (see above). A build that raises
+    4x that under ``-n 4``, and a group would put all their users on one worker. A build that raises
     (a skip, a failed compile) leaves nothing: the next process builds again."""
     import fcntl
     import pickle
