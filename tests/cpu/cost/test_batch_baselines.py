@@ -163,7 +163,7 @@ def test_no_best_kernel_needs_no_final_bench(fake):
 
 def test_a_failed_run_stops_its_baselines_job_and_reports_its_seconds(fake):
     t0 = time.monotonic()
-    agg, res, ev, summary, wall = fake(run_s=1.0, base_s=60, FAKE_RUN_RC="1")
+    agg, res, ev, summary, wall = fake(run_s=2.0, base_s=60, FAKE_RUN_RC="1")
     assert time.monotonic() - t0 < 20  # not the baselines job's 60 s
     (started,) = ev["baselines-started"]
     assert "baselines" not in ev  # never answered
@@ -172,7 +172,9 @@ def test_a_failed_run_stops_its_baselines_job_and_reports_its_seconds(fake):
     e = res["results"][0]
     assert e["status"] == "failed" and "speedup" not in e
     assert e["timing"]["baselines_stopped"] == "stopped: the run failed"
-    assert e["cost"]["phase:baselines"] >= 0.5 and "stopped" in e["baselines_error"]  # from triage (0.3 s) to the end (1 s)
+    # from triage (0.3 s) to the run's end (2 s), less the job's start on a loaded host (CI measured 0.41 s of a
+    # 0.7 s window when the run ended at 1 s)
+    assert e["cost"]["phase:baselines"] >= 0.5 and "stopped" in e["baselines_error"]
 
 
 def test_the_baselines_job_times_only_the_original_task(monkeypatch, tmp_path, capsys):
