@@ -13,9 +13,9 @@ module-scoped fixture is built once per worker that uses it. ``pytest_collection
 the tests that share a costly fixture into one ``xdist_group`` (``--dist loadgroup`` runs a group on one worker):
 a module-scoped fixture of the tests (``capture/``: a `tritondx capture` per module; ``ops/``: one run a module
 reads) keeps its module together; the session-scoped compile sets of ``ir/`` and ``npu/`` (``captures``: every
-kernel compiled once) are built by one worker and read by the others (``built_once``). The background case pools (``verifier/``: ``outcomes``,
-``reliability/``: ``rel_outcomes``), which serially start every case of the session at once, run a case only when
-its test asks under xdist: the workers are the parallelism there.
+kernel compiled once) are built by one worker and read by the others (``built_once``). The background case pools
+(``verifier/``: ``outcomes``, ``reliability/``: ``rel_outcomes``), which serially start every case of the session
+at once, run a case only when its test asks under xdist: the workers are the parallelism there.
 """
 
 from __future__ import annotations

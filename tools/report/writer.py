@@ -11,7 +11,6 @@ from typing import Any
 
 from tritondx.tools.records.evidence import TIERS
 from tritondx.tools.run import phases
-from tritondx.tools.run.phases import PHASE, REPORT, part, report_ledger, table_md
 from tritondx.tools.run.host import process_cpu_seconds
 from tritondx.tools.report.checked import checked_md, tolerance_text
 from tritondx.tools.report.closure import ClosureRow, close_findings, closure_md
@@ -74,7 +73,7 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nod
         # the cost ledger (tools/run/phases.py ``report_ledger``): seconds per node and phase, of the device jobs and
         # their device holds, the run's wall, CPU seconds of its process and jobs (tools/run/host.py), and the wall
         # seconds of the nodes that gather the tiers' evidence (the caller names them)
-        "cost": report_ledger(state.get("cost"), wall, process_cpu_seconds(), analysis_nodes),
+        "cost": phases.report_ledger(state.get("cost"), wall, process_cpu_seconds(), analysis_nodes),
     }
 
 
@@ -186,9 +185,9 @@ def _md(report: dict[str, Any], diff: str) -> str:
               f"- tiers used: {', '.join(report['tiers_used'])}", f"- rewrite rounds: {report['rounds']}",
               _cost_line(report.get("cost")),
               f"- how the result was chosen: {report.get('best_rule')}"] + _hardware_md(b) + [""]
-    ph = part(report.get("cost"), PHASE)
+    ph = phases.part(report.get("cost"), phases.PHASE)
     if ph:
-        lines += ["## Where the time went", ""] + table_md(ph, phases.wall(report.get("cost"))) + [""]
+        lines += ["## Where the time went", ""] + phases.table_md(ph, phases.wall(report.get("cost"))) + [""]
     lines += _profile_md(report)
     lines += _tune_md(report)
     lines += closure_md([ClosureRow(**r) for r in report.get("closure") or []])
@@ -242,7 +241,8 @@ def write_outputs(run_dir: Path, state: dict[str, Any], wall: float, analysis_no
     diff = "".join(difflib.unified_diff(initial.read_text().splitlines(True), best_path.read_text().splitlines(True),
                                         "initial", "optimized"))
     # the report's own phase: building it (the best version's detector re-run included), written last
-    report["cost"] = dict(sorted({**report["cost"], PHASE + REPORT: round(time.monotonic() - t0, 3)}.items()))
+    own = {phases.PHASE + phases.REPORT: round(time.monotonic() - t0, 3)}
+    report["cost"] = dict(sorted({**report["cost"], **own}.items()))
     (run_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
     (run_dir / "report.md").write_text(_md(report, diff))
     try:
