@@ -169,12 +169,15 @@ class Waves:
     (``unasked``)."""
 
     def __init__(self, screen, env: "_Env", pre: "Precompiler | None", log, size: int,
-                 limit_s: float = CONFIG_LIMIT_S) -> None:
+                 limit_s: float = CONFIG_LIMIT_S, clock=time.monotonic) -> None:
         self.screen, self.env, self.pre, self.log, self.size = screen, env, pre, log, max(1, size)
-        self.limit_s = limit_s
+        self.limit_s, self.clock = limit_s, clock
+        #: the search's budget ends here (``clock`` time; None: no end): past it a wave screens no configuration the
+        #: search did not ask for
+        self.until: float | None = None
         self.results: dict[tuple, float | None] = {}
         self.pending: list[dict[str, int]] = []
-        self.stats = {"waves": 0, "configurations": 0, "asked": 0}
+        self.stats = {"waves": 0, "configurations": 0, "asked": 0, "cut": 0}
 
     def prefetch(self, cfgs: list[dict[str, int]]) -> None:
         have = {tuple(sorted(c.items())) for c in self.pending} | set(self.results)
@@ -190,7 +193,11 @@ class Waves:
         key = tuple(sorted(cfg.items()))
         self.stats["asked"] += 1
         if key not in self.results:
-            wave = [cfg] + [c for c in self.pending if tuple(sorted(c.items())) != key][: self.size - 1]
+            # with a compile-ahead pool, only prefetched configurations whose compile is done join the wave: one
+            # still compiling would hold the asked one (and the budget's end) behind it; it waits for a later wave
+            ready = [c for c in self.pending if tuple(sorted(c.items())) != key
+                     and (self.pre is None or self.pre.ready(c))]
+            wave = [cfg] + ready[: self.size - 1]
             taken = {tuple(sorted(c.items())) for c in wave}
             self.pending = [c for c in self.pending if tuple(sorted(c.items())) not in taken]
             self._run(wave)
@@ -204,6 +211,10 @@ class Waves:
         passed = []
         with phase("shared"):
             for c in wave:
+                if c is not wave[0] and self.until is not None and self.clock() >= self.until:
+                    self.pending.append(c)     # the budget ended inside the wave: the rest is not screened
+                    self.stats["cut"] += 1
+                    continue
                 if self.log and c is not wave[0]:
                     self.log("start", {"config": c})
                 with _watch(f"configuration {_label(c)}", self.limit_s):
@@ -222,7 +233,7 @@ class Waves:
         if self.log:   # the wave's first configuration is the search's: it logs that one's trial itself
             self.log("start", {"config": wave[0]})
         self.stats["waves"] += 1
-        self.stats["configurations"] += len(wave)
+        self.stats["configurations"] += sum(1 for c in wave if tuple(sorted(c.items())) in self.results)
 
     def unasked(self, asked: set[tuple]) -> list[Trial]:
         """Trials for the configurations a wave measured that the search never asked for."""
@@ -313,9 +324,10 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     budget = float(job.get("budget_s", 60.0))
     known = [Trial(**t) for t in job.get("known") or []]
     if env.cuda:
-        trials = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
-                          log=log, prefetch=waves.prefetch,
-                          explore_steps=int(job.get("explore_steps", EXPLORE_STEPS))).search()
+        searcher = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
+                            log=log, prefetch=waves.prefetch, explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)))
+        waves.until = searcher.t0 + budget
+        trials = searcher.search()
         trials += waves.unasked({tuple(sorted(t.config.items())) for t in trials})
     else:
         trials = _screen_only(doms, screened, budget, known, log)

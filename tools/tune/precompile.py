@@ -110,6 +110,11 @@ class Precompiler:
             self.futures[key] = self.pool.submit(self._one, dict(cfg))
             self.stats["submitted"] += 1
 
+    def ready(self, cfg: dict[str, int]) -> bool:
+        """Whether ``cfg``'s compile ahead has ended (or none was submitted: nothing to wait for)."""
+        fut = self.futures.get(tuple(sorted(cfg.items())))
+        return fut is None or fut.done()
+
     def wait(self, cfg: dict[str, int]) -> None:
         """Until ``cfg``'s compile ahead (if one was submitted) ends, at most ``PRECOMPILE_WAIT_S``."""
         fut = self.futures.get(tuple(sorted(cfg.items())))

@@ -541,7 +541,55 @@ def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one
     assert w.evaluate({"k.B": 2}) == 12.0 and len(holds) == 4
     extra = w.unasked({(), (("k.B", -1),), (("k.B", -2),), (("k.B", 1),), (("k.B", 2),)})
     assert [(t.config, t.ms, t.phase) for t in extra] == [({"k.B": 3}, 13.0, "wave")]
-    assert w.stats == {"waves": 2, "configurations": 6, "asked": 5}
+    assert w.stats == {"waves": 2, "configurations": 6, "asked": 5, "cut": 0}
+
+
+def test_a_wave_takes_only_compiled_prefetches_and_screens_none_past_the_budget(monkeypatch):
+    """A prefetched configuration still compiling ahead stays out of the wave (it would hold the asked one behind
+    it); once the search's budget has ended a wave screens only the configuration the search asked for."""
+    import contextlib
+    from tritondx.tools.exec import gpulock
+    from tritondx.tools.tune.job import Waves
+    monkeypatch.setattr(gpulock, "phase", contextlib.nullcontext)
+    screened: list[dict] = []
+
+    class Env:
+        def call(self, mod, kc):
+            pass
+
+        def time_held(self, fn, est_ms=None):
+            fn()
+            return 1.0
+
+    class Pre:
+        compiling = {(("k.B", 2),)}
+
+        def submit(self, cfgs):
+            pass
+
+        def ready(self, cfg):
+            return tuple(sorted(cfg.items())) not in self.compiling
+
+        def wait(self, cfg):
+            pass
+
+    def screen(cfg):
+        screened.append(cfg)
+        return 1, {}
+
+    now = [0.0]
+    w = Waves(screen, Env(), Pre(), None, size=8, clock=lambda: now[0])
+    w.until = 10.0
+    w.prefetch([{"k.B": 1}, {"k.B": 2}, {"k.B": 3}])
+    w.evaluate({})
+    assert screened == [{}, {"k.B": 1}, {"k.B": 3}]          # B=2 was still compiling
+    w.prefetch([{"k.B": 4}, {"k.B": 5}])
+    now[0] = 11.0                                             # the budget has ended
+    Pre.compiling = set()
+    w.evaluate({"k.B": 2})
+    assert screened[3:] == [{"k.B": 2}]
+    assert w.stats["cut"] == 2 and w.stats["configurations"] == 4
+    assert {tuple(c.items()) for c in w.pending} == {(("k.B", 4),), (("k.B", 5),)}
 
 
 def test_a_configuration_that_runs_past_its_limit_ends_the_job_process_with_a_message():
@@ -590,18 +638,25 @@ def test_the_tune_job_reads_the_probes_trusted_compiles_of_the_initial_kernel_an
     class R:
         ok, result = False, None
 
-    def fake(job, backend, timeout, extra_env=None, **kw):
+    def fake(job, backend, timeout, extra_env=None, cache_dir=None, **kw):
         envs.append(dict(extra_env or {}))
+        dirs.append(cache_dir)
         return R(), 0.1, 0.0
+    dirs: list = []
     monkeypatch.setattr(jobs, "run_device_job", fake)
     monkeypatch.setattr(jobs, "job_error", lambda r: ("crash", "fake"))
     task = _write(tmp_path, "apply_task", APPLY_TASK)
-    triton_cache.trusted_dir(task.read_text()).mkdir(parents=True)
+    layer = triton_cache.trusted_dir(task.read_text())
+    layer.mkdir(parents=True)
     tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=5)
-    assert envs[0].get(triton_cache.TRUSTED_ENV) == str(triton_cache.trusted_dir(task.read_text()))
+    assert envs[0].get(triton_cache.TRUSTED_ENV) == str(layer) and dirs[0] is None
+    # the run's original task: its job compiles into the layer (it runs no candidate's code)
+    tune_task(str(task), tmp_path / "tune1", get_backend("interpreter"), budget_s=5, original=True)
+    assert dirs[-1] == layer and triton_cache.TRUSTED_ENV not in envs[-1]
     other = _write(tmp_path, "candidate", APPLY_TASK + "\n# a candidate\n")
-    tune_task(str(other), tmp_path / "tune2", get_backend("interpreter"), budget_s=5)
-    assert triton_cache.TRUSTED_ENV not in envs[-1]
+    for original in (False, True):   # a candidate's job writes no layer, whatever the caller says
+        tune_task(str(other), tmp_path / "tune2", get_backend("interpreter"), budget_s=5, original=original)
+        assert triton_cache.TRUSTED_ENV not in envs[-1] and dirs[-1] is None
 
 
 def test_a_loops_stages_are_swept_all_the_way_even_where_the_first_steps_do_not_pay():
