@@ -245,6 +245,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     from tritondx.tools.exec.gpulock import phase
     t_start = time.monotonic()
     env = _Env(job)
+    marks = {"loaded": round(time.monotonic() - t_start, 2)}   # seconds from the job's start to each stage's end
     how = {k["key"]: k["how"] for k in job["knobs"]}
     threads = int(job.get("precompile_threads", PRECOMPILE_THREADS))
     pre = (Precompiler(env.inst_path, env.inputs, threads) if env.cuda and threads > 0 and install_compile_only()
@@ -259,6 +260,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
                 _outputs(env.orig.launch(*env.inputs))
                 env.sync()
     launches = rec.launches
+    marks["recorded"] = round(time.monotonic() - t_start, 2)
     hot = {r.kernel for r in launches if r.share >= HOT_SHARE}
     knobs = [k for k in job["knobs"] if any(p.split(".", 1)[0] in hot for p in k["params"])]
     launched: dict[str, int | None] = {}
@@ -335,9 +337,11 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
         if t.status == "failed":
             t.note = errors.get(_label(t.config), "")
     precompiled = pre.close() if pre is not None else {}
+    marks["searched"] = round(time.monotonic() - t_start, 2)
     final: dict[str, Any] = {}
     if env.cuda:
         final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins)
+    marks["final"] = round(time.monotonic() - t_start, 2)
     return {"ok": True, "launches": [r.model_dump() for r in launches], "hot": sorted(hot),
             "domains": [{"key": d.key, "kind": d.kind, "values": d.values, "start": d.start, "launched": d.launched}
                         for d in doms],
@@ -345,7 +349,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             "timed": env.cuda, "shape": env.shape if not isinstance(env.shape, tuple) else list(env.shape),
             "dtype": str(env.dtype), "wall_s": round(time.monotonic() - t_start, 2), "budget_s": budget,
             "precompiled": precompiled, "waves": waves.stats if waves is not None else {},
-            "device_usage": _usage()}
+            "device_usage": _usage(), "marks": marks}
 
 
 def _progress(path: str | None):

@@ -80,6 +80,7 @@ class TuneResult(BaseModel):
     precompiled: dict[str, Any] = Field(default_factory=dict)   # the job's compiles ahead (``job.Precompiler``)
     waves: dict[str, Any] = Field(default_factory=dict)         # configurations per hold (``job.Waves``)
     device_usage: dict[str, Any] = Field(default_factory=dict)  # the job's holds and lock waits (``gpulock.usage``)
+    marks: dict[str, float] = Field(default_factory=dict)       # job seconds at the end of: loaded, recorded, searched, final
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -153,6 +154,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     out.launches, out.hot, out.trials, out.final = res["launches"], res["hot"], res["trials"], res.get("final", {})
     out.precompiled = res.get("precompiled") or {}
     out.waves, out.device_usage = res.get("waves") or {}, res.get("device_usage") or {}
+    out.marks = res.get("marks") or {}
     values = out.values = {k: v for k, v in (res.get("launched_values") or {}).items() if v is not None}
     init = out.final.get("initial")
     if out.timed and init:

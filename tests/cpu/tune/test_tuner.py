@@ -208,6 +208,7 @@ def test_launch_behind_autograd_apply_is_found_and_tuned(tmp_path):
     assert [k.key for k in sp.knobs if k.kind == "tile"] == ["scale_kernel.BLOCK"]
     res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
     assert res.ran and not res.timed
+    assert list(res.marks) == ["loaded", "recorded", "searched", "final"] and res.marks["final"] >= res.marks["loaded"]
     assert [l["kernel"] for l in res.launches] == ["scale_kernel"]        # found by running it
     assert res.launches[0]["constexprs"]["BLOCK"] == 64 and res.launches[0]["grid"] == [5]
     tiles = [t for t in res.trials if "scale_kernel.BLOCK" in t["config"]]
