@@ -59,6 +59,7 @@ class VariantTiming(BaseModel):
     spread: float
     calls_per_round: int
     host_us_per_call: float | None = None
+    pad_us: float | None = None          # the spin before each call, from the initial kernel's host time (bench.Timer)
     roofline_fraction: float | None = None
     achieved_bytes_per_s: float | None = None
     achieved_flops_per_s: float | None = None

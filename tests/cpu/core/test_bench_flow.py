@@ -120,3 +120,34 @@ def test_where_autotuners_time_their_configs_alone_the_warm_up_stays_shared(benc
     tuned.write_text("@triton.autotune(configs=[], key=['n'])\n")
     assert bench_job.warmup_mode([str(tuned)], True) == "shared"
     assert bench_job.warmup_mode([str(tuned)], False) == "exclusive"
+
+
+def test_every_variants_pad_comes_from_the_initial_kernels_host_time(bench_mod, monkeypatch):
+    """With ``pad_from`` the initial kernel's launcher, a variant that spends ten times longer on the host per call
+    gets the initial's pad (1.5x its longest host time + 10 us), not one sized to its own host work: a launcher that
+    computes on the host has that time timed. Without ``pad_from`` each function gets its own (the tuner's)."""
+    bench_job, _ = bench_mod
+    clock = [0.0]
+    monkeypatch.setattr(bench_job, "_perf", lambda: clock[0])
+    sleeps: list[int] = []
+    monkeypatch.setattr(bench_job, "_sleep", lambda cycles: sleeps.append(cycles))
+    timer = bench_job.Timer("cpu")
+    timer.pad_host, timer._cycles_per_s = True, 1e9        # a spin cycle per ns
+
+    def initial():
+        clock[0] += 100e-6
+
+    def host_heavy():
+        clock[0] += 1000e-6
+
+    timer.calls(initial, 3)
+    assert sleeps == [160_000, 160_000]          # no pad before the first call; then 1.5 x 100 us + 10 us
+    timer.pad_from = initial
+    sleeps.clear()
+    timer.calls(host_heavy, 3)
+    assert sleeps == [160_000] * 3
+    timer.pad_from = None
+    sleeps.clear()
+    timer.calls(host_heavy, 2)
+    assert sleeps == [1_510_000, 1_510_000]      # its own: 1.5 x 1000 us + 10 us
+    assert bench_job.Timer("cpu", pad_host=True).pad_host is False   # no spin kernel on the CPU
