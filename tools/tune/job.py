@@ -193,8 +193,11 @@ class Waves:
         key = tuple(sorted(cfg.items()))
         self.stats["asked"] += 1
         if key not in self.results:
-            # with a compile-ahead pool, only prefetched configurations whose compile is done join the wave: one
-            # still compiling would hold the asked one (and the budget's end) behind it; it waits for a later wave
+            # with a compile-ahead pool, only prefetched configurations whose compile is done (once the asked one's
+            # is) join the wave: one still compiling would hold the asked one (and the budget's end) behind it; it
+            # waits for a later wave
+            if self.pre is not None:
+                self.pre.wait(cfg)
             ready = [c for c in self.pending if tuple(sorted(c.items())) != key
                      and (self.pre is None or self.pre.ready(c))]
             wave = [cfg] + ready[: self.size - 1]
