@@ -40,13 +40,13 @@ def run_device_job(job: dict[str, Any], backend: Backend, timeout: float, memory
     needs more than the device has fails again. Returns the last answer and the wall and device-held
     seconds of all attempts. ``cache_dir``: a Triton cache folder the job writes and that is kept (``run_job``)."""
     env = {**backend.job_env(), **(extra_env or {})}
-    r = run_job(job, timeout=timeout, env=env, memory_bytes=memory_bytes, gpu_lock=backend.can_time,
-                cache_dir=cache_dir)
+    kept = {"cache_dir": cache_dir} if cache_dir else {}
+    r = run_job(job, timeout=timeout, env=env, memory_bytes=memory_bytes, gpu_lock=backend.can_time, **kept)
     seconds, device_s = r.seconds, held_seconds((r.result or {}).get("device_usage"))
     if backend.can_time and job_error(r)[0] == "out_of_memory" and os.environ.get("TRITONDX_LOCK_DIR"):
         log.info(f"{job['kind']}_retry_alone", reason=job_error(r)[1][:160], **log_kw)
         r = run_job(job, timeout=timeout, env={**env, JOB_ALONE_ENV: "1"}, memory_bytes=memory_bytes, gpu_lock=True,
-                    cache_dir=cache_dir)
+                    **kept)
         seconds += r.seconds
         device_s += held_seconds((r.result or {}).get("device_usage"))
     return r, seconds, device_s
