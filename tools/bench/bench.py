@@ -377,6 +377,7 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
                 host_us: dict[str, float] = {}
                 # the initial kernel first: its launcher's host time sets every variant's pad (``Timer``)
                 timer.pad_from = None
+                timer._host_max.clear()   # a function id of an earlier shape's may be reused by this one's
                 for vid, fn in sorted(all_fns.items(), key=lambda kv: kv[0] != "initial"):
                     try:
                         est = statistics.median(timer.calls(fn, 5))
