@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -65,6 +66,30 @@ def run_batch(*args, **kwargs) -> dict[str, Any]:
             os.environ["TRITONDX_LOCK_DIR"] = before
 
 
+#: what makes a task's run long, read from its source: a ``tl.dot`` kernel compiles slowly and its tiles make a wide
+#: search (H200 corpus batch of 2026-12-05: the six with ``tl.dot`` took 117-449 s of run and final bench, the median
+#: task 112 s), and an autotuner times each of its configs in every job that calls it (36 configs: 449 s)
+DOT_RE = re.compile(r"\btl\.dot\(")                 # e.g. "acc += tl.dot(a, b)"
+AUTOTUNE_CONFIG_RE = re.compile(r"\btriton\.Config\(")   # e.g. "triton.Config({'BLOCK': 64}, num_warps=4),"
+
+
+def expected_cost(path: str) -> float:
+    """A task's expected run time relative to a plain one (1.0), from its source; 1.0 where it cannot be read."""
+    try:
+        src = Path(path).read_text(errors="replace")
+    except OSError:
+        return 1.0
+    return 1.0 + (1.0 if DOT_RE.search(src) else 0.0) + len(AUTOTUNE_CONFIG_RE.findall(src)) / 12
+
+
+def shuffled(tasks: list[str]) -> list[str]:
+    """A fixed pseudo-random order (a batch cut short by a deadline is still a fair sample), the costly tasks first
+    (``expected_cost``: longest first keeps one from starting late and holding the batch's end)."""
+    import hashlib
+    out = sorted(tasks, key=lambda t: hashlib.sha256(Path(t).stem.encode()).hexdigest())
+    return sorted(out, key=lambda t: -expected_cost(t))
+
+
 def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, extra_args: list[str] | None = None,
                final_rounds: int = 3, progress: bool = True, only: list[str] | None = None,
                deadline_s: float | None = None, shuffle: bool = False, ray_address: str | None = None,
@@ -73,9 +98,8 @@ def _run_batch(folder: str, out: str, backend: str = "auto", workers: int = 1, e
     tasks = sorted(str(p.resolve()) for p in Path(folder).glob("*.py") if not p.name.startswith("_"))
     if only:
         tasks = [t for t in tasks if Path(t).stem in only]
-    if shuffle:  # a fixed pseudo-random order: a batch cut short by a deadline is still a fair sample
-        import hashlib
-        tasks.sort(key=lambda t: hashlib.sha256(Path(t).stem.encode()).hexdigest())
+    if shuffle:
+        tasks = shuffled(tasks)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     res_file = out_dir / "results.json"

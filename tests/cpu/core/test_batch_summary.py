@@ -40,3 +40,24 @@ def test_aggregate_figures(tmp_path):
 
 def test_geomean_ignores_missing():
     assert geomean([]) is None and geomean([None, 4.0, 1.0]) == 2.0
+
+
+def test_a_shuffled_batch_starts_its_costly_tasks_first(tmp_path):
+    """``shuffled``: a fixed pseudo-random order, with the tasks whose source says they are costly (a ``tl.dot``
+    kernel, an autotuner's configs) first; a plain task costs 1.0 and an unreadable path too."""
+    from tritondx.batch import expected_cost
+    plain = tmp_path / "plain.py"
+    plain.write_text("@triton.jit\ndef k(x, BLOCK: tl.constexpr):\n    tl.store(x, tl.load(x))\n")
+    dot = tmp_path / "dot.py"
+    dot.write_text("@triton.jit\ndef k(a, b):\n    acc = tl.dot(a, b)\n")
+    tuned = tmp_path / "tuned.py"
+    tuned.write_text("@triton.autotune(configs=[" + "triton.Config({'B': 64}), " * 24 + "], key=['n'])\n")
+    assert expected_cost(str(plain)) == 1.0 == expected_cost(str(tmp_path / "missing.py"))
+    assert expected_cost(str(dot)) == 2.0 and expected_cost(str(tuned)) == 3.0
+    from tritondx.batch import shuffled
+    more = [tmp_path / f"plain{i}.py" for i in range(6)]
+    for m in more:
+        m.write_text(plain.read_text())
+    order = [p.split("/")[-1][:-3] for p in shuffled([str(p) for p in (*more, plain, dot, tuned)])]
+    assert order[:2] == ["tuned", "dot"] and sorted(order[2:]) == sorted(["plain", *(m.stem for m in more)])
+    assert order == [p.split("/")[-1][:-3] for p in shuffled([str(p) for p in (dot, *more, tuned, plain)])]
