@@ -668,3 +668,56 @@ def test_a_loops_stages_are_swept_all_the_way_even_where_the_first_steps_do_not_
     cost = {0: 1.0, 1: 1.0, 2: 1.1, 3: 0.5, 4: 0.6}
     trials = Searcher(doms, lambda cfg: cost[cfg.get("k.loop0", 0)], budget_s=60).search()
     assert min((t for t in trials if t.ms is not None), key=lambda t: t.ms).config == {"k.loop0": 3}
+
+
+def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_shared_hold_for_the_checks(monkeypatch):
+    """The fastest configurations and the initial kernel are timed over three interleaved rounds under one
+    exclusive hold, and their outputs checked under one shared hold (a hold per timing queued 18 times behind the
+    other tasks' jobs: 20-54 s of a tune job on the H200 batch of 2026-12-05)."""
+    import contextlib
+    import torch
+    from tritondx.tools.exec import gpulock
+    from tritondx.tools.tune import job as jobmod
+    holds: list[str] = []
+
+    @contextlib.contextmanager
+    def phase(mode, urgent=False):
+        holds.append(mode)
+        yield
+    monkeypatch.setattr(gpulock, "phase", phase)
+    timed: list[str] = []
+
+    class Orig:
+        @staticmethod
+        def launch(x):
+            return x * 2
+
+    class Env:
+        orig, inputs, tols = Orig, (torch.ones(4),), {}
+
+        def module(self, kc):
+            return kc
+
+        def call(self, mod, kc):
+            return torch.ones(4) * (2 if kc["k.B"][1] < 3 else 3)
+
+        def time_held(self, fn, est_ms=None):
+            assert holds[-1] == "exclusive"
+            fn()
+            timed.append("x")
+            return 1.0
+
+        def time(self, fn, est_ms=None):
+            raise AssertionError("a hold per timing")
+
+        def poison(self, refs):
+            pass
+
+        def sync(self):
+            pass
+
+    best = [jobmod.Trial(config={"k.B": v}, status="ok", ms=1.0) for v in (1, 2, 3)]
+    out = jobmod._final(Env(), best, {"k.B": "set"}, [torch.ones(4) * 2], {})
+    assert holds == ["exclusive", "shared"] and len(timed) == 12
+    assert [out[k]["timed_output"] == "equal" for k in ("initial", "c0", "c1", "c2")] == [True, True, True, False]
+    assert all(len(v["rounds_ms"]) == 3 for v in out.values())
