@@ -55,7 +55,7 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
     subject = best.get("id", "initial")
     rnd = state.get("round", 0) + 1
     folder = run_dir(state) / "tune" / f"r{rnd}_{subject}"
-    res = tune_task(best_path(state), folder, backend, budget_s=cfg.tune_budget_s, original=subject == "initial")
+    res = tune_task(best_path(state), folder, backend, budget_s=cfg.tune_budget_s)
     text = table(res)
     ref = ArtifactRef.write(run_dir(state) / "artifacts", f"tune_r{rnd}.json",
                             (folder / "tune.json").read_text() if (folder / "tune.json").exists() else "{}", "tune")

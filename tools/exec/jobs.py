@@ -5,7 +5,6 @@ answer a result), ``DEFAULT_MEMORY_BYTES`` (a job's address-space limit per back
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -32,21 +31,18 @@ def job_error(r: JobResult) -> tuple[str, str]:
 
 
 def run_device_job(job: dict[str, Any], backend: Backend, timeout: float, memory_bytes: int | None = None,
-                   extra_env: dict[str, str] | None = None, cache_dir: str | Path | None = None,
-                   **log_kw: Any) -> tuple[JobResult, float, float]:
+                   extra_env: dict[str, str] | None = None, **log_kw: Any) -> tuple[JobResult, float, float]:
     """Run a verify or bench job with the device lock. On a device shared by a batch (a lock folder set)
     a CUDA OOM may have been other jobs' memory (H200, 2026-11-30: 16 of 153 honest verifications, and
     l1_cast's final bench beside 13 other tasks), so it runs once more with the device alone; a job that
     needs more than the device has fails again. Returns the last answer and the wall and device-held
-    seconds of all attempts. ``cache_dir``: a Triton cache folder the job writes and that is kept (``run_job``)."""
+    seconds of all attempts."""
     env = {**backend.job_env(), **(extra_env or {})}
-    kept = {"cache_dir": cache_dir} if cache_dir else {}
-    r = run_job(job, timeout=timeout, env=env, memory_bytes=memory_bytes, gpu_lock=backend.can_time, **kept)
+    r = run_job(job, timeout=timeout, env=env, memory_bytes=memory_bytes, gpu_lock=backend.can_time)
     seconds, device_s = r.seconds, held_seconds((r.result or {}).get("device_usage"))
     if backend.can_time and job_error(r)[0] == "out_of_memory" and os.environ.get("TRITONDX_LOCK_DIR"):
         log.info(f"{job['kind']}_retry_alone", reason=job_error(r)[1][:160], **log_kw)
-        r = run_job(job, timeout=timeout, env={**env, JOB_ALONE_ENV: "1"}, memory_bytes=memory_bytes, gpu_lock=True,
-                    **kept)
+        r = run_job(job, timeout=timeout, env={**env, JOB_ALONE_ENV: "1"}, memory_bytes=memory_bytes, gpu_lock=True)
         seconds += r.seconds
         device_s += held_seconds((r.result or {}).get("device_usage"))
     return r, seconds, device_s

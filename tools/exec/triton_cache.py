@@ -6,8 +6,7 @@ any other misses. A cache folder that several jobs write would let one candidate
 under the key of another kernel (the initial kernel's, say) and the next job would run it. So:
 
 - the **trusted layer** (``trusted_dir``: one folder per original task source) is written only by
-  jobs that run nothing but the user's original task (the probe; the tuner's job on the original, which runs it
-  instrumented with launch values set: ``tools/tune/run.tune_task``); every other job reads it and
+  jobs that run nothing but the user's original task (the probe); every other job reads it and
   cannot write it: the sandbox makes the file system read-only (``tools/exec/sandbox_fs.py``), a warm
   runner makes its own mounts read-only (``verify/runner/zygote.py``);
 - each job's own compiles go to its private cache (``TRITON_CACHE_DIR``, in its scratch folder),

@@ -98,13 +98,8 @@ class _Env:
         knobmod.CURRENT = dict(cfg)
         return mod.launch(*self.inputs)
 
-    def time(self, fn, est_ms: float | None = None) -> float:
-        from tritondx.tools.exec.gpulock import phase
-        with phase("exclusive"):
-            return self.time_held(fn, est_ms)
-
     def time_held(self, fn, est_ms: float | None = None) -> float:
-        """``time`` inside an exclusive hold the caller already has."""
+        """The median device time of ``fn``'s calls, inside an exclusive hold the caller already has."""
         if est_ms is None:
             est_ms = statistics.median(self.timer.calls(fn, 3))
         n = max(5, min(100, int(TIME_TARGET_MS / max(est_ms, 1e-3))))

@@ -90,11 +90,7 @@ class TuneResult(BaseModel):
 
 
 def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = DEFAULT_BUDGET_S,
-              timeout: float | None = None, original: bool = False) -> TuneResult:
-    """Search ``task_path``'s launch configurations in one sandboxed job (``job.tune``). ``original``: the source
-    is the user's original task (no candidate's code): the job then compiles into the task's trusted cache layer,
-    which the probe filled, so that the verification, bench and final bench of a winner read its kernels compiled
-    instead of compiling them again each; a candidate's job only reads the layer."""
+              timeout: float | None = None) -> TuneResult:
     from tritondx.tools.exec.jobs import job_error, run_device_job
     source = Path(task_path).read_text()
     try:
@@ -118,20 +114,10 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     # job otherwise compiled its configs again one after another before it searched (an int4 matmul over 36
     # configs: tune jobs of 119-129 s for a 25 s search, H200 corpus batches of 2026-12-04/05)
     from tritondx.tools.exec import triton_cache
-    cache_env: dict[str, str] = {}
-    cache_dir = None
-    if triton_cache.enabled():
-        layer = triton_cache.trusted_dir(source)
-        # only the original's own source writes its layer (the probe made it): every job it runs is trusted code
-        # (the task, instrumented by the launch analysis, with knob values set)
-        if original and layer.is_dir():
-            cache_dir = layer
-        else:
-            cache_env = triton_cache.reader_env(source)
+    cache_env = triton_cache.reader_env(source) if triton_cache.enabled() else {}
     for attempt in range(1 + FAULT_RETRIES):
         progress.write_text("")
-        r, seconds, device_s = run_device_job(job, backend, timeout or (budget_s * 3 + 120), extra_env=cache_env,
-                                              cache_dir=cache_dir)
+        r, seconds, device_s = run_device_job(job, backend, timeout or (budget_s * 3 + 120), extra_env=cache_env)
         out.seconds, out.device_seconds = round(out.seconds + seconds, 2), round(out.device_seconds + device_s, 2)
         if r.ok and r.result and r.result.get("ok"):
             break

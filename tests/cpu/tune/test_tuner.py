@@ -503,20 +503,26 @@ def test_a_loop_that_loads_gets_a_stages_knob_written_as_tl_range_where_the_loop
     assert spacemod.emit(src, {"row_sum.loop0": 0}) == src
 
 
-def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one_hold_of_each_kind(monkeypatch):
-    """The search's asked configuration and the ones it handed to prefetch are screened in one shared hold and the
-    correct ones timed in one exclusive hold; a later ask for one of them takes no hold; one the screen fails is
-    None; measured-but-never-asked ones come back as trials."""
+@pytest.fixture
+def holds(monkeypatch) -> list[str]:
+    """The device holds (``gpulock.phase`` modes) a block enters, in order; the lock itself is not taken."""
     import contextlib
     from tritondx.tools.exec import gpulock
-    from tritondx.tools.tune.job import Waves
-    holds: list[str] = []
+    seen: list[str] = []
 
     @contextlib.contextmanager
     def phase(mode, urgent=False):
-        holds.append(mode)
+        seen.append(mode)
         yield
     monkeypatch.setattr(gpulock, "phase", phase)
+    return seen
+
+
+def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one_hold_of_each_kind(holds):
+    """The search's asked configuration and the ones it handed to prefetch are screened in one shared hold and the
+    correct ones timed in one exclusive hold; a later ask for one of them takes no hold; one the screen fails is
+    None; measured-but-never-asked ones come back as trials."""
+    from tritondx.tools.tune.job import Waves
     timed: list[int] = []
 
     class Env:
@@ -545,13 +551,10 @@ def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one
     assert w.stats == {"waves": 2, "configurations": 6, "asked": 5, "cut": 0}
 
 
-def test_a_wave_takes_only_compiled_prefetches_and_screens_none_past_the_budget(monkeypatch):
+def test_a_wave_takes_only_compiled_prefetches_and_screens_none_past_the_budget(holds):
     """A prefetched configuration still compiling ahead stays out of the wave (it would hold the asked one behind
     it); once the search's budget has ended a wave screens only the configuration the search asked for."""
-    import contextlib
-    from tritondx.tools.exec import gpulock
     from tritondx.tools.tune.job import Waves
-    monkeypatch.setattr(gpulock, "phase", contextlib.nullcontext)
     screened: list[dict] = []
 
     class Env:
@@ -639,25 +642,18 @@ def test_the_tune_job_reads_the_probes_trusted_compiles_of_the_initial_kernel_an
     class R:
         ok, result = False, None
 
-    def fake(job, backend, timeout, extra_env=None, cache_dir=None, **kw):
+    def fake(job, backend, timeout, extra_env=None, **kw):
         envs.append(dict(extra_env or {}))
-        dirs.append(cache_dir)
         return R(), 0.1, 0.0
-    dirs: list = []
     monkeypatch.setattr(jobs, "run_device_job", fake)
     monkeypatch.setattr(jobs, "job_error", lambda r: ("crash", "fake"))
     task = _write(tmp_path, "apply_task", APPLY_TASK)
-    layer = triton_cache.trusted_dir(task.read_text())
-    layer.mkdir(parents=True)
+    triton_cache.trusted_dir(task.read_text()).mkdir(parents=True)
     tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=5)
-    assert envs[0].get(triton_cache.TRUSTED_ENV) == str(layer) and dirs[0] is None
-    # the run's original task: its job compiles into the layer (it runs no candidate's code)
-    tune_task(str(task), tmp_path / "tune1", get_backend("interpreter"), budget_s=5, original=True)
-    assert dirs[-1] == layer and triton_cache.TRUSTED_ENV not in envs[-1]
+    assert envs[0].get(triton_cache.TRUSTED_ENV) == str(triton_cache.trusted_dir(task.read_text()))
     other = _write(tmp_path, "candidate", APPLY_TASK + "\n# a candidate\n")
-    for original in (False, True):   # a candidate's job writes no layer, whatever the caller says
-        tune_task(str(other), tmp_path / "tune2", get_backend("interpreter"), budget_s=5, original=original)
-        assert triton_cache.TRUSTED_ENV not in envs[-1] and dirs[-1] is None
+    tune_task(str(other), tmp_path / "tune2", get_backend("interpreter"), budget_s=5)
+    assert triton_cache.TRUSTED_ENV not in envs[-1]
 
 
 def test_a_loops_stages_are_swept_all_the_way_even_where_the_first_steps_do_not_pay():
@@ -670,21 +666,12 @@ def test_a_loops_stages_are_swept_all_the_way_even_where_the_first_steps_do_not_
     assert min((t for t in trials if t.ms is not None), key=lambda t: t.ms).config == {"k.loop0": 3}
 
 
-def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_shared_hold_for_the_checks(monkeypatch):
+def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_shared_hold_for_the_checks(holds):
     """The fastest configurations and the initial kernel are timed over three interleaved rounds under one
     exclusive hold, and their outputs checked under one shared hold (a hold per timing queued 18 times behind the
     other tasks' jobs: 20-54 s of a tune job on the H200 batch of 2026-12-05)."""
-    import contextlib
     import torch
-    from tritondx.tools.exec import gpulock
     from tritondx.tools.tune import job as jobmod
-    holds: list[str] = []
-
-    @contextlib.contextmanager
-    def phase(mode, urgent=False):
-        holds.append(mode)
-        yield
-    monkeypatch.setattr(gpulock, "phase", phase)
     timed: list[str] = []
 
     class Orig:
@@ -706,9 +693,6 @@ def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_share
             fn()
             timed.append("x")
             return 1.0
-
-        def time(self, fn, est_ms=None):
-            raise AssertionError("a hold per timing")
 
         def poison(self, refs):
             pass
