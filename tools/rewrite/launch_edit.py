@@ -51,7 +51,6 @@ def set_values(source: str, values: dict[str, dict[str, int]], dtypes: tuple[str
     (num_warps, num_stages) that are computed or unset are written at the call. Raises ``EditRefused``.
     """
     res = _analysis(source, tuple(dtypes) if dtypes is not None else _task_dtypes(source))
-    an = res.an
     sites = [s for s in res.sites if s.kernel in values]
     if not sites:
         raise EditRefused("no launch of " + ", ".join(values))
@@ -61,7 +60,7 @@ def set_values(source: str, values: dict[str, dict[str, int]], dtypes: tuple[str
     deco_edits: dict[int, cst.Call] = {}
     intended = {(id(s), p) for s in sites for p in values[s.kernel]}
     by_def: dict[object, list[tuple[_Site, str, int]]] = {}
-    taken = {n.value for n in _names(an.module)}
+    taken = set(res.names)
     pinned: set[str] = set()
     for kname in values:
         ks = [s for s in sites if s.kernel == kname]
@@ -108,22 +107,21 @@ def set_values(source: str, values: dict[str, dict[str, int]], dtypes: tuple[str
     if not changed:
         return source
 
-    class T(cst.CSTTransformer):
-        def on_leave(self, original, updated):
-            if id(original) in repl:
-                return repl[id(original)]
-            if id(original) in deco_edits:
-                return deco_edits[id(original)]
-            if id(original) in call_kwargs and isinstance(updated, cst.Call):
-                return add_call_kwargs(updated, call_kwargs[id(original)])
-            if id(original) in inserts and isinstance(updated, cst.FunctionDef):
-                body = list(updated.body.body)
-                at = 1 if body and _is_docstring(body[0]) else 0
-                body[at:at] = inserts[id(original)]
-                return updated.with_changes(body=updated.body.with_changes(body=body))
-            return updated
+    def change(original, updated):
+        if id(original) in repl:
+            return repl[id(original)]
+        if id(original) in deco_edits:
+            return deco_edits[id(original)]
+        if id(original) in call_kwargs and isinstance(updated, cst.Call):
+            return add_call_kwargs(updated, call_kwargs[id(original)])
+        if id(original) in inserts and isinstance(updated, cst.FunctionDef):
+            body = list(updated.body.body)
+            at = 1 if body and _is_docstring(body[0]) else 0
+            body[at:at] = inserts[id(original)]
+            return updated.with_changes(body=updated.body.with_changes(body=body))
+        return updated
 
-    return an.module.visit(T()).code
+    return res.edit(set(repl) | set(deco_edits) | set(call_kwargs) | set(inserts), change)
 
 
 def _fork(s: _Site, p: str, v: int, d: _Def, res: _Result, repl: dict, inserts: dict, taken: set[str]) -> None:

@@ -17,6 +17,7 @@ in ``launch_resolve``; ``launch_edit.set_values`` writes values where they are d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from functools import lru_cache
 
 import libcst as cst
@@ -54,6 +55,56 @@ class _Result:
     reads: dict[tuple, list[cst.Name]]               # carrier -> Name reads of it
     site_nodes: set[int]                             # ids of nodes inside reachable launch calls and grids
     unreachable_launch_reads: set[int]               # ids of Name nodes read by launches analysis did not reach
+
+    @cached_property
+    def names(self) -> frozenset[str]:
+        """Every identifier the module uses (a new local must not shadow one)."""
+        out: set[str] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Name(self, n: cst.Name) -> None:
+                out.add(n.value)
+
+        self.an.module.visit(V())
+        return frozenset(out)
+
+    @cached_property
+    def parents(self) -> dict[int, int]:
+        """id(node) -> id(its parent) over the module (an edit visits only the paths to what it changes)."""
+        out: dict[int, int] = {}
+        stack: list[int] = []
+
+        class V(cst.CSTVisitor):
+            def on_visit(self, n) -> bool:
+                if stack:
+                    out[id(n)] = stack[-1]
+                stack.append(id(n))
+                return True
+
+            def on_leave(self, n) -> None:
+                stack.pop()
+
+        self.an.module.visit(V())
+        return out
+
+    def edit(self, targets: set[int], fn) -> str:
+        """The module's code with ``fn(original, updated)`` applied to each node whose id ``targets`` holds
+        (only the ancestors of a target have their children visited)."""
+        up: set[int] = set()
+        for t in targets:
+            p = self.parents.get(t)
+            while p is not None and p not in up:
+                up.add(p)
+                p = self.parents.get(p)
+
+        class T(cst.CSTTransformer):
+            def on_visit(self, n) -> bool:
+                return id(n) in up
+
+            def on_leave(self, original, updated):
+                return fn(original, updated) if id(original) in targets else updated
+
+        return self.an.module.visit(T()).code
 
 
 @lru_cache(maxsize=64)
