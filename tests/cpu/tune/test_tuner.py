@@ -423,6 +423,25 @@ def test_the_search_hands_its_next_configurations_to_prefetch_before_it_runs_the
     assert min(t.ms for t in trials if t.ms is not None) == 1.0
 
 
+def test_the_first_prefetch_gives_every_knob_its_first_step_before_any_knobs_second():
+    """A wave takes the prefetched configurations in order: breadth first, each knob's nearest value (the likelier way,
+    then the other) comes before any knob's second value, so a short budget still times one step of every knob."""
+    knobs = [{"key": f"k.{n}", "kind": "tile", "how": "scale", "params": [f"k.{n}"], "value": 64}
+             for n in ("BM", "BN", "BK")] + [
+        {"key": "k.num_warps", "kind": "warps", "how": "set", "params": ["k.num_warps"], "value": 4},
+        {"key": "k.num_stages", "kind": "stages", "how": "set", "params": ["k.num_stages"], "value": 2}]
+    doms = domains(knobs, {"k.BM": 64, "k.BN": 64, "k.BK": 64, "k.num_warps": 4, "k.num_stages": 2})
+    handed: list[dict] = []
+    s = Searcher(doms, lambda cfg: 1.0, budget_s=60, prefetch=handed.extend)
+    s.ahead({}, doms)
+    moved = [next(iter(c)) for c in handed]
+    keys = [d.key for d in doms]
+    assert moved[:len(keys)] == keys                       # one step of every knob first (the likelier way)
+    assert sorted(moved[len(keys):2 * len(keys)]) == sorted(keys)   # then each one step the other way
+    assert {"k.num_stages": 1} in handed[:2 * len(keys)]
+    assert len(handed) == len({tuple(sorted(c.items())) for c in handed})
+
+
 def test_the_precompiler_threads_see_their_own_knobs_and_leave_the_searchs_alone(tmp_path):
     """``knob.LOCAL`` gives each compile-ahead thread its configuration's values (and meta-device inputs) while the
     search's own (``knob.CURRENT``) stay as they are; a launcher that raises counts as failed, the rest as
