@@ -161,18 +161,23 @@ class Waves:
     2026-12-05 (8 tasks at a time) a job timed 4-21 configurations in its 25 s with a hold of each kind per
     configuration, though its compiles were done ahead and it held the device 2-7 s: the rest was waiting for the
     locks behind the other tasks' jobs. Configurations measured but never asked for are trials too
-    (``unasked``)."""
+    (``unasked``).
+
+    A wave's members are chosen once its shared hold is granted: the prefetched configurations whose compile ahead
+    is done by then (one still compiling would hold the asked one behind it: it waits for a later wave), so the
+    compiles go on while the job waits for the lock. A wave is whole: the configurations in it are screened and
+    timed even when the search's budget ends meanwhile (a few milliseconds each inside holds taken anyway for the
+    asked one). On the H100 corpus batch of 2026-12-05, with members chosen before the wait, the first wave of 6 of
+    26 jobs held only the as-launched configuration, and flaggems_argmax's second cut 7 ready configurations at the
+    budget's end after a 40 s wait: the job timed 2 configurations (the day before, on the H200, 17 and 23.5x)."""
 
     def __init__(self, screen, env: "_Env", pre: "Precompiler | None", log, size: int,
-                 limit_s: float = CONFIG_LIMIT_S, clock=time.monotonic) -> None:
+                 limit_s: float = CONFIG_LIMIT_S) -> None:
         self.screen, self.env, self.pre, self.log, self.size = screen, env, pre, log, max(1, size)
-        self.limit_s, self.clock = limit_s, clock
-        #: the search's budget ends here (``clock`` time; None: no end): past it a wave screens no configuration the
-        #: search did not ask for
-        self.until: float | None = None
+        self.limit_s = limit_s
         self.results: dict[tuple, float | None] = {}
         self.pending: list[dict[str, int]] = []
-        self.stats = {"waves": 0, "configurations": 0, "asked": 0, "cut": 0}
+        self.stats = {"waves": 0, "configurations": 0, "asked": 0}
 
     def prefetch(self, cfgs: list[dict[str, int]]) -> None:
         have = {tuple(sorted(c.items())) for c in self.pending} | set(self.results)
@@ -188,31 +193,26 @@ class Waves:
         key = tuple(sorted(cfg.items()))
         self.stats["asked"] += 1
         if key not in self.results:
-            # with a compile-ahead pool, only prefetched configurations whose compile is done (once the asked one's
-            # is) join the wave: one still compiling would hold the asked one (and the budget's end) behind it; it
-            # waits for a later wave
             if self.pre is not None:
                 self.pre.wait(cfg)
-            ready = [c for c in self.pending if tuple(sorted(c.items())) != key
-                     and (self.pre is None or self.pre.ready(c))]
-            wave = [cfg] + ready[: self.size - 1]
-            taken = {tuple(sorted(c.items())) for c in wave}
-            self.pending = [c for c in self.pending if tuple(sorted(c.items())) not in taken]
-            self._run(wave)
+            self._run(cfg)
         return self.results[key]
 
-    def _run(self, wave: list[dict[str, int]]) -> None:
+    def _members(self, cfg: dict[str, int]) -> list[dict[str, int]]:
+        """``cfg`` and the prefetched configurations ready now, up to ``size``; taken out of ``pending``."""
+        key = tuple(sorted(cfg.items()))
+        ready = [c for c in self.pending if tuple(sorted(c.items())) != key and (self.pre is None or self.pre.ready(c))]
+        wave = [cfg] + ready[: self.size - 1]
+        taken = {tuple(sorted(c.items())) for c in wave}
+        self.pending = [c for c in self.pending if tuple(sorted(c.items())) not in taken]
+        return wave
+
+    def _run(self, cfg: dict[str, int]) -> None:
         from tritondx.tools.exec.gpulock import phase
-        if self.pre is not None:
-            for c in wave:
-                self.pre.wait(c)
         passed = []
         with phase("shared"):
+            wave = self._members(cfg)
             for c in wave:
-                if c is not wave[0] and self.until is not None and self.clock() >= self.until:
-                    self.pending.append(c)     # the budget ended inside the wave: the rest is not screened
-                    self.stats["cut"] += 1
-                    continue
                 if self.log and c is not wave[0]:
                     self.log("start", {"config": c})
                 with _watch(f"configuration {_label(c)}", self.limit_s):
@@ -326,7 +326,6 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     if env.cuda:
         searcher = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
                             log=log, prefetch=waves.prefetch, explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)))
-        waves.until = searcher.t0 + budget
         trials = searcher.search()
         trials += waves.unasked({tuple(sorted(t.config.items())) for t in trials})
     else:

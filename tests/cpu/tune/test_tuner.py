@@ -567,14 +567,37 @@ def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one
     assert w.evaluate({"k.B": 2}) == 12.0 and len(holds) == 4
     extra = w.unasked({(), (("k.B", -1),), (("k.B", -2),), (("k.B", 1),), (("k.B", 2),)})
     assert [(t.config, t.ms, t.phase) for t in extra] == [({"k.B": 3}, 13.0, "wave")]
-    assert w.stats == {"waves": 2, "configurations": 6, "asked": 5, "cut": 0}
+    assert w.stats == {"waves": 2, "configurations": 6, "asked": 5}
 
 
-def test_a_wave_takes_only_compiled_prefetches_and_screens_none_past_the_budget(holds):
-    """A prefetched configuration still compiling ahead stays out of the wave (it would hold the asked one behind
-    it); once the search's budget has ended a wave screens only the configuration the search asked for."""
+def test_a_wave_takes_the_prefetches_compiled_by_the_time_its_hold_is_granted_and_is_whole(monkeypatch):
+    """A wave's members are chosen once its shared hold is granted: a prefetched configuration whose compile ahead
+    ended while the job waited for the lock joins it, one still compiling stays out (it would hold the asked one
+    behind it) and waits for a later wave; every member is screened and timed."""
+    import contextlib
+    from tritondx.tools.exec import gpulock
     from tritondx.tools.tune.job import Waves
     screened: list[dict] = []
+
+    class Pre:
+        compiling = {(("k.B", 1),), (("k.B", 2),), (("k.B", 3),)}
+        done_while_waiting = {(("k.B", 1),), (("k.B", 3),)}
+
+        def submit(self, cfgs):
+            pass
+
+        def ready(self, cfg):
+            return tuple(sorted(cfg.items())) not in self.compiling
+
+        def wait(self, cfg):
+            self.compiling.discard(tuple(sorted(cfg.items())))
+
+    @contextlib.contextmanager
+    def phase(mode, urgent=False):   # the wait for the lock: B=1 and B=3 finish compiling meanwhile
+        if mode == "shared":
+            Pre.compiling -= Pre.done_while_waiting
+        yield
+    monkeypatch.setattr(gpulock, "phase", phase)
 
     class Env:
         def call(self, mod, kc):
@@ -584,35 +607,18 @@ def test_a_wave_takes_only_compiled_prefetches_and_screens_none_past_the_budget(
             fn()
             return 1.0
 
-    class Pre:
-        compiling = {(("k.B", 2),)}
-
-        def submit(self, cfgs):
-            pass
-
-        def ready(self, cfg):
-            return tuple(sorted(cfg.items())) not in self.compiling
-
-        def wait(self, cfg):
-            pass
-
     def screen(cfg):
         screened.append(cfg)
         return 1, {}
 
-    now = [0.0]
-    w = Waves(screen, Env(), Pre(), None, size=8, clock=lambda: now[0])
-    w.until = 10.0
+    w = Waves(screen, Env(), Pre(), None, size=8)
     w.prefetch([{"k.B": 1}, {"k.B": 2}, {"k.B": 3}])
-    w.evaluate({})
-    assert screened == [{}, {"k.B": 1}, {"k.B": 3}]          # B=2 was still compiling
-    w.prefetch([{"k.B": 4}, {"k.B": 5}])
-    now[0] = 11.0                                             # the budget has ended
-    Pre.compiling = set()
-    w.evaluate({"k.B": 2})
-    assert screened[3:] == [{"k.B": 2}]
-    assert w.stats["cut"] == 2 and w.stats["configurations"] == 4
-    assert {tuple(c.items()) for c in w.pending} == {(("k.B", 4),), (("k.B", 5),)}
+    assert w.evaluate({}) == 1.0
+    assert screened == [{}, {"k.B": 1}, {"k.B": 3}]          # B=2 was still compiling when the hold came
+    assert [c for c in w.pending] == [{"k.B": 2}]
+    assert w.evaluate({"k.B": 3}) == 1.0 and len(screened) == 3   # answered from the wave
+    assert w.evaluate({"k.B": 2}) == 1.0 and screened[3:] == [{"k.B": 2}]
+    assert w.stats == {"waves": 2, "configurations": 4, "asked": 3}
 
 
 def test_a_configuration_that_runs_past_its_limit_ends_the_job_process_with_a_message():
