@@ -3,7 +3,10 @@ exactly one line on stderr that names the file and the problem, a non-zero exit 
 traceback (with `--debug`: the traceback, then the same line).
 
 Static problems are found without running the task; the rest by the sandboxed probe job, which has a
-timeout (TRITONDX_PROBE_TIMEOUT) and the backend's memory limit.
+timeout (TRITONDX_PROBE_TIMEOUT) and the backend's memory limit. Every static problem and a few the probe
+finds (``CLI_PROBE``) go through the command as a user runs it (its exit code, its one line, no run folder
+left); the probe's other answers are checked where the command gets them (the task's static check, then
+``probe_task``): one ``tritondx`` process each cost 5-7 s of a loaded 2-core CI machine, most of it the start.
 """
 
 from __future__ import annotations
@@ -82,6 +85,13 @@ STATIC = ["syntax_error.py", "no_kernel.py", "no_launcher.py", "no_reference.py"
           "not_python.txt", "directory_task.py", "zero_size_shape.py", "deeply_nested.py", "nested_too_deep.py"]
 
 
+# problems the probe finds that also go through the command: a task code error, a compile error, the probe's
+# timeout from the environment, a process that ends itself
+CLI_PROBE = ["reference_raises.py", "kernel_compile_error.py", "infinite_loop_at_import.py", "os_exit_in_launch.py",
+             "wrong_shape.py"]
+IN_PROCESS = [n for n in EXPECT if n not in STATIC and n not in CLI_PROBE]
+
+
 def _optimize(path: Path, debug: bool = False):
     def fn(tmp: Path):
         extra = {"TRITONDX_PROBE_TIMEOUT": PROBE_TIMEOUT_FOR[path.name]} if path.name in PROBE_TIMEOUT_FOR else {}
@@ -91,7 +101,8 @@ def _optimize(path: Path, debug: bool = False):
     return fn
 
 
-CASES = [Case(f"bad:{name}", _optimize(BAD / name), cost=1.0 if name in STATIC else 4.0) for name in EXPECT]
+CASES = [Case(f"bad:{name}", _optimize(BAD / name), cost=1.0 if name in STATIC else 4.0)
+         for name in EXPECT if name not in IN_PROCESS]
 DEBUG_CASES = [Case(f"bad-debug:{name}", _optimize(BAD / name, debug=True), cost=4.0) for name in DEBUG]
 
 
@@ -124,3 +135,22 @@ def test_bad_task_debug_shows_traceback(rcase: Case, rel_outcomes):
     assert "Traceback (most recent call last)" in r.stderr
     last = one_line(r.stderr)[-1]
     assert last.startswith("tritondx: error: ") and name in last and EXPECT[name] in last, last
+
+
+@pytest.mark.parametrize("name", IN_PROCESS)
+def test_bad_task_problem_found_by_the_probe(name, tmp_path, monkeypatch):
+    """What the command prints for these: its static check passes, the sandboxed probe answers one line that names
+    the file and the problem (``TaskFormatError``; the command prints it after ``tritondx: error: ``)."""
+    from tritondx.errors import TaskFormatError
+    from tritondx.tools.backends.interpreter.backend import InterpreterBackend
+    from tritondx.tools.task.probe_job import probe_task
+    from tritondx.tools.task.spec import load_task
+    monkeypatch.setenv("TRITONDX_CACHE", str(tmp_path / "cache"))
+    path = BAD / name
+    timeout = float(PROBE_TIMEOUT_FOR[name]) if name in PROBE_TIMEOUT_FOR else None
+    with pytest.raises(TaskFormatError) as err:
+        load_task(path)
+        probe_task(str(path), InterpreterBackend(), timeout=timeout)
+    line = str(err.value)
+    assert line.splitlines() == [line] and name in line, line
+    assert EXPECT[name] in line, f"{name}: {line!r} lacks {EXPECT[name]!r}"
