@@ -17,6 +17,7 @@ value (set knobs); a key left out keeps the task's own value. ``evaluate(config)
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ class Domain:
     launched: int | None = None    # a tile's value as launched (for the per-kernel tile bound)
     first: int = 1                 # the direction tried first (-1: smaller values first)
     absolute: bool = False         # values are the tile's values, not exponents (an autotuned kernel's config)
+    #: a grid-tied tile of a kernel whose grid leaves SMs idle: the value whose grid fills them (prefetched first)
+    fill_step: int | None = None
 
 
 class Trial(BaseModel):
@@ -96,8 +99,14 @@ def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, 
         if v is None:
             exps = [e for e in range(-3, 4)]
         if len(exps) > 1:
-            first = -1 if k.get("grid_tied") and k["kind"] != "grid" and (fill or {}).get(kernel, 1.0) < 1.0 else 1
-            out.append(Domain(k["key"], k["kind"], exps, 0, kernel, v, first))
+            f = (fill or {}).get(kernel, 1.0)
+            first = -1 if k.get("grid_tied") and k["kind"] != "grid" and f < 1.0 else 1
+            step = None
+            if first == -1 and f > 0:   # each halving of the tile doubles the programs
+                want = -math.ceil(math.log2(1.0 / f))
+                step = max((e for e in exps if e <= want), default=min(exps))
+                step = step if step <= -2 else None     # one halving: the descent's own first step
+            out.append(Domain(k["key"], k["kind"], exps, 0, kernel, v, first, fill_step=step))
     return out
 
 
@@ -185,6 +194,14 @@ class Searcher:
         # 2026-12-05: an int4 matmul's first waves held only its tiles' values, the budget ended behind the other
         # tasks' locks, and num_stages 2 -> 1, its 3.6x on the H200 the day before, was never timed)
         out: list[dict[str, int]] = []
+        if not cur:   # a tile whose grid leaves SMs idle: the value that fills them, in the first wave (the descent
+            # walks there a halving at a time: H100 corpus batch of 2026-12-05, flaggems_argmax's 2 programs on 132 SMs,
+            # its search ran out of budget at the first halving)
+            for d in doms:
+                if d.fill_step is not None and d.fill_step in d.values:
+                    cfg = self.norm({d.key: d.fill_step})
+                    if tuple(cfg.items()) not in self._seen and _tile_ok(cfg, self.doms):
+                        out.append(cfg)
         for j in range(1, steps + 1):
             for way in (1, -1):
                 for d in doms:

@@ -730,3 +730,22 @@ def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_share
     assert holds == ["exclusive", "shared"] and len(timed) == 12
     assert [out[k]["timed_output"] == "equal" for k in ("initial", "c0", "c1", "c2")] == [True, True, True, False]
     assert all(len(v["rounds_ms"]) == 3 for v in out.values())
+
+
+def test_a_tile_whose_grid_leaves_sms_idle_gets_the_filling_value_in_the_first_prefetch():
+    """A grid-tied tile of a kernel launched with 2 programs on 132 SMs: the first prefetch holds the tile halved until
+    the grid fills the SMs (7 halvings: 256 programs), not only one halving at a time; a kernel that fills them gets
+    no such value."""
+    knobs = [{"key": "k.BLOCK_M", "kind": "tile", "how": "scale", "params": ["k.BLOCK_M"], "value": 128,
+              "grid_tied": True},
+             {"key": "k.BLOCK_N", "kind": "tile", "how": "scale", "params": ["k.BLOCK_N"], "value": 128},
+             {"key": "j.BLOCK", "kind": "tile", "how": "scale", "params": ["j.BLOCK"], "value": 128, "grid_tied": True}]
+    doms = domains(knobs, {"k.BLOCK_M": 128, "k.BLOCK_N": 128, "j.BLOCK": 128}, fill={"k": 2 / 132, "j": 4.0})
+    by = {d.key: d for d in doms}
+    assert by["k.BLOCK_M"].fill_step == -7 and by["k.BLOCK_M"].first == -1
+    assert by["k.BLOCK_N"].fill_step is None and by["j.BLOCK"].fill_step is None
+    handed: list[dict] = []
+    Searcher(doms, lambda cfg: 1.0, budget_s=60, prefetch=handed.extend).ahead({}, doms)
+    assert handed[0] == {"k.BLOCK_M": -7}
+    # half the SMs idle: one halving is the descent's own first step, no jump
+    assert domains(knobs[:1], {"k.BLOCK_M": 128}, fill={"k": 0.6})[0].fill_step is None
