@@ -17,8 +17,7 @@ in ``launch_resolve``; ``launch_edit.set_values`` writes values where they are d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import libcst as cst
 from tritondx.tools.rewrite.cst_util import code_of, dotted, is_jit

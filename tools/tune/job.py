@@ -169,7 +169,8 @@ class Waves:
     timed even when the search's budget ends meanwhile (a few milliseconds each inside holds taken anyway for the
     asked one). On the H100 corpus batch of 2026-12-05, with members chosen before the wait, the first wave of 6 of
     26 jobs held only the as-launched configuration, and flaggems_argmax's second cut 7 ready configurations at the
-    budget's end after a 40 s wait: the job timed 2 configurations (the day before, on the H200, 17 and 23.5x)."""
+    budget's end after a 40 s wait: the job timed 2 configurations (on the H200 the day before: 17
+    configurations, 23.5x)."""
 
     def __init__(self, screen, env: "_Env", pre: "Precompiler | None", log, size: int,
                  limit_s: float = CONFIG_LIMIT_S) -> None:
