@@ -531,3 +531,65 @@ def test_autotuners_time_their_configs_alone_inside_a_shared_warm_up(tmp_path, e
     assert Autotuner._bench is fake_bench and Autotuner.run is fake_run
     with gpulock.autotune_exclusive(False) as took:
         assert took is False and Autotuner._bench is fake_bench
+
+
+def test_an_autotuner_compiles_every_config_in_threads_with_the_device_given_back_before_timing_any(
+        tmp_path, env, monkeypatch):
+    """``autotune_exclusive``: where the key is new (``prune_configs`` ran), every config the autotuner will time is
+    compiled first, each a warm-up launch (``warmup=True``) with the call's arguments, on threads other than the
+    caller's and with the caller's device hold given back (another job could take the device meanwhile); only then
+    is the first config timed, alone. A pick read from the disk cache (no config timed) compiles nothing."""
+    import fcntl
+    import threading
+    from triton.runtime.autotuner import Autotuner
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, env["TRITONDX_LOCK_DIR"])
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    other = _other_fd(env)
+    events: list = []
+    caller = threading.get_ident()
+
+    class Cfg:
+        def __init__(self, block):
+            self.block = block
+
+        def all_kwargs(self):
+            return {"BLOCK": self.block, "num_warps": 4}
+
+    class Fn:
+        def run(self, *args, **kw):
+            events.append(("compile", args, kw["BLOCK"], kw["warmup"], kw["grid"],
+                           threading.get_ident() != caller, _can(other, fcntl.LOCK_EX)))
+
+    def fake_bench(self, *args, config=None, **kwargs):
+        events.append(("time", config.block, gpulock.current_hold().mode))
+        return float(config.block)
+
+    def fake_prune(self, kwargs):
+        return list(self.configs)
+
+    def fake_run(self, *args, **kwargs):     # Triton's run: prune where the key is new, then time each config
+        if kwargs.pop("cached", False):
+            self.prune_configs(kwargs)       # the disk cache had the pick: nothing timed
+            return "cached"
+        for c in self.prune_configs(kwargs):
+            self._bench(*args, config=c, **kwargs)
+        return "ran"
+
+    monkeypatch.setattr(Autotuner, "_bench", fake_bench)
+    monkeypatch.setattr(Autotuner, "run", fake_run)
+    monkeypatch.setattr(Autotuner, "prune_configs", fake_prune)
+    tuner = object.__new__(Autotuner)
+    tuner.configs, tuner.fn = [Cfg(64), Cfg(128), Cfg(256)], Fn()
+    with gpulock.autotune_exclusive(), gpulock.phase("shared"):
+        assert tuner.run("x", grid=(4,), warmup=False) == "ran"
+        compiles, timings = events[:3], events[3:]
+        assert sorted(e[2] for e in compiles) == [64, 128, 256]
+        assert all(e[1] == ("x",) and e[3] is True and e[4] == (4,) for e in compiles)
+        assert all(e[5] for e in compiles), "compiled on the caller's thread"
+        assert all(e[6] for e in compiles), "the device was held while the configs compiled"
+        assert timings == [("time", 64, "exclusive"), ("time", 128, "exclusive"), ("time", 256, "exclusive")]
+        events.clear()
+        assert tuner.run("x", grid=(4,), warmup=False, cached=True) == "cached"
+        assert events == [] and "_tritondx_to_compile" not in tuner.__dict__
+    assert Autotuner.prune_configs is fake_prune

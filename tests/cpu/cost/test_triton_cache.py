@@ -105,3 +105,77 @@ def test_jobs_cannot_write_the_trusted_layer(tmp_path):
         assert d.is_dir() and not (d / "poison").exists()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+AUTOTUNED = '''
+import torch, triton, triton.language as tl
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])
+@triton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2.0, mask=i < n)
+
+SEEN = []
+
+def launch(x):
+    SEEN.append((x.numel(), str(x.dtype)))
+    out = torch.empty_like(x)
+    k[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, out, x.numel())
+    return out
+
+def reference(x):
+    return x * 2.0
+
+def make_inputs(shape, dtype, seed, device):
+    if shape[0] == 3:
+        raise ValueError("no such shape")
+    return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(device=device, dtype=dtype),)
+
+CHECK_SHAPES = [(100,)]
+BENCH_SHAPES = [(300,), (3,), (500,)]
+DTYPES = [torch.float32, torch.float16]
+'''
+
+
+def test_tune_ahead_runs_the_original_at_every_timed_shape_and_skips_one_that_fails(tmp_path, monkeypatch):
+    """The probe's tune-ahead (its autotuners' picks into the trusted layer) runs ``launch`` at every BENCH_SHAPES
+    entry with the dtype a bench job times (the first of DTYPES); a shape the task cannot build is left to the job
+    that times it."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from tritondx.tools.verify.judge import probe
+    task = tmp_path / "auto.py"
+    task.write_text(AUTOTUNED)
+    done = probe.tune_ahead(str(task), "cpu")
+    assert done == ["(300,) float32", "(500,) float32"]
+
+
+def test_the_probe_tunes_ahead_only_where_a_timing_backend_writes_the_trusted_layer_of_an_autotuned_source(
+        tmp_path, monkeypatch):
+    from types import SimpleNamespace
+    from tritondx.tools.backends.cuda.backend import CudaBackend
+    from tritondx.tools.backends.interpreter.backend import InterpreterBackend
+    from tritondx.tools.task import probe_job
+    monkeypatch.setenv("TRITONDX_CACHE", str(tmp_path / "cache"))
+    sent = []
+
+    def fake_run_job(job, **kw):
+        sent.append((job, kw))
+        return SimpleNamespace(ok=True, result={"ok": True})
+    monkeypatch.setattr(probe_job, "run_job", fake_run_job)
+    auto, plain = tmp_path / "auto.py", tmp_path / "plain.py"
+    auto.write_text(AUTOTUNED)
+    plain.write_text(AUTOTUNED.replace("@triton.autotune(", "CONFIGS = ("))
+    cuda, cpu = CudaBackend(), InterpreterBackend()
+    monkeypatch.setattr(triton_cache, "enabled", lambda: True)
+    for path, backend, want in [(auto, cuda, True), (plain, cuda, False), (auto, cpu, False)]:
+        probe_job.probe_task(str(path), backend)
+        job, kw = sent[-1]
+        assert job["tune_ahead"] is want, (path.name, backend.name)
+        assert kw["env"][triton_cache.AUTOTUNE_CACHE_ENV] == "1"       # its picks are kept in the layer
+        assert Path(kw["cache_dir"]) == triton_cache.trusted_dir(path.read_text())
+    # readers take them: every job that reads the layer has Triton's autotuning cache on
+    assert triton_cache.reader_env(auto.read_text())[triton_cache.AUTOTUNE_CACHE_ENV] == "1"
+    monkeypatch.setattr(triton_cache, "enabled", lambda: False)
+    probe_job.probe_task(str(auto), cuda)
+    assert sent[-1][0]["tune_ahead"] is False and "cache_dir" not in sent[-1][1]
