@@ -23,8 +23,21 @@ from tritondx.tools.rewrite.feedback import FeedbackPlan, read_feedback
 from tritondx.tools.task.spec import load_task
 
 
-#: families whose whole job the tuner does (one verified candidate per configuration), on a backend that times
-TUNED_FAMILIES = {"launch_config"}
+#: families whose whole job the tuner does (one verified candidate per configuration), on a backend that times: its
+#: search covers every tile, warps and stages value of a kernel, an autotuned one's included. ``autotune`` and
+#: ``autotune_widen`` were 4 of 165 rewrites applied in the committed batch results (bnb_quant_global_transpose 1.02-1.03x,
+#: three times) and cost that task 180 s of verification and timing (an autotuner of many configs in every job)
+TUNED_FAMILIES = {"launch_config", "autotune", "autotune_widen"}
+
+
+def tuned_avoid(state: DXState, cfg: RunConfig, can_time: bool) -> set[str]:
+    """The families the tuner's search made redundant for the version being rewritten: it timed that version's
+    launch space (``tuned_for``) or the version is one of its winners; none where nothing was timed."""
+    best = state.get("best") or {}
+    if cfg.tune and can_time and (best.get("id", "initial") in state.get("tuned_for", [])
+                                  or best.get("family") == "tune"):
+        return set(TUNED_FAMILIES)
+    return set()
 
 
 def _context(state: DXState, cfg: RunConfig) -> RewriteContext:
@@ -75,10 +88,7 @@ def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCo
     note = state.get("human_feedback")
     plan = read_feedback(note, CATALOG)
     ctx.avoid, ctx.prefer = set(plan.avoid), ctx.prefer | set(plan.prefer)
-    best = state.get("best") or {}
-    if cfg.tune and backend_of(state, cfg).can_time and (best.get("id", "initial") in state.get("tuned_for", [])
-                                                    or best.get("family") == "tune"):
-        ctx.avoid |= TUNED_FAMILIES   # the tuner timed this version's launch space already, many configurations
+    ctx.avoid |= tuned_avoid(state, cfg, backend_of(state, cfg).can_time)
     proposals: list[Proposal] = []
     update: dict = {}
     if cfg.llm:

@@ -155,3 +155,28 @@ def test_on_an_untimed_backend_a_family_that_passed_is_not_proposed_again(tmp_pa
     assert _context(state, RunConfig(backend="interpreter")).unmeasured_families == {"launch_config"}   # may try again
     for cfg in ({"untimed_repeat_families": True}, {"interactive": True}):
         assert _context(state, RunConfig(backend="interpreter", **cfg)).unmeasured_families == set()
+
+
+def test_where_the_tuner_timed_the_version_the_autotune_families_are_not_proposed(tmp_path):
+    """An autotuned kernel with a one-config space motivates ``autotune_widen``; once the tuner timed that version's
+    launch space on a backend that times (its configs included), the rewriter leaves the family out. Without a
+    timing backend, or before the tuner ran, it is proposed."""
+    from pathlib import Path
+    from tritondx.agents.rewriter import _context, tuned_avoid
+    from tritondx.config import RunConfig
+    from tritondx.tools.evidence.triage import triage
+    from tritondx.tools.rewrite.expert import propose
+    from tritondx.tools.task.spec import load_task
+    task = Path(__file__).resolve().parents[3] / "bench" / "families" / "autotune_widen.py"
+    found = [f.model_dump() for f in triage(load_task(str(task)))[1]]
+    assert any("autotune_widen" in f.get("suggests", []) for f in found)
+    # the rewrite context is the interpreter's (no GPU here); whether the version was timed is ``can_time``
+    base = {"task_path": str(task), "run_dir": str(tmp_path), "backend": "interpreter", "target": "cuda:90",
+            "config": {"backend": "interpreter"}, "findings": found, "best": {"id": "initial", "path": str(task)}}
+    cfg = RunConfig(backend="interpreter")
+    for state, can_time, avoided in ((base, True, False), ({**base, "tuned_for": ["initial"]}, False, False),
+                                     ({**base, "tuned_for": ["initial"]}, True, True)):
+        ctx = _context(state, cfg)
+        ctx.avoid |= tuned_avoid(state, cfg, can_time)
+        families = {p.family for p in propose(ctx, limit=8)}
+        assert ("autotune_widen" not in families) is avoided, (can_time, families)
