@@ -326,7 +326,8 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     known = [Trial(**t) for t in job.get("known") or []]
     if env.cuda:
         searcher = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
-                            log=log, prefetch=waves.prefetch, explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)))
+                            log=log, prefetch=waves.prefetch, explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)),
+                            measured=lambda: waves.results)
         trials = searcher.search()
         trials += waves.unasked({tuple(sorted(t.config.items())) for t in trials})
     else:

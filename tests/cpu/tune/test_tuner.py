@@ -749,3 +749,66 @@ def test_a_tile_whose_grid_leaves_sms_idle_gets_the_filling_value_in_the_first_p
     assert handed[0] == {"k.BLOCK_M": -7}
     # half the SMs idle: one halving is the descent's own first step, no jump
     assert domains(knobs[:1], {"k.BLOCK_M": 128}, fill={"k": 0.6})[0].fill_step is None
+
+
+def test_the_descent_moves_to_a_faster_configuration_a_wave_measured_ahead_of_it():
+    """A wave times the prefetched filling value (BLOCK_M -7) that the search never asked for; before its next knob
+    the descent moves there, and the knobs after it are stepped from that configuration, not from the as-launched
+    one."""
+    knobs = [{"key": "k.BLOCK_M", "kind": "tile", "how": "scale", "params": ["k.BLOCK_M"], "value": 128,
+              "grid_tied": True},
+             {"key": "k.BLOCK_N", "kind": "tile", "how": "scale", "params": ["k.BLOCK_N"], "value": 128},
+             {"key": "k.num_warps", "kind": "warps", "how": "set", "params": ["k.num_warps"], "value": 4}]
+    doms = domains(knobs, {"k.BLOCK_M": 128, "k.BLOCK_N": 128, "k.num_warps": 4}, fill={"k": 2 / 132})
+
+    def cost(cfg):
+        m = cfg.get("k.BLOCK_M", 0)
+        return (1.0 if m == -7 else 100.0 if m == 0 else 90.0) + 0.01 * abs(cfg.get("k.BLOCK_N", 0) - 1)
+
+    wave: dict[tuple, float | None] = {}
+    asked: list[dict] = []
+
+    def evaluate(cfg):
+        asked.append(dict(cfg))
+        if not cfg:   # the as-launched configuration's wave also timed the first prefetch, the filling value first
+            wave[(("k.BLOCK_M", -7),)] = cost({"k.BLOCK_M": -7})
+        return cost(cfg)
+
+    trials = Searcher(doms, evaluate, budget_s=60, measured=lambda: wave).search()
+    assert {"k.BLOCK_M": -7} not in asked                  # never asked: measured by the wave
+    assert {"k.BLOCK_M": -7, "k.BLOCK_N": 1} in asked      # BLOCK_N stepped from the wave's configuration
+    best = min((t for t in trials if t.ms is not None), key=lambda t: t.ms)
+    assert best.config == {"k.BLOCK_M": -7, "k.BLOCK_N": 1} and best.ms == 1.0
+
+
+def test_the_search_goes_on_past_its_budget_while_it_improves_and_stops_when_it_does_not():
+    """Each configuration takes 1 s of a fake clock and the budget is 10 s. A search that keeps finding a faster
+    configuration runs past 10 s, never past ``EXTEND`` budgets; one whose last improvement is older than half a
+    budget stops at the budget (both have combinations left to explore for far longer)."""
+    from tritondx.tools.tune import search as searchmod
+    knobs = [{"key": f"k.B{i}", "kind": "tile", "how": "scale", "params": [f"k.B{i}"], "value": 1 << 12}
+             for i in range(4)]
+    doms = domains(knobs, {f"k.B{i}": 1 << 12 for i in range(4)})
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    def run(cost):
+        now[0] = 0.0
+
+        def evaluate(cfg):
+            now[0] += 1.0
+            return cost(cfg)
+        s = Searcher(doms, evaluate, budget_s=10, clock=clock, explore_steps=1)   # work enough for 81 s
+        s.search()
+        return len(s.trials), now[0]
+
+    # every halving of every block pays 10%: the descent improves at each step
+    improving = lambda cfg: 100.0 * 0.9 ** sum(-v for v in cfg.values())
+    n, spent = run(improving)
+    assert spent > 10 and spent <= 10 * searchmod.EXTEND + 1, (n, spent)
+    # the first step pays, nothing after it: the improving clock runs out at the budget
+    first_only = lambda cfg: 50.0 if cfg == {"k.B0": -1} else 100.0 + len(cfg)
+    n, spent = run(first_only)
+    assert 10 <= spent <= 11, (n, spent)
