@@ -391,7 +391,9 @@ def _compile_ahead(tuner, configs: list, args: tuple, meta: dict) -> int:
     if threads < 1:
         return 0
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="autotune-compile") as pool:
-        return sum(pool.map(one, configs))
+        # the first alone: the kernel's per-device caches are made at its first launch, not under a lock
+        first = pool.submit(one, configs[0]).result()
+        return first + sum(pool.map(one, configs[1:]))
 
 
 #: "0": compiles keep the device hold (the measurement of what stepping aside changes: bench/METHOD.md)

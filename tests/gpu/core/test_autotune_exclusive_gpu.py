@@ -43,3 +43,48 @@ def test_a_real_autotuner_times_its_configs_exclusively_and_then_runs_shared(tmp
     assert tuned and set(tuned) == {"exclusive"}, tuned
     assert modes == ["shared"], modes
     assert gpulock.usage()["exclusive_s"] > 0
+
+
+def test_a_real_autotuners_configs_are_compiled_on_threads_before_the_first_is_timed(tmp_path, monkeypatch):
+    """The installed Triton's autotuner goes through ``prune_configs`` and ``_bench`` the way the compile-ahead
+    expects: every config is compiled (a warm-up launch) on a thread of its own before the first is timed, and the
+    timing compiles nothing."""
+    import threading
+
+    import triton
+    import triton.compiler as tc
+    import triton.language as tl
+
+    from tritondx.tools.exec import gpulock
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    events: list[tuple[str, bool]] = []
+    main = threading.get_ident()
+    orig = tc.compile
+
+    def counting(*args, **kwargs):
+        events.append(("compile", threading.get_ident() != main))
+        return orig(*args, **kwargs)
+    monkeypatch.setattr(tc, "compile", counting)
+
+    def note(nargs):
+        events.append(("call", True))
+
+    configs = [triton.Config({"BLOCK": b}, num_warps=w, pre_hook=note) for b in (128, 512) for w in (2, 4)]
+
+    @triton.autotune(configs=configs, key=["n"])
+    @triton.jit
+    def add_two(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 2.0, mask=offs < n)
+
+    x = torch.zeros(1 << 14, device="cuda")
+    grid = lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)  # noqa: E731
+    with gpulock.autotune_exclusive(), gpulock.phase("shared"):
+        add_two[grid](x, x.numel())
+        torch.cuda.synchronize()
+    compiles = [e for e in events if e[0] == "compile"]
+    first_call = next(i for i, e in enumerate(events) if e[0] == "call")
+    assert len(compiles) == 4 and all(threaded for _, threaded in compiles), events
+    assert all(e[0] == "compile" for e in events[:first_call]) and first_call == 4, events
