@@ -333,9 +333,9 @@ def autotune_exclusive(enabled: bool = True):
     @functools.wraps(bench_fn)
     def _bench(self, *args, **kwargs):
         pending = self.__dict__.pop("_tritondx_to_compile", None)
-        if pending:
+        if pending:   # the call's own keywords: Triton passes the config as ``config=``
             with aside():
-                _compile_ahead(self, pending, args, kwargs)
+                _compile_ahead(self, pending, args, {k: v for k, v in kwargs.items() if k != "config"})
         upgrade()
         return bench_fn(self, *args, **kwargs)
 
