@@ -812,3 +812,30 @@ def test_the_search_goes_on_past_its_budget_while_it_improves_and_stops_when_it_
     first_only = lambda cfg: 50.0 if cfg == {"k.B0": -1} else 100.0 + len(cfg)
     n, spent = run(first_only)
     assert 10 <= spent <= 11, (n, spent)
+
+
+def test_the_descent_does_not_jump_to_a_wave_configuration_that_drops_a_move_it_made():
+    """The descent moved BLOCK_M (3.3x); a wave measured BLOCK_N alone from the as-launched configuration, faster than
+    that. The descent keeps its BLOCK_M move and steps BLOCK_N from there (the two together are the best), instead
+    of leaving BLOCK_M behind for the wave's configuration."""
+    knobs = [{"key": f"k.{n}", "kind": "tile", "how": "scale", "params": [f"k.{n}"], "value": 16} for n in ("BM", "BN")]
+    doms = domains(knobs, {"k.BM": 16, "k.BN": 16})
+
+    def cost(cfg):
+        m, n = cfg.get("k.BM", 0), cfg.get("k.BN", 0)
+        return 2.3 / (1 + 2 * (m == 2) + 0.5 * (m == 1)) / (1 + 2.7 * (n == 2) + (n == 1) + 2.8 * (n == 3))
+
+    wave: dict[tuple, float | None] = {}
+    asked: list[dict] = []
+
+    def evaluate(cfg):
+        asked.append(dict(cfg))
+        if cfg == {"k.BM": 2}:   # by then a wave had timed BLOCK_N 2 alone (faster than BLOCK_M 2 alone)
+            wave[(("k.BN", 2),)] = cost({"k.BN": 2})
+        return cost(cfg)
+
+    trials = Searcher(doms, evaluate, budget_s=60, measured=lambda: wave).search()
+    bn_moves = [c for c in asked if "k.BN" in c]
+    assert bn_moves and all(c.get("k.BM") == 2 for c in bn_moves[:2]), asked   # BLOCK_N stepped from BLOCK_M 2
+    best = min((t for t in trials if t.ms is not None), key=lambda t: t.ms)
+    assert best.config == {"k.BM": 2, "k.BN": 3}, best
