@@ -304,7 +304,7 @@ def downgrade() -> None:
 
 
 @contextlib.contextmanager
-def autotune_exclusive(enabled: bool = True):
+def autotune_exclusive(enabled: bool = True, exclusive: bool = True):
     """For the block, Triton's autotuners time their configs with the device to themselves: ``Autotuner._bench`` (one
     config's timing, after its compile when the config is new) turns the calling thread's shared hold exclusive
     (``upgrade``), and the autotuner's ``run`` turns it back when it returns, so the configs of one tuning key are
@@ -317,7 +317,8 @@ def autotune_exclusive(enabled: bool = True):
     Before the first config is timed, every config the autotuner will time is compiled in threads with the device
     hold given back (``_compile_ahead``): one after another inside the timing, each compile stepped aside and queued
     for the device again (an autotuned int4 matmul's 36 configs: 133 s waiting and 154 s aside in one bench job of an
-    H100 corpus batch, 2026-12-05, for 15 s of timing)."""
+    H100 corpus batch, 2026-12-05, for 15 s of timing). ``exclusive`` False: only that, the timing keeps the hold
+    it has (a job whose picks nothing later uses: the probe's run at the checked shapes)."""
     import functools
     try:
         from triton.runtime.autotuner import Autotuner
@@ -336,7 +337,8 @@ def autotune_exclusive(enabled: bool = True):
         if pending:   # the call's own keywords: Triton passes the config as ``config=``
             with aside():
                 _compile_ahead(self, pending, args, {k: v for k, v in kwargs.items() if k != "config"})
-        upgrade()
+        if exclusive:
+            upgrade()
         return bench_fn(self, *args, **kwargs)
 
     def prune_configs(self, *args, **kwargs):   # called where the key is new, before the configs are timed
@@ -354,7 +356,7 @@ def autotune_exclusive(enabled: bool = True):
         finally:
             _THREAD.tune_depth = depth
             self.__dict__.pop("_tritondx_to_compile", None)   # a pick read from the disk cache timed nothing
-            if depth == 0:
+            if depth == 0 and exclusive:
                 downgrade()
 
     _bench.__tritondx_exclusive__ = True

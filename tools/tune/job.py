@@ -241,7 +241,7 @@ class Waves:
 
 
 def tune(job: dict[str, Any]) -> dict[str, Any]:
-    from tritondx.tools.exec.gpulock import phase
+    from tritondx.tools.exec.gpulock import autotune_exclusive, phase
     t_start = time.monotonic()
     env = _Env(job)
     marks = {"loaded": round(time.monotonic() - t_start, 2)}   # seconds from the job's start to each stage's end
@@ -249,8 +249,9 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     threads = int(job.get("precompile_threads", PRECOMPILE_THREADS))
     pre = (Precompiler(env.inst_path, env.inputs, threads) if env.cuda and threads > 0 and install_compile_only()
            else None)
-    # 1. the launches, found by running them; the initial kernel's outputs are the screen's reference
-    with phase("shared"):
+    # 1. the launches, found by running them; the initial kernel's outputs are the screen's reference. An autotuner
+    # (one the probe's picks do not answer) compiles its configs in threads and times them alone
+    with autotune_exclusive(env.cuda), phase("shared"):
         with recording(cuda=env.cuda) as rec:
             refs = [t.detach().clone() for t in _outputs(env.orig.launch(*env.inputs))]
             env.sync()

@@ -594,3 +594,45 @@ def test_an_autotuner_compiles_every_config_in_threads_with_the_device_given_bac
         assert tuner.run("x", grid=(4,), warmup=False, cached=True) == "cached"
         assert events == [] and "_tritondx_to_compile" not in tuner.__dict__
     assert Autotuner.prune_configs is fake_prune
+
+
+def test_without_exclusive_the_configs_still_compile_ahead_and_are_timed_in_the_hold_the_caller_has(
+        tmp_path, env, monkeypatch):
+    """``autotune_exclusive(exclusive=False)`` (the probe's run at the checked shapes, whose picks nothing later
+    uses): the configs compile ahead on other threads, and each is timed in the caller's shared hold."""
+    import threading
+    from triton.runtime.autotuner import Autotuner
+    (tmp_path / "locks").mkdir()
+    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, env["TRITONDX_LOCK_DIR"])
+    monkeypatch.setattr(gpulock, "_OPENED", None)
+    events: list = []
+    caller = threading.get_ident()
+
+    class Cfg:
+        def __init__(self, block):
+            self.block = block
+
+        def all_kwargs(self):
+            return {"BLOCK": self.block}
+
+    class Fn:
+        def run(self, *args, grid, warmup, BLOCK):
+            events.append(("compile", BLOCK, threading.get_ident() != caller))
+
+    def fake_bench(self, *args, config=None, **kwargs):
+        events.append(("time", config.block, gpulock.current_hold().mode))
+        return 1.0
+
+    def fake_run(self, *args, **kwargs):
+        for c in self.prune_configs(kwargs):
+            self._bench(*args, config=c, **kwargs)
+
+    monkeypatch.setattr(Autotuner, "_bench", fake_bench)
+    monkeypatch.setattr(Autotuner, "run", fake_run)
+    monkeypatch.setattr(Autotuner, "prune_configs", lambda self, kwargs: list(self.configs))
+    tuner = object.__new__(Autotuner)
+    tuner.configs, tuner.fn = [Cfg(64), Cfg(128)], Fn()
+    with gpulock.autotune_exclusive(exclusive=False), gpulock.phase("shared"):
+        tuner.run("x", grid=(1,), warmup=False)
+    assert sorted(events[:2]) == [("compile", 64, True), ("compile", 128, True)]
+    assert events[2:] == [("time", 64, "shared"), ("time", 128, "shared")]

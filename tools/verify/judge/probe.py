@@ -81,10 +81,10 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
     (named with its source line)."""
     path = job["task"]
     device = job["device"]
-    if not job.get("tune_ahead"):
-        with device_phase(device):
-            return _probe(path, device)
     from tritondx.tools.exec.gpulock import autotune_exclusive
+    if not job.get("tune_ahead"):   # an autotuner's configs still compile in threads (its picks serve nothing later)
+        with device_phase(device), autotune_exclusive(device.startswith("cuda"), exclusive=False):
+            return _probe(path, device)
     # every pick this job makes lands in the trusted layer (a checked shape may also be timed): each made alone
     with device_phase(device), autotune_exclusive(device.startswith("cuda")):
         res = _probe(path, device)
