@@ -24,7 +24,7 @@ log = structlog.get_logger(__name__)
 
 
 def _final_bench(task: str, best_path: str | None, backend_name: str, rounds: int,
-                 baselines: bool = False) -> dict[str, Any] | None:
+                 baselines: bool = False, timeout: float = 900) -> dict[str, Any] | None:
     """One side-by-side bench job of the batch: the initial kernel, the best one (when given) and, with
     ``baselines``, torch eager and torch.compile. The final bench after a run asks for no baselines (its
     torch.compile compile was 15-52 s per task on the H200); the baselines job (``BaselinesJob``) asks for
@@ -37,7 +37,8 @@ def _final_bench(task: str, best_path: str | None, backend_name: str, rounds: in
     variants = [{"id": "initial", "path": task}]
     if best_path and Path(best_path).exists():
         variants.append({"id": "best", "path": best_path})
-    result, error, seconds = bench_variants(task, variants, backend, rounds=rounds, baselines=baselines)
+    result, error, seconds = bench_variants(task, variants, backend, rounds=rounds, baselines=baselines,
+                                            timeout=timeout)
     if result is None:
         return {"error": error, "seconds": seconds, "baselines": baselines}
     out: dict[str, Any] = {"seconds": seconds, "device_seconds": result.get("device_seconds"),
@@ -66,11 +67,16 @@ def _bench_answer(p: subprocess.CompletedProcess | subprocess.Popen, stdout: str
 
 
 def _final_bench_in_child(task: str, best: str | None, backend_name: str, rounds: int, env: dict[str, str],
-                          baselines: bool = False) -> dict[str, Any] | None:
+                          baselines: bool = False, timeout: float | None = None) -> dict[str, Any] | None:
     """``_final_bench`` in a child process with the task's environment (its GPU and lock folder)."""
     from tritondx.tools.exec.sandbox import die_with_parent_fn
-    p = subprocess.run(_bench_cmd(task, best, backend_name, rounds, baselines), capture_output=True, text=True,
-                       env=env, preexec_fn=die_with_parent_fn())
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(_bench_cmd(task, best, backend_name, rounds, baselines), capture_output=True, text=True,
+                           env=env, preexec_fn=die_with_parent_fn(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"final bench stopped at the batch's deadline ({timeout:.0f} s)",
+                "seconds": round(time.monotonic() - t0, 3)}
     return _bench_answer(p, p.stdout, p.stderr)
 
 
@@ -260,12 +266,16 @@ class _Benches:
         self.final_s = 0.0
         self.wait_s = 0.0
 
-    def final(self, best: str | None) -> dict[str, Any] | None:
+    def final(self, best: str | None, timeout: float | None = None) -> dict[str, Any] | None:
+        """``timeout``: seconds to the batch's deadline (a final bench still going there is stopped and the task
+        reported with the error, not lost with the batch's end); None: the bench's own limit."""
         t = time.monotonic()
         try:
             if self.pinned:  # the task's GPU: in a child process with the task's environment
-                return _final_bench_in_child(self.task, best, self.backend_name, self.rounds, self.env)
-            return _final_bench(self.task, best, self.backend_name, self.rounds)
+                return _final_bench_in_child(self.task, best, self.backend_name, self.rounds, self.env,
+                                             timeout=timeout)
+            return _final_bench(self.task, best, self.backend_name, self.rounds,
+                                **({"timeout": timeout} if timeout is not None else {}))
         finally:
             self.final_s += time.monotonic() - t
 

@@ -118,14 +118,15 @@ def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | 
         base = bench.wait(lambda: job.stop("stopped: the run failed"))
     elif job:
         best = _best_path(run_path, task)
+        left = max(1.0, not_after - time.time()) if not_after else None
         if best:  # best vs initial side by side; no best: the baselines job's initial timing is the answer
-            final = bench.final(best)
+            final = bench.final(best, timeout=left)
         t_end = time.monotonic()
 
         def conclude(final=final) -> dict[str, Any]:
             base = bench.wait(lambda: job.result(timeout=max(1.0, not_after - time.time()) if not_after else None))
             if not best and not (base and "shapes" in base):  # the initial kernel untimed: time it alone now
-                final = bench.final(None)
+                final = bench.final(None, timeout=max(1.0, not_after - time.time()) if not_after else None)
             detached = t_end if detach and not beside else None
             timing = _task_timing(t0, t_run - t0, bench.final_s, 0.0 if detached else bench.wait_s, job, detached)
             return _entry(task, run_path, p, final, base, timing, env_extra)

@@ -88,13 +88,14 @@ def fake(tmp_path, monkeypatch):
     suite.mkdir()
     (suite / "t0.py").write_text("# a task file; the fakes never read it\n")
 
-    def run(run_s=2.0, base_s=2.5, final_s=0.3, **env):
+    def run(run_s=2.0, base_s=2.5, final_s=0.3, deadline_s=None, **env):
         env.setdefault(batch_bench.BASELINES_START_ENV, "triaged")   # beside the run (this host has 2 cores: else "end")
         for k, v in {"FAKE_RUN_S": run_s, "FAKE_BASE_S": base_s, "FAKE_FINAL_S": final_s, **env}.items():
             monkeypatch.setenv(k, str(v))
         out = tmp_path / "out"
         t0 = time.monotonic()
-        agg = batch.run_batch(str(suite), str(out), backend="interpreter", workers=1, progress=False)
+        agg = batch.run_batch(str(suite), str(out), backend="interpreter", workers=1, progress=False,
+                              deadline_s=deadline_s)
         wall = time.monotonic() - t0
         events = {}
         for p in log.glob("*.json"):
@@ -349,3 +350,14 @@ def test_a_worker_goes_on_to_the_next_task_while_the_last_ones_baselines_job_run
         assert res["meta"]["baselines_detached"] is False
     assert abs(first["baselines_overlapped_s"] + first["baselines_wait_s"] + first["baselines_after_s"]
                - first["baselines_s"]) < 0.1
+
+
+def test_a_final_bench_still_going_at_the_deadline_is_stopped_and_the_task_still_reported(fake):
+    """The run ends with a best kernel shortly before the batch's deadline; its final bench would take 30 s more.
+    It is stopped at the deadline and the task is in results.json (no speedup claimed without the final bench),
+    not lost with the batch's end."""
+    agg, res, ev, summary, wall = fake(run_s=1.5, base_s=0.5, final_s=30, deadline_s=4)
+    assert wall < 15, wall
+    (e,) = res["results"]
+    assert e["status"] == "done" and e.get("speedup") is None
+    assert "deadline" in e["final_bench_error"]
