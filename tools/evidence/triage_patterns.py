@@ -14,6 +14,7 @@ Each check returns ``(detector, message, line, suggests, severity, kernel, metri
   access's address (a naive transpose) -> flat_tiles
 - ``wrapper_copy``: the launcher copies an input into a new layout (``.permute(...).contiguous()``) before
   passing it, with its strides, to a kernel -> strided_args
+- ``abs_reduce_two_pass``: ``x.abs().max()`` in host code (a temporary written and read back) -> absmax_norm
 """
 
 from __future__ import annotations
@@ -345,6 +346,57 @@ def flat_index_patterns(tree: ast.Module) -> list[Pattern]:
     return out
 
 
+def abs_reduce_operand(e: ast.expr) -> ast.expr | None:
+    """The tensor of a two-pass absolute maximum in host code, else None: ``x.abs().max()`` (no arguments: one
+    value), ``x.abs().amax(...)`` or the same of ``torch.abs(x)``. ``.abs()`` writes a temporary as large as ``x``
+    that the reduction reads back. ``.max(dim)`` (values and indices) is not one."""
+    if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("max", "amax")):
+        return None
+    if e.func.attr == "max" and (e.args or e.keywords):
+        return None
+    inner = e.func.value
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "abs"):
+        return None
+    if not inner.args and not inner.keywords and _name(inner.func.value) != "torch":
+        return inner.func.value
+    if _name(inner.func) == "torch.abs" and len(inner.args) == 1 and not inner.keywords:
+        return inner.args[0]
+    return None
+
+
+def launch_path(tree: ast.Module) -> set[str]:
+    """The module's host functions that ``launch`` reaches by calling them by name (``launch`` included): what a
+    benchmark times, not ``reference`` or ``make_inputs``."""
+    hosts = {h.name: h for h in _hosts(tree)}
+    seen, todo = set(), ["launch"]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in hosts:
+            continue
+        seen.add(name)
+        todo += [_name(c.func) for c in ast.walk(hosts[name]) if isinstance(c, ast.Call)]
+    return seen
+
+
+def abs_reduce_patterns(tree: ast.Module) -> list[Pattern]:
+    """``x.abs().max()`` in a host function on ``launch``'s path: three passes over ``x`` (read, write the absolute
+    values, read them back) for what one reduction reads once (a quantizing launcher's scale, before its kernel)."""
+    out = []
+    path = launch_path(tree)
+    for host in _hosts(tree):
+        if host.name not in path:
+            continue
+        for n in ast.walk(host):
+            x = abs_reduce_operand(n)
+            if x is not None:
+                out.append(Pattern("abs_reduce_two_pass",
+                                   f"{host.name} takes {ast.unparse(n)}: the absolute values of {ast.unparse(x)} "
+                                   "are written to a temporary and read back, three passes over the tensor where "
+                                   "one reduction (torch.linalg.vector_norm with ord=inf) reads it once",
+                                   n.lineno, ["absmax_norm"], "medium", None, {"expr": ast.unparse(n)}))
+    return out
+
+
 def source_patterns(tree: ast.Module) -> list[Pattern]:
     return (pow_patterns(tree) + program_count_patterns(tree) + causal_patterns(tree) + autotune_patterns(tree)
-            + wrapper_copy_patterns(tree) + flat_index_patterns(tree))
+            + wrapper_copy_patterns(tree) + flat_index_patterns(tree) + abs_reduce_patterns(tree))

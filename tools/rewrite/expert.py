@@ -9,6 +9,7 @@ a person's feedback names come first, or not at all after a negation (tools/rewr
 from __future__ import annotations
 
 from tritondx.tools.rewrite import (  # noqa: F401  (importing a module registers its families and templates)
+    absmax_norm,
     alignment,
     ascend,
     autotune,
