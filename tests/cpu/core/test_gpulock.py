@@ -533,12 +533,14 @@ def test_autotuners_time_their_configs_alone_inside_a_shared_warm_up(tmp_path, e
         assert took is False and Autotuner._bench is fake_bench
 
 
+@pytest.mark.parametrize("exclusive", [True, False])
 def test_an_autotuner_compiles_every_config_in_threads_with_the_device_given_back_before_timing_any(
-        tmp_path, env, monkeypatch):
+        tmp_path, env, monkeypatch, exclusive):
     """``autotune_exclusive``: where the key is new (``prune_configs`` ran), every config the autotuner will time is
     compiled first, each a warm-up launch (``warmup=True``) with the call's arguments, on threads other than the
     caller's and with the caller's device hold given back (another job could take the device meanwhile); only then
-    is the first config timed, alone. A pick read from the disk cache (no config timed) compiles nothing."""
+    is the first config timed: alone, or (``exclusive=False``: the probe's checked shapes, whose picks serve nothing)
+    in the hold the caller has. A pick read from the disk cache (no config timed) compiles nothing."""
     import fcntl
     import threading
     from triton.runtime.autotuner import Autotuner
@@ -558,16 +560,12 @@ def test_an_autotuner_compiles_every_config_in_threads_with_the_device_given_bac
 
     class Fn:   # Triton's JITFunction.run: a keyword the kernel does not take is an error
         def run(self, *args, grid, warmup, BLOCK, num_warps):
-            kw = {"BLOCK": BLOCK, "warmup": warmup, "grid": grid}
-            events.append(("compile", args, kw["BLOCK"], kw["warmup"], kw["grid"],
-                           threading.get_ident() != caller, _can(other, fcntl.LOCK_EX)))
+            events.append(("compile", args, BLOCK, warmup, grid, threading.get_ident() != caller,
+                           _can(other, fcntl.LOCK_EX)))
 
     def fake_bench(self, *args, config=None, **kwargs):
         events.append(("time", config.block, gpulock.current_hold().mode))
         return float(config.block)
-
-    def fake_prune(self, kwargs):
-        return list(self.configs)
 
     def fake_run(self, *args, **kwargs):     # Triton's run: prune where the key is new, then time each config
         if kwargs.pop("cached", False):
@@ -577,62 +575,22 @@ def test_an_autotuner_compiles_every_config_in_threads_with_the_device_given_bac
             self._bench(*args, config=c, **kwargs)
         return "ran"
 
+    fake_prune = lambda self, kwargs: list(self.configs)   # noqa: E731
     monkeypatch.setattr(Autotuner, "_bench", fake_bench)
     monkeypatch.setattr(Autotuner, "run", fake_run)
     monkeypatch.setattr(Autotuner, "prune_configs", fake_prune)
     tuner = object.__new__(Autotuner)
     tuner.configs, tuner.fn = [Cfg(64), Cfg(128), Cfg(256)], Fn()
-    with gpulock.autotune_exclusive(), gpulock.phase("shared"):
+    mode = "exclusive" if exclusive else "shared"
+    with gpulock.autotune_exclusive(exclusive=exclusive), gpulock.phase("shared"):
         assert tuner.run("x", grid=(4,), warmup=False) == "ran"
         compiles, timings = events[:3], events[3:]
         assert sorted(e[2] for e in compiles) == [64, 128, 256]
         assert all(e[1] == ("x",) and e[3] is True and e[4] == (4,) for e in compiles)
         assert all(e[5] for e in compiles), "compiled on the caller's thread"
         assert all(e[6] for e in compiles), "the device was held while the configs compiled"
-        assert timings == [("time", 64, "exclusive"), ("time", 128, "exclusive"), ("time", 256, "exclusive")]
+        assert timings == [("time", 64, mode), ("time", 128, mode), ("time", 256, mode)]
         events.clear()
         assert tuner.run("x", grid=(4,), warmup=False, cached=True) == "cached"
         assert events == [] and "_tritondx_to_compile" not in tuner.__dict__
     assert Autotuner.prune_configs is fake_prune
-
-
-def test_without_exclusive_the_configs_still_compile_ahead_and_are_timed_in_the_hold_the_caller_has(
-        tmp_path, env, monkeypatch):
-    """``autotune_exclusive(exclusive=False)`` (the probe's run at the checked shapes, whose picks nothing later
-    uses): the configs compile ahead on other threads, and each is timed in the caller's shared hold."""
-    import threading
-    from triton.runtime.autotuner import Autotuner
-    (tmp_path / "locks").mkdir()
-    monkeypatch.setenv(gpulock.JOB_LOCK_DIR_ENV, env["TRITONDX_LOCK_DIR"])
-    monkeypatch.setattr(gpulock, "_OPENED", None)
-    events: list = []
-    caller = threading.get_ident()
-
-    class Cfg:
-        def __init__(self, block):
-            self.block = block
-
-        def all_kwargs(self):
-            return {"BLOCK": self.block}
-
-    class Fn:
-        def run(self, *args, grid, warmup, BLOCK):
-            events.append(("compile", BLOCK, threading.get_ident() != caller))
-
-    def fake_bench(self, *args, config=None, **kwargs):
-        events.append(("time", config.block, gpulock.current_hold().mode))
-        return 1.0
-
-    def fake_run(self, *args, **kwargs):
-        for c in self.prune_configs(kwargs):
-            self._bench(*args, config=c, **kwargs)
-
-    monkeypatch.setattr(Autotuner, "_bench", fake_bench)
-    monkeypatch.setattr(Autotuner, "run", fake_run)
-    monkeypatch.setattr(Autotuner, "prune_configs", lambda self, kwargs: list(self.configs))
-    tuner = object.__new__(Autotuner)
-    tuner.configs, tuner.fn = [Cfg(64), Cfg(128)], Fn()
-    with gpulock.autotune_exclusive(exclusive=False), gpulock.phase("shared"):
-        tuner.run("x", grid=(1,), warmup=False)
-    assert sorted(events[:2]) == [("compile", 64, True), ("compile", 128, True)]
-    assert events[2:] == [("time", 64, "shared"), ("time", 128, "shared")]
