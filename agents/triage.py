@@ -49,8 +49,7 @@ def triage_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCont
     if ir_reads_initial(cfg, backend.can_time):  # the IR tier's compile, on the core round 1 leaves idle
         ahead.start(str(initial), target, folder)
     kclass, found = triage(spec)
-    log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target,
-             tuned_ahead=len(probe.get("tuned_ahead") or []))
+    log.info("triaged", kernel_class=kclass, findings=len(found), backend=backend.name, target=target)
     goto = "profiler" if cfg.mode == "diagnose" or cfg.all_tiers else "tuner" if cfg.tune else "rewriter"
     return Command(goto=goto, update={
         "run_dir": str(folder), "task_path": str(initial), "task_name": spec.name, "kernel_class": kclass,

@@ -27,8 +27,7 @@ from pathlib import Path
 from triton.runtime.cache import FileCacheManager
 
 #: Triton keeps autotuning results in its cache (``triton.knobs.autotuning.cache``): set for a job or runner whose
-#: cache folder a later one of the same source starts from (``hwcheck._Prewarm``, ``ncu._prewarm``), for the probe
-#: (the trusted layer's writer) and for every job that reads the trusted layer (``reader_env``)
+#: cache folder a later one of the same source starts from (``hwcheck._Prewarm``, ``ncu._prewarm``)
 AUTOTUNE_CACHE_ENV = "TRITON_CACHE_AUTOTUNING"
 #: a source that autotunes, e.g. "@triton.autotune(configs=[triton.Config({'BLOCK': 1024}, num_warps=4)], key=['n'])":
 #: its first call benchmarks every config; under ncu that call holds the batch's profiler lock (flag_gems argmax: 4.5-5.2 s
@@ -99,10 +98,9 @@ def trusted_dir(task_source: str, root: str | Path | None = None) -> Path:
 
 
 def reader_env(task_source: str) -> dict[str, str]:
-    """Environment of a job that reads the trusted layer (and writes only its private cache): an autotuner whose
-    picks the probe left there (``probe.tune_ahead``) takes them instead of timing its configs again."""
+    """Environment of a job that reads the trusted layer (and writes only its private cache)."""
     d = trusted_dir(task_source)
-    return {TRUSTED_ENV: str(d), "TRITON_CACHE_MANAGER": MANAGER, AUTOTUNE_CACHE_ENV: "1"} if d.is_dir() else {}
+    return {TRUSTED_ENV: str(d), "TRITON_CACHE_MANAGER": MANAGER} if d.is_dir() else {}
 
 
 def enabled() -> bool:

@@ -50,14 +50,9 @@ def probe_task(task_path: str, backend: Backend, timeout: float | None = None) -
     timeout = probe_timeout() if timeout is None else timeout
     memory_bytes = DEFAULT_MEMORY_BYTES.get(backend.name)
     env, cache = backend.job_env(), {}
-    if triton_cache.enabled():  # only the original runs here: its compiles and autotuners' picks fill the task's
-        source = Path(task_path).read_text()   # trusted layer (where it autotunes, at every timed shape too)
-        cache = {"cache_dir": triton_cache.writer_env(source)["TRITON_CACHE_DIR"]}
-        env = {**env, triton_cache.AUTOTUNE_CACHE_ENV: "1"}
-    tune_ahead = (bool(cache) and backend.can_time and triton_cache.autotunes(task_path)
-                  and os.environ.get("TRITONDX_TUNE_AHEAD", "1") != "0")   # 0: every job times its autotuners
-    r = run_job({"kind": "probe", "task": str(Path(task_path).resolve()), "device": backend.torch_device,
-                 "tune_ahead": tune_ahead},
+    if triton_cache.enabled():  # only the original runs here: its compiles fill the task's trusted layer
+        cache = {"cache_dir": triton_cache.writer_env(Path(task_path).read_text())["TRITON_CACHE_DIR"]}
+    r = run_job({"kind": "probe", "task": str(Path(task_path).resolve()), "device": backend.torch_device},
                 timeout=timeout, env=env, memory_bytes=memory_bytes, gpu_lock=backend.can_time, **cache)
     if not r.ok:
         raise TaskFormatError(task_path, _probe_failure(r, timeout, memory_bytes))

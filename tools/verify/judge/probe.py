@@ -82,48 +82,9 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
     path = job["task"]
     device = job["device"]
     from tritondx.tools.exec.gpulock import autotune_exclusive
-    if not job.get("tune_ahead"):   # an autotuner's configs still compile in threads (its picks serve nothing later)
-        with device_phase(device), autotune_exclusive(device.startswith("cuda"), exclusive=False):
-            return _probe(path, device)
-    # every pick this job makes lands in the trusted layer (a checked shape may also be timed): each made alone
-    with device_phase(device), autotune_exclusive(device.startswith("cuda")):
-        res = _probe(path, device)
-        if res.get("ok"):
-            res["tuned_ahead"] = tune_ahead(path, device)
-        return res
-
-
-#: seconds ``tune_ahead`` starts shapes for (the probe job's own limit is ``probe_job.PROBE_TIMEOUT_S``)
-TUNE_AHEAD_S = 120.0
-
-
-def tune_ahead(path: str, device: str) -> list[str]:
-    """Run the original at every timed shape (BENCH_SHAPES, with the first of DTYPES: what a bench job times) once,
-    its autotuners compiling their configs in threads and then timing them with the device to themselves
-    (``gpulock.autotune_exclusive``), so that their compiles and picks land in the task's trusted cache layer
-    (``TRITON_CACHE_AUTOTUNING``, set by ``probe_job``) and every later job of the run reads them instead of
-    compiling and timing the configs again, each in its own exclusive hold (an autotuned int4 matmul: its tune job,
-    bench, final bench and baselines spent 135-171 s each in an H100 corpus batch, 2026-12-05; the first version of
-    this, which compiled the configs one by one inside the hold, made that probe 123 s longer). A shape that fails
-    here is left to the job that times it (it says why). The shapes done, as "shape dtype"."""
-    import time
-    from tritondx.tools.exec.gpulock import autotune_exclusive
-    mod = load_module(path, "probe_tune")   # a module of its own: the check run's state is not reused
-    done: list[str] = []
-    until = time.monotonic() + TUNE_AHEAD_S
-    with autotune_exclusive(device.startswith("cuda")):
-        for raw in mod.BENCH_SHAPES:
-            shape = norm_shape(raw)
-            for d in [to_dtype(x) for x in mod.DTYPES][:1]:
-                if time.monotonic() > until:
-                    return done
-                try:
-                    mod.launch(*as_tuple(mod.make_inputs(shape, d, seed=1234, device=device)))
-                    _sync(device)
-                except Exception:   # noqa: BLE001 - the job timing this shape reports it
-                    continue
-                done.append(f"{shape!r} {dtype_name(d)}")
-    return done
+    # an autotuner's configs compile in threads; its picks serve nothing later, so it times them in the hold it has
+    with device_phase(device), autotune_exclusive(device.startswith("cuda"), exclusive=False):
+        return _probe(path, device)
 
 
 def _probe(path: str, device: str) -> dict[str, Any]:
