@@ -22,6 +22,10 @@ from pydantic import BaseModel
 
 log = structlog.get_logger(__name__)
 
+#: the error of a final bench stopped at the batch's deadline (``_Benches.final``): the task is reported with its
+#: run's own side-by-side figure (``batch_summary.RUN_BENCH``)
+FINAL_AT_DEADLINE = "final bench stopped at the batch's deadline"
+
 
 def _final_bench(task: str, best_path: str | None, backend_name: str, rounds: int,
                  baselines: bool = False, timeout: float = 900) -> dict[str, Any] | None:
@@ -75,7 +79,7 @@ def _final_bench_in_child(task: str, best: str | None, backend_name: str, rounds
         p = subprocess.run(_bench_cmd(task, best, backend_name, rounds, baselines), capture_output=True, text=True,
                            env=env, preexec_fn=die_with_parent_fn(), timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"error": f"final bench stopped at the batch's deadline ({timeout:.0f} s)",
+        return {"error": f"{FINAL_AT_DEADLINE} ({timeout:.0f} s)",
                 "seconds": round(time.monotonic() - t0, 3)}
     return _bench_answer(p, p.stdout, p.stderr)
 
@@ -272,10 +276,15 @@ class _Benches:
         t = time.monotonic()
         try:
             if self.pinned:  # the task's GPU: in a child process with the task's environment
-                return _final_bench_in_child(self.task, best, self.backend_name, self.rounds, self.env,
-                                             timeout=timeout)
-            return _final_bench(self.task, best, self.backend_name, self.rounds,
-                                **({"timeout": timeout} if timeout is not None else {}))
+                res = _final_bench_in_child(self.task, best, self.backend_name, self.rounds, self.env,
+                                            timeout=timeout)
+            else:
+                res = _final_bench(self.task, best, self.backend_name, self.rounds,
+                                   **({"timeout": timeout} if timeout is not None else {}))
+            if timeout is not None and res is not None and "shapes" not in res and \
+                    time.monotonic() - t >= timeout - 1.0:   # its job's own timeout: the deadline's, named so
+                res = {**res, "error": f"{FINAL_AT_DEADLINE} ({timeout:.0f} s): {res.get('error', '')}"[:600]}
+            return res
         finally:
             self.final_s += time.monotonic() - t
 

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from tritondx.batch_bench import TaskTiming
+from tritondx.batch_bench import FINAL_AT_DEADLINE, TaskTiming
 from tritondx.tools.records.evidence import TIERS
 from tritondx.tools.run import phases
 
@@ -35,6 +35,10 @@ SIDE_BY_SIDE_BASELINES = "side by side in the baselines job (torch vs initial; a
 DERIVED = ("derived through the initial kernel: (torch / initial, baselines job) x (initial / best, final bench "
            "job), per shape, geomean over shapes")
 NO_BEST = "side by side in the baselines job (the best kernel is the initial one)"
+RUN_BENCH = ("side by side in the run's last bench job (best vs initial, the round that chose it); the final bench "
+             "was stopped at the batch's deadline")
+RUN_DERIVED = ("derived through the initial kernel: (torch / initial, baselines job) x (initial / best, the run's "
+               "last bench job; the final bench was stopped at the batch's deadline)")
 
 
 def _per_variant_geo(final: dict[str, Any], vid: str, key: str = "median_ms") -> float | None:
@@ -147,6 +151,21 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
     entry.update(_speed_fields(final, base))
     if final and "shapes" not in final:
         entry["final_bench_error"] = final.get("error")
+        if FINAL_AT_DEADLINE in (final.get("error") or "") and entry.get("run_speedup") and \
+                entry.get("speed") == "measured":   # the run's own side-by-side figure, said so
+            entry["speedup"] = entry["run_speedup"]
+            how = entry.setdefault("measured_how", {})
+            how["speedup"] = RUN_BENCH
+            ok_base = base if base and "shapes" in base else None
+            if ok_base is not None:   # absolute times and roofline from the baselines job's initial, through it
+                t0 = _per_variant_geo(ok_base, "initial")
+                rf = _per_variant_geo(ok_base, "initial", "roofline_fraction")
+                entry.update({"initial_ms": t0, "optimized_ms": t0 / entry["speedup"] if t0 else None,
+                              "roofline_before": rf, "roofline_after": rf * entry["speedup"] if rf else None})
+                for vid, key in (("torch_eager", "vs_torch_eager"), ("torch_compile", "vs_torch_compile")):
+                    direct = _direct_vs_torch(ok_base, vid)
+                    entry[key] = direct * entry["speedup"] if direct else None
+                how["vs_torch"] = RUN_DERIVED
     if base and "shapes" not in base:
         entry["baselines_error"] = base.get("error")
     if timing is not None:

@@ -16,6 +16,10 @@ from tritondx.batch_bench import BASELINES_START_ENV, BaselinesJob, TaskTiming, 
 from tritondx.batch_summary import summarize_task
 from tritondx.tools.run.phases import PHASE
 
+#: seconds before the batch's deadline a run ends by (``TRITONDX_FINISH_BY``): its final bench (best vs initial,
+#: 20-40 s on the H100 corpus batches of 2026-12-05) still fits
+FINAL_RESERVE_S = 40.0
+
 
 def _earlier_run(run_dir: Path, checkpoint_url: str | None = None) -> str | None:
     """What a previous, killed batch left in ``run_dir``: "finished" (report written), "interrupted"
@@ -96,6 +100,8 @@ def run_one(task: str, run_dir: str, backend_name: str, extra_args: list[str] | 
         return {"task": name, "path": task, "status": "skipped", "exit": None, "wall_s": 0.0}
     t0 = time.monotonic()
     env = {**os.environ, **env_extra}
+    if not_after:   # the run ends in time for its final bench (``RunConfig.finish_by``)
+        env["TRITONDX_FINISH_BY"] = f"{not_after - FINAL_RESERVE_S:.3f}"
     from tritondx.tools.backends.registry import get_backend
     timed = get_backend(backend_name).can_time
     beside = env.get(BASELINES_START_ENV, "triaged") != "end"

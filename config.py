@@ -22,6 +22,7 @@ ENV_KNOBS = {
     "tune": "TRITONDX_TUNE",
     "wall_budget_s": "TRITONDX_WALL_BUDGET",
     "tune_budget_s": "TRITONDX_TUNE_BUDGET",
+    "finish_by": "TRITONDX_FINISH_BY",
     "verify_screen": "TRITONDX_VERIFY_SCREEN",
     "full_verify_top": "TRITONDX_FULL_VERIFY_TOP",
 }
@@ -50,6 +51,10 @@ class RunConfig(BaseModel):
     wall_budget_s: float | None = Field(None, description="stop after the round that ends past this many seconds of "
                                                           "the run's nodes (a batch that must end in time)")
     gpu_budget_s: float = Field(900.0, description="device seconds (verify + bench jobs) for the whole run")
+    finish_by: float | None = Field(None, exclude=True,   # this process's deadline: not saved with the run
+                                    description="a time (epoch seconds) the run ends by, set by a batch from its "
+                                                "deadline: no round starts that cannot end before it, and the "
+                                                "tuner's search shrinks to fit")
     verify_timeout_s: float = 600.0
     bench_timeout_s: float = 900.0
     bench_rounds: int = 3

@@ -6,6 +6,7 @@ kernel that the tuner has not searched yet, the final profile, a person's approv
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -35,6 +36,19 @@ def untried_route(findings: list[dict[str, Any]], candidates: list[dict[str, Any
     fams = sorted({fam for v in left.values() for fam in v})
     return fams, (f"untried suggestions: {', '.join(fams)} (suggested by {len(left)} finding(s) still open): "
                   "one more round tries them first")
+
+
+#: seconds a further round needs before the run's end at the latest (a rewrite, its checks and its bench: 40-90 s
+#: each on the H100 corpus batches of 2026-12-05)
+ROUND_RESERVE_S = 60.0
+
+
+def deadline_route(finish_by: float | None, goto: str, reason: str, now: float) -> tuple[str, str]:
+    """The route once a batch's deadline (``finish_by``) leaves no time for another round: the run ends with what
+    it has verified (its final bench and report still to come) instead of being stopped mid-round."""
+    if finish_by is None or goto == "__end__" or finish_by - now >= ROUND_RESERVE_S:
+        return goto, reason
+    return "__end__", f"the batch's deadline is {max(0.0, finish_by - now):.0f} s away, too close for a round; {reason}"
 
 
 def select_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
@@ -70,6 +84,7 @@ def select_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCont
     spent = sum(part(state.get("cost"), NODE).values())
     if cfg.wall_budget_s and goto != "__end__" and spent >= cfg.wall_budget_s:
         goto, reason = "__end__", f"wall budget spent ({spent:.0f} s of {cfg.wall_budget_s:.0f} s); {reason}"
+    goto, reason = deadline_route(cfg.finish_by, goto, reason, time.time())
     retune = (cfg.tune and backend.can_time and goto in ("rewriter", *TIER_NODE.values())
               and best.get("id") not in (None, "initial") and best.get("family") != "tune"
               and best.get("id") not in state.get("tuned_for", []))

@@ -8,6 +8,7 @@ correctness only and proposes nothing (speed not measured).
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -26,6 +27,25 @@ from tritondx.tools.tune.run import table, tune_task
 #: findings that motivate a launch configuration change (what the winners cite)
 LAUNCH_FAMILIES = ("launch_config", "autotune", "autotune_widen", "grid_to_cores", "persistent",
                    "pipelining", "grid_per_item", "rows_per_program", "split_reduction")
+
+
+#: seconds the tune job's set-up and final timing and the round after it (checks, bench) take beside the search
+TUNE_RESERVE_S = 45.0
+#: the shortest search worth a job
+MIN_TUNE_S = 5.0
+
+
+def tune_budget(budget_s: float, finish_by: float | None, now: float) -> tuple[float, bool]:
+    """The search's budget and whether it may stretch while improving (``search.EXTEND``): as configured, or, where a
+    batch's deadline (``finish_by``) is near, what is left of it after the job's set-up and the round's checks and
+    bench (at least ``MIN_TUNE_S``), not stretched."""
+    if finish_by is None:
+        return budget_s, True
+    from tritondx.tools.tune.search import EXTEND
+    left = finish_by - now - TUNE_RESERVE_S
+    if left >= budget_s * EXTEND:
+        return budget_s, True
+    return max(MIN_TUNE_S, min(budget_s, left)), False
 
 
 Next = Literal["verifier", "rewriter", "approval", "profiler", "ir_analyst", "compiler_expert"]
@@ -55,7 +75,8 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
     subject = best.get("id", "initial")
     rnd = state.get("round", 0) + 1
     folder = run_dir(state) / "tune" / f"r{rnd}_{subject}"
-    res = tune_task(best_path(state), folder, backend, budget_s=cfg.tune_budget_s)
+    budget, extend = tune_budget(cfg.tune_budget_s, cfg.finish_by, time.time())
+    res = tune_task(best_path(state), folder, backend, budget_s=budget, extend=extend)
     text = table(res)
     ref = ArtifactRef.write(run_dir(state) / "artifacts", f"tune_r{rnd}.json",
                             (folder / "tune.json").read_text() if (folder / "tune.json").exists() else "{}", "tune")

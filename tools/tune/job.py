@@ -32,7 +32,7 @@ from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dty
 from tritondx.tools.tune import knob as knobmod
 from tritondx.tools.tune.precompile import PRECOMPILE_THREADS, Precompiler, install_compile_only
 from tritondx.tools.tune.record import recording
-from tritondx.tools.tune.search import Searcher, Trial, domains, top
+from tritondx.tools.tune.search import EXTEND, Searcher, Trial, domains, top
 
 #: a kernel's knobs are searched when it carries this share of the recorded device time (or of the calls, on CPU)
 HOT_SHARE = 0.10
@@ -328,7 +328,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     if env.cuda:
         searcher = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
                             log=log, prefetch=waves.prefetch, explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)),
-                            measured=lambda: waves.results)
+                            measured=lambda: waves.results, extend=float(job.get("extend", EXTEND)))
         trials = searcher.search()
         trials += waves.unasked({tuple(sorted(t.config.items())) for t in trials})
     else:

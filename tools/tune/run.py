@@ -90,7 +90,9 @@ class TuneResult(BaseModel):
 
 
 def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = DEFAULT_BUDGET_S,
-              timeout: float | None = None) -> TuneResult:
+              timeout: float | None = None, extend: bool = True) -> TuneResult:
+    """One tune job for ``task_path`` (the search's budget ``budget_s``; ``extend``: it may stretch while improving,
+    ``search.EXTEND``)."""
     from tritondx.tools.exec.jobs import job_error, run_device_job
     source = Path(task_path).read_text()
     try:
@@ -109,7 +111,8 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     progress.parent.mkdir(exist_ok=True)
     job = {"kind": "tune", "task": str(Path(task_path).resolve()), "instrumented": str(inst.resolve()),
            "knobs": out.knobs, "budget_s": budget_s if backend.can_time else min(budget_s, 60.0),
-           "device": backend.torch_device, "progress_file": str(progress.resolve()), "known": []}
+           "device": backend.torch_device, "progress_file": str(progress.resolve()), "known": [],
+           **({} if extend else {"extend": 1.0})}
     # the initial kernel's compiles from the probe (the trusted cache layer, read-only here): an autotuned kernel's
     # job otherwise compiled its configs again one after another before it searched (an int4 matmul over 36
     # configs: tune jobs of 119-129 s for a 25 s search, H200 corpus batches of 2026-12-04/05)

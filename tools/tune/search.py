@@ -157,6 +157,8 @@ class Searcher:
     explore_steps: int = 0
     #: what was measured without the search asking (the job's waves time prefetched configurations): key -> ms
     measured: Callable[[], dict[tuple, float | None]] | None = None
+    #: how many budgets the search may run while it improves (``EXTEND``; 1.0: never past the budget)
+    extend: float = EXTEND
 
     def __post_init__(self) -> None:
         self.t0 = self.clock()
@@ -171,7 +173,7 @@ class Searcher:
             return False
         now = self.clock()
         spent = now - self.t0
-        return spent < self.budget_s or (spent < self.budget_s * EXTEND
+        return spent < self.budget_s or (spent < self.budget_s * self.extend
                                          and now - self.improved_at < self.budget_s / 2)
 
     def _note(self, ms: float | None) -> None:

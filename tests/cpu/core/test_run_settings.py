@@ -180,3 +180,22 @@ def test_where_the_tuner_timed_the_version_the_autotune_families_are_not_propose
         ctx.avoid |= tuned_avoid(state, cfg, can_time)
         families = {p.family for p in propose(ctx, limit=8)}
         assert ("autotune_widen" not in families) is avoided, (can_time, families)
+
+
+def test_a_batch_deadline_near_ends_the_run_and_shrinks_the_search():
+    """``finish_by`` (a batch's deadline less its final bench's share): far off, the route and the search's budget are
+    as configured (the search may stretch while improving); too close for a round, the run ends with what it has; a
+    search that no longer fits shrinks to what is left and does not stretch."""
+    from tritondx.agents.select import ROUND_RESERVE_S, deadline_route
+    from tritondx.agents.tuner import MIN_TUNE_S, TUNE_RESERVE_S, tune_budget
+    now = 1000.0
+    assert deadline_route(None, "rewriter", "r", now) == ("rewriter", "r")
+    assert deadline_route(now + ROUND_RESERVE_S + 1, "rewriter", "r", now) == ("rewriter", "r")
+    goto, why = deadline_route(now + 10, "rewriter", "gain 1.2x", now)
+    assert goto == "__end__" and "deadline" in why and why.endswith("gain 1.2x")
+    assert deadline_route(now - 5, "__end__", "done", now) == ("__end__", "done")
+    assert tune_budget(25.0, None, now) == (25.0, True)
+    assert tune_budget(25.0, now + TUNE_RESERVE_S + 100, now) == (25.0, True)
+    assert tune_budget(25.0, now + TUNE_RESERVE_S + 30, now) == (25.0, False)    # fits, but not stretched
+    assert tune_budget(25.0, now + TUNE_RESERVE_S + 12, now) == (12.0, False)
+    assert tune_budget(25.0, now, now) == (MIN_TUNE_S, False)

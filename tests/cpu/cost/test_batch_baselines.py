@@ -50,12 +50,13 @@ if args[1] == "tritondx.cli":  # the optimize run
     open(best, "w").write("# the best kernel\\n")
     no_best = os.environ.get("FAKE_NO_BEST") == "1"
     rep = {{"kernel_class": "elementwise", "tiers_used": ["triage"], "rounds": 1, "cost": {{"device:jobs": 1.0}},
+            "speedup": 1.0 if no_best else 2.5,
             "speed": "measured", "best": {{"id": "initial", "path": args[3]}} if no_best else
             {{"id": "c1", "path": best, "family": "launch_config"}},
             "candidates": [{{"id": "c1", "family": "launch_config", "parent": "initial", "tier": "triage",
                              "verified": True, "measurement": {{"speedup": 2.0}}}}]}}
     open(os.path.join(out, "report.json"), "w").write(json.dumps(rep))
-    record("run", triaged=triaged)
+    record("run", triaged=triaged, finish_by=os.environ.get("TRITONDX_FINISH_BY"))
     sys.exit(int(os.environ.get("FAKE_RUN_RC", "0")))
 baselines = args[-1] == "baselines"  # tritondx.batch_bench final-bench TASK BEST BACKEND ROUNDS [baselines]
 kind = "baselines" if baselines else "final"
@@ -354,10 +355,16 @@ def test_a_worker_goes_on_to_the_next_task_while_the_last_ones_baselines_job_run
 
 def test_a_final_bench_still_going_at_the_deadline_is_stopped_and_the_task_still_reported(fake):
     """The run ends with a best kernel shortly before the batch's deadline; its final bench would take 30 s more.
-    It is stopped at the deadline and the task is in results.json (no speedup claimed without the final bench),
-    not lost with the batch's end."""
+    It is stopped at the deadline and the task is in results.json, not lost with the batch's end, with the speedup
+    its run's last bench measured side by side (labelled so)."""
     agg, res, ev, summary, wall = fake(run_s=1.5, base_s=0.5, final_s=30, deadline_s=4)
     assert wall < 15, wall
     (e,) = res["results"]
-    assert e["status"] == "done" and e.get("speedup") is None
-    assert "deadline" in e["final_bench_error"]
+    assert e["status"] == "done" and "deadline" in e["final_bench_error"]
+    # the run was told when to end: the deadline less its final bench's share
+    (run,) = ev["run"]
+    assert run["finish_by"] is not None and float(run["finish_by"]) < run["start"] + 4
+    # the run's own side-by-side figure stands in, said so, and vs torch is derived through it
+    assert e["speedup"] == e["run_speedup"] == 2.5 and "run's last bench" in e["measured_how"]["speedup"]
+    # baselines job: torch_compile 0.8x / eager 2x the initial kernel; x 2.5 through the run's best
+    assert abs(e["vs_torch_compile"] - 0.8 * 2.5) < 1e-6 and abs(e["vs_torch_eager"] - 2.0 * 2.5) < 1e-6
