@@ -23,6 +23,7 @@ from tritondx.tools.run.phases import entries
 from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.rewrite.base import family_signature
 from tritondx.tools.tune.run import table, tune_task
+from tritondx.tools.tune.search import EXTEND
 
 #: findings that motivate a launch configuration change (what the winners cite)
 LAUNCH_FAMILIES = ("launch_config", "autotune", "autotune_widen", "grid_to_cores", "persistent",
@@ -41,7 +42,6 @@ def tune_budget(budget_s: float, finish_by: float | None, now: float) -> tuple[f
     bench (at least ``MIN_TUNE_S``), not stretched."""
     if finish_by is None:
         return budget_s, True
-    from tritondx.tools.tune.search import EXTEND
     left = finish_by - now - TUNE_RESERVE_S
     if left >= budget_s * EXTEND:
         return budget_s, True

@@ -58,7 +58,7 @@ def _operand(node: cst.Call) -> cst.BaseExpression | None:
         tree = ast.parse(code_of(node).strip(), mode="eval").body
     except SyntaxError:
         return None
-    if abs_reduce_operand(tree) is None or node.args:   # .amax(dim): not a whole-tensor maximum
+    if abs_reduce_operand(tree) is None:
         return None
     inner = node.func.value   # the .abs() call
     if inner.args:            # torch.abs(x)

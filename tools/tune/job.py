@@ -250,7 +250,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     pre = (Precompiler(env.inst_path, env.inputs, threads) if env.cuda and threads > 0 and install_compile_only()
            else None)
     # 1. the launches, found by running them; the initial kernel's outputs are the screen's reference. An autotuner
-    # (one the probe's picks do not answer) compiles its configs in threads and times them alone
+    # compiles its configs in threads and times them alone
     with autotune_exclusive(env.cuda), phase("shared"):
         with recording(cuda=env.cuda) as rec:
             refs = [t.detach().clone() for t in _outputs(env.orig.launch(*env.inputs))]

@@ -180,11 +180,9 @@ class Searcher:
         """Keep the best time; a new best by ``MIN_STEP_GAIN`` restarts the improving clock (``left``)."""
         if ms is None:
             return
-        if self.best_ms is None or ms < self.best_ms * (1 - MIN_STEP_GAIN):
-            if self.best_ms is not None:
-                self.improved_at = self.clock()
-            self.best_ms = ms
-        self.best_ms = min(self.best_ms, ms)
+        if self.best_ms is not None and ms < self.best_ms * (1 - MIN_STEP_GAIN):
+            self.improved_at = self.clock()
+        self.best_ms = ms if self.best_ms is None else min(self.best_ms, ms)
 
     def jump(self, cur: dict[str, int], cur_t: float) -> tuple[dict[str, int], float] | None:
         """The best configuration measured so far (a wave's unasked ones included) that keeps every move of ``cur``,
