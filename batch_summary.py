@@ -37,8 +37,11 @@ DERIVED = ("derived through the initial kernel: (torch / initial, baselines job)
 NO_BEST = "side by side in the baselines job (the best kernel is the initial one)"
 RUN_BENCH = ("side by side in the run's last bench job (best vs initial, the round that chose it); the final bench "
              "was stopped at the batch's deadline")
+RUN_DECISIVE = (f"side by side in the run's last bench job (best vs initial, the round that chose it); no final "
+                "bench: the gain is beyond what picking the best of a few timed candidates can produce "
+                "(batch_task.RECHECK_BELOW)")
 RUN_DERIVED = ("derived through the initial kernel: (torch / initial, baselines job) x (initial / best, the run's "
-               "last bench job; the final bench was stopped at the batch's deadline)")
+               "last bench job)")
 
 
 def _per_variant_geo(final: dict[str, Any], vid: str, key: str = "median_ms") -> float | None:
@@ -149,13 +152,17 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
     if extra_phases:  # the task's cost ledger (tools/run/phases.py): its run's, and the batch's jobs for it
         entry["cost"] = {**(entry.get("cost") or {}), **extra_phases}
     entry.update(_speed_fields(final, base))
+    if final and final.get("skipped"):
+        entry["final_bench_skipped"] = final["skipped"]
     if final and "shapes" not in final:
-        entry["final_bench_error"] = final.get("error")
-        if FINAL_AT_DEADLINE in (final.get("error") or "") and entry.get("run_speedup") and \
+        if not final.get("skipped"):
+            entry["final_bench_error"] = final.get("error")
+        stopped = FINAL_AT_DEADLINE in (final.get("error") or "")
+        if (stopped or final.get("skipped")) and entry.get("run_speedup") and \
                 entry.get("speed") == "measured":   # the run's own side-by-side figure, said so
             entry["speedup"] = entry["run_speedup"]
             how = entry.setdefault("measured_how", {})
-            how["speedup"] = RUN_BENCH
+            how["speedup"] = RUN_BENCH if stopped else RUN_DECISIVE
             ok_base = base if base and "shapes" in base else None
             if ok_base is not None:   # absolute times and roofline from the baselines job's initial, through it
                 t0 = _per_variant_geo(ok_base, "initial")
