@@ -15,12 +15,16 @@ Each check returns ``(detector, message, line, suggests, severity, kernel, metri
 - ``wrapper_copy``: the launcher copies an input into a new layout (``.permute(...).contiguous()``) before
   passing it, with its strides, to a kernel -> strided_args
 - ``abs_reduce_two_pass``: ``x.abs().max()`` in host code (a temporary written and read back) -> absmax_norm
+- ``clone_then_inplace``: ``launch`` copies a tensor (``x = x.clone()``) that a kernel then reads and writes in
+  place (``tools/evidence/inplace.py``) -> clone_fold
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+
+from tritondx.tools.evidence.inplace import fold_plan
 
 
 
@@ -397,6 +401,23 @@ def abs_reduce_patterns(tree: ast.Module) -> list[Pattern]:
     return out
 
 
+def clone_inplace_patterns(tree: ast.Module) -> list[Pattern]:
+    """``launch`` copies a tensor that a kernel then updates in place, where the copy can be folded into the kernel
+    (``inplace.fold_plan``): the copy reads and writes the whole tensor once more than the update needs."""
+    plan = fold_plan(tree)
+    if plan is None:
+        return []
+    line = next((s.lineno for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "launch"
+                 for s in f.body if isinstance(s, ast.Assign) and "clone" in ast.unparse(s.value)), None)
+    copies = ", ".join(f"{r} = {r}.clone()" for r in plan.roots)
+    return [Pattern("clone_then_inplace",
+                    f"launch copies ({copies}) and {', '.join(plan.kernels)} then reads and writes the copies in "
+                    "place: each copied tensor is read and written once more than the update needs (the kernel can "
+                    "read the original and write a fresh buffer)",
+                    line, ["clone_fold"], "medium", next(iter(plan.kernels)), {"copies": ", ".join(plan.roots)})]
+
+
 def source_patterns(tree: ast.Module) -> list[Pattern]:
     return (pow_patterns(tree) + program_count_patterns(tree) + causal_patterns(tree) + autotune_patterns(tree)
-            + wrapper_copy_patterns(tree) + flat_index_patterns(tree) + abs_reduce_patterns(tree))
+            + wrapper_copy_patterns(tree) + flat_index_patterns(tree) + abs_reduce_patterns(tree)
+            + clone_inplace_patterns(tree))
