@@ -839,3 +839,16 @@ def test_the_descent_does_not_jump_to_a_wave_configuration_that_drops_a_move_it_
     assert bn_moves and all(c.get("k.BM") == 2 for c in bn_moves[:2]), asked   # BLOCK_N stepped from BLOCK_M 2
     best = min((t for t in trials if t.ms is not None), key=lambda t: t.ms)
     assert best.config == {"k.BM": 2, "k.BN": 3}, best
+
+
+def test_the_final_timing_runs_only_where_another_configuration_led_the_launched_one():
+    """Nothing but the launched configuration timed, or nothing faster than it by 1% in the search: the final timing
+    (which holds a winner to 3%) has nothing to decide and the job ends without it."""
+    from tritondx.tools.tune import job as jobmod
+    from tritondx.tools.tune.search import Trial
+    launched = Trial(config={}, status="ok", ms=1.0)
+    assert not jobmod.contenders([launched])
+    assert not jobmod.contenders([launched, Trial(config={"k.B": 1}, status="ok", ms=0.995),
+                                  Trial(config={"k.B": -1}, status="failed")])
+    assert jobmod.contenders([launched, Trial(config={"k.B": 1}, status="ok", ms=0.95)])
+    assert jobmod.contenders([Trial(config={"k.B": 1}, status="ok", ms=0.95)])   # the launched one failed to time
