@@ -172,6 +172,10 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
                 for vid, key in (("torch_eager", "vs_torch_eager"), ("torch_compile", "vs_torch_compile")):
                     direct = _direct_vs_torch(ok_base, vid)
                     entry[key] = direct * entry["speedup"] if direct else None
+                    entry[f"{vid}_ms"] = _per_variant_geo(ok_base, vid)
+                entry["baselines_bench"] = ok_base
+                entry["baselines_initial_ms"] = t0
+                how["torch"] = SIDE_BY_SIDE_BASELINES
                 how["vs_torch"] = RUN_DERIVED
     if base and "shapes" not in base:
         entry["baselines_error"] = base.get("error")
@@ -179,6 +183,10 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
         entry["timing"] = timing.model_dump()
         entry["wall_without_baselines_s"] = timing.wall_without_baselines_s
     return entry
+
+
+def _pct(x: float | None) -> str:
+    return f"{x:.0%}" if x is not None else "-"
 
 
 def _lineage(report: dict[str, Any]) -> list[str]:
@@ -197,6 +205,14 @@ def _vs_torch(r: dict[str, Any], vid: str) -> float | None:
     if (r.get("measured_how") or {}).get("vs_torch"):
         return r.get(f"vs_{vid}")  # None where no shape was timed in both jobs: left out, never divided across
     return r[f"{vid}_ms"] / r["optimized_ms"]
+
+
+def _with_torch(done: list[dict[str, Any]], vid: str) -> list[dict[str, Any]]:
+    """The tasks with a ratio to the torch baseline ``vid``: measured (``vs_torch_*``), or both absolute times (older
+    batches, everything in one job)."""
+    def measured(r):
+        return bool((r.get("measured_how") or {}).get("vs_torch"))
+    return [r for r in done if (r.get(f"vs_{vid}") if measured(r) else r.get(f"{vid}_ms") and r.get("optimized_ms"))]
 
 
 def _baselines_aggregate(done: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -236,13 +252,17 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
         if both:
             agg["geomean_optimized_ms"] = geomean([r["optimized_ms"] for r in both])
             agg["geomean_torch_compile_ms"] = geomean([r["torch_compile_ms"] for r in both])
-            agg["geomean_vs_torch_compile"] = geomean([_vs_torch(r, "torch_compile") for r in both])
+        if both or any(r.get("vs_torch_compile") for r in done):
+            agg["geomean_vs_torch_compile"] = geomean([_vs_torch(r, "torch_compile") for r in _with_torch(done, "torch_compile")])
         eager = [r for r in done if r.get("torch_eager_ms") and r.get("optimized_ms")]
-        if eager:
-            agg["geomean_vs_torch_eager"] = geomean([_vs_torch(r, "torch_eager") for r in eager])
-        if both or eager:
-            agg["vs_torch_derived"] = sum(1 for r in {id(r): r for r in both + eager}.values()
+        if eager or any(r.get("vs_torch_eager") for r in done):
+            agg["geomean_vs_torch_eager"] = geomean([_vs_torch(r, "torch_eager") for r in _with_torch(done, "torch_eager")])
+        with_torch = {id(r): r for r in _with_torch(done, "torch_compile") + _with_torch(done, "torch_eager")}
+        if with_torch:
+            agg["vs_torch_derived"] = sum(1 for r in with_torch.values()
                                           if (r.get("measured_how") or {}).get("vs_torch") == DERIVED)
+            agg["vs_torch_run_derived"] = sum(1 for r in with_torch.values()
+                                              if (r.get("measured_how") or {}).get("vs_torch") == RUN_DERIVED)
         agg.update(_baselines_aggregate(done, results))
         agg["ablation_geomean_by_tier"] = {t: geomean([r["best_by_tier"][t] for r in done if "best_by_tier" in r])
                                            for t in TIERS}
@@ -287,6 +307,11 @@ def _how_measured_lines(agg: dict[str, Any]) -> list[str]:
         lines.append(f"  - vs torch: {n} task(s) derived through the initial kernel (torch / initial side by side "
                      "in the baselines job x initial / optimized side by side in the final bench), the rest "
                      "side by side in one job")
+    n = agg.get("vs_torch_run_derived")
+    if n:
+        lines.append(f"  - vs torch: {n} task(s) derived through the initial kernel with the run's own bench "
+                     "(torch / initial in the baselines job x initial / optimized in the run's bench that chose it: "
+                     "no final bench, see measured_how)")
     ir = agg.get("initial_ms_ratio")
     if ir:
         lines.append(f"  - the initial kernel timed in both jobs (final bench / baselines job): geomean "
@@ -349,7 +374,7 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
                      f"{us(r.get('optimized_ms'))} | {r['speedup']:.2f}x | " if r.get("speedup") else
                      f"| {r['task']} | {r.get('kernel_class', '-')} | - | - | {_unmeasured(r)} | ")
         if r.get("speedup"):
-            lines[-1] += (f"{rb:.0%} -> {ra:.0%} | {us(r.get('torch_eager_ms'))} | {us(r.get('torch_compile_ms'))} | "
+            lines[-1] += (f"{_pct(rb)} -> {_pct(ra)} | {us(r.get('torch_eager_ms'))} | {us(r.get('torch_compile_ms'))} | "
                           f"{','.join(r.get('tiers_used', []))} | {'+'.join(r.get('rewrites_applied', [])) or '-'} | "
                           f"{r['wall_s']:.0f} |")
         else:

@@ -38,6 +38,16 @@ def test_aggregate_figures(tmp_path):
         assert old not in data["aggregate"], old
 
 
+def test_a_task_measured_without_a_roofline_or_torch_times_is_still_summarized(tmp_path):
+    """A task whose speedup is its run's own figure and whose baselines job the deadline stopped has no roofline and
+    no torch times (H100 corpus batch of 2026-12-05, batch_g: the summary's last write raised on it)."""
+    e = {**_entry("a", 2.0, 1.0), "roofline_before": None, "roofline_after": None, "initial_ms": None,
+         "optimized_ms": None}
+    write_summary(tmp_path, [e, _entry("b", 3, 1, compile_ms=0.5)], {"suite": "s"})
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| a | - | - | - | 2.00x | - -> - |" in summary and "| b |" in summary
+
+
 def test_geomean_ignores_missing():
     assert geomean([]) is None and geomean([None, 4.0, 1.0]) == 2.0
 

@@ -384,7 +384,9 @@ def test_the_final_bench_re_times_only_a_figure_the_winners_curse_could_have_mad
         assert e["timing"]["final_bench_s"] < 0.5 and "over 1.15x" in e["final_bench_skipped"]
         assert e["speedup"] == 2.5 and e["measured_how"]["speedup"] == batch_summary.RUN_DECISIVE
         assert e["measured_how"]["vs_torch"] == batch_summary.RUN_DERIVED and "final_bench_error" not in e
-        assert abs(e["vs_torch_compile"] - 0.8 * 2.5) < 1e-6
+        assert abs(e["vs_torch_compile"] - 0.8 * 2.5) < 1e-6 and e["torch_compile_ms"] == pytest.approx((0.08 * 0.32) ** 0.5)
+        assert res["aggregate"]["geomean_vs_torch_compile"] == pytest.approx(0.8 * 2.5)
+        assert res["aggregate"]["vs_torch_run_derived"] == 1 and "with the run's own bench" in summary
     else:
         (final,) = ev["final"]
         assert e["timing"]["final_bench_s"] >= 2.0 and "final_bench_skipped" not in e
