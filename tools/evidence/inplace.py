@@ -50,16 +50,17 @@ class FoldPlan:
     kernels: dict[str, list[str]] = field(default_factory=dict)  # kernel -> pointer parameters folded
 
 
-def _name(node: ast.AST) -> str:
+def dotted_name(node: ast.AST) -> str:
+    """``a.b.c`` of a name or attribute chain; "" for anything else."""
     if isinstance(node, ast.Attribute):
-        return f"{_name(node.value)}.{node.attr}"
+        return f"{dotted_name(node.value)}.{node.attr}"
     if isinstance(node, ast.Name):
         return node.id
     return ""
 
 
 def _is_jit(fn: ast.FunctionDef) -> bool:
-    return any(_name(d.func if isinstance(d, ast.Call) else d).endswith("jit") for d in fn.decorator_list)
+    return any(dotted_name(d.func if isinstance(d, ast.Call) else d).endswith("jit") for d in fn.decorator_list)
 
 
 def _clone_of(stmt: ast.stmt) -> str | None:
@@ -163,7 +164,7 @@ def _walk(fns: dict[str, ast.FunctionDef], fn: ast.FunctionDef, tracked: set[str
                 any(k.arg is None for k in call.keywords):
             raise _Bail
         target = call.func.value if isinstance(call.func, ast.Subscript) else call.func
-        callee = fns.get(_name(target))
+        callee = fns.get(dotted_name(target))
         if callee is None:
             raise _Bail
         ps = _params(callee)
@@ -222,7 +223,7 @@ def _returned(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
 
 
 def _loads_in(e: ast.AST) -> bool:
-    return any(isinstance(c, ast.Call) and _name(c.func) == "tl.load" for c in ast.walk(e))
+    return any(isinstance(c, ast.Call) and dotted_name(c.func) == "tl.load" for c in ast.walk(e))
 
 
 def derived_names(kernel: ast.FunctionDef, ptr: str) -> set[str]:
@@ -267,14 +268,14 @@ def _check_kernel(kernel: ast.FunctionDef, ptr: str) -> None:
             continue
         up, prev = parents.get(node), node
         while isinstance(up, (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute)) or \
-                (isinstance(up, ast.Call) and _name(up.func) in ("tl.multiple_of", "tl.max_contiguous")):
+                (isinstance(up, ast.Call) and dotted_name(up.func) in ("tl.multiple_of", "tl.max_contiguous")):
             prev, up = up, parents.get(up)
         if isinstance(up, (ast.Assign, ast.AugAssign)) and prev is not getattr(up, "target", None):
             continue   # a derivation (checked with the name it defines)
         if isinstance(up, ast.AugAssign) or isinstance(up, ast.Assign) and prev in up.targets:
             continue
-        if isinstance(up, ast.Call) and _name(up.func) in ("tl.load", "tl.store") and up.args and up.args[0] is prev:
-            (loads if _name(up.func) == "tl.load" else stores).append(up)
+        if isinstance(up, ast.Call) and dotted_name(up.func) in ("tl.load", "tl.store") and up.args and up.args[0] is prev:
+            (loads if dotted_name(up.func) == "tl.load" else stores).append(up)
             continue
         raise _Bail
     if not stores:

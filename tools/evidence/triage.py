@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tritondx.tools.records.evidence import Finding, finding_id
 from tritondx.tools.task.spec import TaskSpec
+from tritondx.tools.evidence.inplace import dotted_name as _call_name
 from tritondx.tools.evidence.triage_patterns import source_patterns
 
 KERNEL_CLASSES = ("matmul-like", "attention-like", "reduction", "scan", "gather/scatter", "elementwise", "other")
@@ -19,12 +20,6 @@ class Launch:
     keywords: dict[str, ast.expr]
 
 
-def _call_name(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return f"{_call_name(node.value)}.{node.attr}"
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
 
 
 def kernel_launches(launch_fn: ast.FunctionDef, kernel_names: set[str]) -> list[Launch]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from tritondx.tools.evidence.inplace import dotted_name as _name
 from tritondx.tools.evidence.inplace import fold_plan
 
 
@@ -59,14 +60,6 @@ class Pattern:
     severity: str = "medium"
     kernel: str | None = None
     metric: dict = field(default_factory=dict)
-
-
-def _name(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return f"{_name(node.value)}.{node.attr}"
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
 
 
 def _jit(fn: ast.FunctionDef) -> bool:
