@@ -331,10 +331,14 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
         searcher = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
                             log=log, prefetch=waves.prefetch, explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)),
                             measured=lambda: waves.results, extend=float(job.get("extend", EXTEND)))
+        waited = _usage()["wait_s"]
         trials = searcher.search()
         trials += waves.unasked({tuple(sorted(t.config.items())) for t in trials})
+        search_info = {"stopped": searcher.stopped or "no move left",
+                       "waited_s": round(_usage()["wait_s"] - waited, 2)}
     else:
         trials = _screen_only(doms, screened, budget, known, log)
+        search_info = {}
     for t in trials:
         if t.status == "failed":
             t.note = errors.get(_label(t.config), "")
@@ -350,7 +354,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             "launched_values": launched, "trials": [t.model_dump() for t in trials], "final": final,
             "timed": env.cuda, "shape": env.shape if not isinstance(env.shape, tuple) else list(env.shape),
             "dtype": str(env.dtype), "wall_s": round(time.monotonic() - t_start, 2), "budget_s": budget,
-            "precompiled": precompiled, "waves": waves.stats if waves is not None else {},
+            "precompiled": precompiled, "waves": waves.stats if waves is not None else {}, "search": search_info,
             "device_usage": _usage(), "marks": marks}
 
 

@@ -81,6 +81,7 @@ class TuneResult(BaseModel):
     waves: dict[str, Any] = Field(default_factory=dict)         # configurations per hold (``job.Waves``)
     device_usage: dict[str, Any] = Field(default_factory=dict)  # the job's holds and lock waits (``gpulock.usage``)
     marks: dict[str, float] = Field(default_factory=dict)       # job seconds at the end of: loaded, recorded, searched, final
+    search: dict[str, Any] = Field(default_factory=dict)        # why the search ended, its seconds waiting for the device
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -144,6 +145,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     out.precompiled = res.get("precompiled") or {}
     out.waves, out.device_usage = res.get("waves") or {}, res.get("device_usage") or {}
     out.marks = res.get("marks") or {}
+    out.search = res.get("search") or {}
     values = out.values = {k: v for k, v in (res.get("launched_values") or {}).items() if v is not None}
     init = out.final.get("initial")
     if out.timed and init:

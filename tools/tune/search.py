@@ -161,6 +161,7 @@ class Searcher:
     extend: float = EXTEND
 
     def __post_init__(self) -> None:
+        self.stopped = ""    # why ``left`` first said no ("": the search ran out of moves first)
         self.t0 = self.clock()
         self.improved_at = self.t0
         self.best_ms: float | None = None
@@ -170,11 +171,17 @@ class Searcher:
 
     def left(self) -> bool:
         if len(self.trials) >= self.max_trials:
+            self.stopped = self.stopped or f"{self.max_trials} trials"
             return False
         now = self.clock()
         spent = now - self.t0
-        return spent < self.budget_s or (spent < self.budget_s * self.extend
-                                         and now - self.improved_at < self.budget_s / 2)
+        if spent < self.budget_s or (spent < self.budget_s * self.extend and now - self.improved_at < self.budget_s / 2):
+            return True
+        # why the search ended, for tune.json: the budget with no gain in its last half, or the stretch used up
+        self.stopped = self.stopped or (
+            f"budget {self.budget_s:.0f} s spent at {spent:.0f} s, last gain at {self.improved_at - self.t0:.0f} s"
+            if spent < self.budget_s * self.extend else f"stretched budget {self.budget_s * self.extend:.0f} s spent")
+        return False
 
     def _note(self, ms: float | None) -> None:
         """Keep the best time; a new best by ``MIN_STEP_GAIN`` restarts the improving clock (``left``)."""

@@ -852,3 +852,33 @@ def test_the_final_timing_runs_only_where_another_configuration_led_the_launched
                                   Trial(config={"k.B": -1}, status="failed")])
     assert jobmod.contenders([launched, Trial(config={"k.B": 1}, status="ok", ms=0.95)])
     assert jobmod.contenders([Trial(config={"k.B": 1}, status="ok", ms=0.95)])   # the launched one failed to time
+
+
+def test_the_search_says_why_it_ended():
+    """tune.json keeps why the search stopped (its budget with no recent gain, the stretched budget, the trial cap), so a
+    starved search is told from a finished one (H100 corpus batch of 2026-12-05, batch_g: flaggems_argmax timed 12
+    configurations where the batch before timed 38)."""
+    from tritondx.tools.tune.search import Domain, Searcher
+    now = [0.0]
+
+    def evaluate(cfg):
+        now[0] += 10.0
+        return 1.0 / (1 + abs(cfg.get("k.B", 0)))   # every step gains
+    doms = [Domain("k.B", "tile", list(range(-8, 9)), 0, "k", 64)]
+    s = Searcher(doms, evaluate, budget_s=25, clock=lambda: now[0], extend=2.0)
+    s.search()
+    assert s.stopped.startswith("stretched budget 50 s spent")
+    now[0] = 0.0
+
+    def flat(cfg):
+        now[0] += 10.0
+        return 1.0
+    f = Searcher(doms, flat, budget_s=15, clock=lambda: now[0], extend=2.0)
+    f.search()
+    assert f.stopped == "budget 15 s spent at 20 s, last gain at 0 s", f.stopped
+    done = Searcher(doms, lambda cfg: 1.0, budget_s=1e9)
+    done.search()
+    assert done.stopped == ""   # the search ran out of moves (tune.json: "no move left")
+    capped = Searcher(doms, lambda cfg: 1.0, budget_s=1e9, max_trials=2)
+    capped.search()
+    assert capped.stopped == "2 trials"
