@@ -12,8 +12,7 @@ value (set knobs); a key left out keeps the task's own value. ``evaluate(config)
 3. **Line search** from the best so far (Inductor's coordinate descent, with runs): each knob moved one step in
    either direction, kept moving while it improves; rounds until nothing improves or the budget ends. Before each
    knob the descent moves to the best configuration measured so far, one a wave timed ahead of the descent
-   included (``measured``). The budget stretches, up to ``EXTEND`` times, while the best keeps improving (a gain in
-   the last half budget or in the last ``PATIENCE`` configurations measured).
+   included (``measured``). The budget stretches, up to ``EXTEND`` times, while the best keeps improving.
 4. **Explore** (``explore_steps``): the budget left buys combinations of several knobs around the best, nearest
    first.
 """
@@ -40,11 +39,6 @@ EXPLORE_WAVE = 8
 #: flaggems_argmax's first wave found BLOCK_M 128 -> 1, 83x, and its budget ended, behind the other tasks' locks,
 #: before any knob moved from there)
 EXTEND = 2.0
-#: ... and while fewer than this many configurations were measured since the best last improved, however long they
-#: took: behind the other tasks' locks one wave can outlast the half budget (H100 corpus batch of 2026-12-05, batch_g:
-#: flaggems_argmax's wave found 13.9 -> 0.16 ms, the next wave took longer than 12.5 s to come back, and the search
-#: ended at 12 configurations and 85x where the batch before, waiting less, went on to 38 and 700x)
-PATIENCE = 8
 
 
 @dataclass
@@ -168,8 +162,6 @@ class Searcher:
 
     def __post_init__(self) -> None:
         self.stopped = ""    # why ``left`` first said no ("": the search ran out of moves first)
-        self.since_gain = 0  # configurations measured since the best last improved
-        self.gained = False
         self.t0 = self.clock()
         self.improved_at = self.t0
         self.best_ms: float | None = None
@@ -183,8 +175,7 @@ class Searcher:
             return False
         now = self.clock()
         spent = now - self.t0
-        recent = now - self.improved_at < self.budget_s / 2 or (self.gained and self.since_gain < PATIENCE)
-        if spent < self.budget_s or (spent < self.budget_s * self.extend and recent):
+        if spent < self.budget_s or (spent < self.budget_s * self.extend and now - self.improved_at < self.budget_s / 2):
             return True
         # why the search ended, for tune.json: the budget with no gain in its last half, or the stretch used up
         self.stopped = self.stopped or (
@@ -193,13 +184,11 @@ class Searcher:
         return False
 
     def _note(self, ms: float | None) -> None:
-        """Keep the best time; a new best by ``MIN_STEP_GAIN`` restarts the improving clock and count (``left``)."""
-        self.since_gain += 1
+        """Keep the best time; a new best by ``MIN_STEP_GAIN`` restarts the improving clock (``left``)."""
         if ms is None:
             return
         if self.best_ms is not None and ms < self.best_ms * (1 - MIN_STEP_GAIN):
             self.improved_at = self.clock()
-            self.since_gain, self.gained = 0, True
         self.best_ms = ms if self.best_ms is None else min(self.best_ms, ms)
 
     def jump(self, cur: dict[str, int], cur_t: float) -> tuple[dict[str, int], float] | None:
