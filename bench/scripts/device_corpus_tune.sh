@@ -8,10 +8,17 @@ export TRITONDX_LOCK_DIR=/tmp/tdx-locks
 mkdir -p $TRITONDX_LOCK_DIR $OUT/corpus
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+# who holds the device lock while the tune jobs wait for it (batch_g and batch_h_sub16 of 2026-12-05: the tune jobs
+# waited 12-46 s each of a 25 s search budget, holding it 54 s shared and 75 s exclusive in all): lock_holds.json
+python3 bench/scripts/lock_monitor.py $TRITONDX_LOCK_DIR $OUT/lock_holds.json $(( $2 + 50 )) & monitor=$!
 t0=$(date +%s)
 BATCH_EXTRA="--max-rounds ${6:-3}" timeout $(( $2 + 45 )) python3 bench/scripts/run_batch.py .corpus $OUT/corpus "$1" "$2" \
   > $OUT/corpus_batch.log 2>&1
 echo "batch wall $(( $(date +%s) - t0 )) s"
+kill $monitor 2>/dev/null; wait $monitor 2>/dev/null
+python3 -c "import json; d=json.load(open('$OUT/lock_holds.json')); print('timer waiting while shared held', \
+d['timer_waiting_while_shared_held_s'], 's of', d['wall_s']); [print(k, v) for k, v in list(d['by_kind'].items())[:8]]" \
+  2>/dev/null || echo "no lock_holds.json"
 head -60 $OUT/corpus/summary.md 2>/dev/null
 cd $OUT/corpus && tar czf ../corpus_runs.tgz --exclude='*.passes.txt' --exclude='*.llir' --exclude='*.sass' \
   --exclude='*.ttgir' --exclude='*.ttir' --exclude='*.ptx' --exclude='checkpoints.sqlite*' --exclude='.locks' \
