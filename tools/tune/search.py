@@ -180,7 +180,8 @@ class Searcher:
         # why the search ended, for tune.json: the budget with no gain in its last half, or the stretch used up
         self.stopped = self.stopped or (
             f"budget {self.budget_s:.0f} s spent at {spent:.0f} s, last gain at {self.improved_at - self.t0:.0f} s"
-            if spent < self.budget_s * self.extend else f"stretched budget {self.budget_s * self.extend:.0f} s spent")
+            if spent < self.budget_s * self.extend else f"stretched budget {self.budget_s * self.extend:.0f} s spent"
+            if self.extend > 1 else f"budget {self.budget_s:.0f} s spent, not to stretch (the batch's deadline near)")
         return False
 
     def _note(self, ms: float | None) -> None:

@@ -879,6 +879,10 @@ def test_the_search_says_why_it_ended():
     done = Searcher(doms, lambda cfg: 1.0, budget_s=1e9)
     done.search()
     assert done.stopped == ""   # the search ran out of moves (tune.json: "no move left")
+    now[0] = 0.0
+    near = Searcher(doms, evaluate, budget_s=25, clock=lambda: now[0], extend=1.0)   # the deadline near: no stretch
+    near.search()
+    assert near.stopped == "budget 25 s spent, not to stretch (the batch's deadline near)", near.stopped
     capped = Searcher(doms, lambda cfg: 1.0, budget_s=1e9, max_trials=2)
     capped.search()
     assert capped.stopped == "2 trials"
