@@ -37,7 +37,7 @@ DERIVED = ("derived through the initial kernel: (torch / initial, baselines job)
 NO_BEST = "side by side in the baselines job (the best kernel is the initial one)"
 RUN_BENCH = ("side by side in the run's last bench job (best vs initial, the round that chose it); the final bench "
              "was stopped at the batch's deadline")
-RUN_DECISIVE = (f"side by side in the run's last bench job (best vs initial, the round that chose it); no final "
+RUN_DECISIVE = ("side by side in the run's last bench job (best vs initial, the round that chose it); no final "
                 "bench: the gain is beyond what picking the best of a few timed candidates can produce "
                 "(batch_task.RECHECK_BELOW)")
 RUN_DERIVED = ("derived through the initial kernel: (torch / initial, baselines job) x (initial / best, the run's "
@@ -252,12 +252,12 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
         if both:
             agg["geomean_optimized_ms"] = geomean([r["optimized_ms"] for r in both])
             agg["geomean_torch_compile_ms"] = geomean([r["torch_compile_ms"] for r in both])
-        if both or any(r.get("vs_torch_compile") for r in done):
-            agg["geomean_vs_torch_compile"] = geomean([_vs_torch(r, "torch_compile") for r in _with_torch(done, "torch_compile")])
-        eager = [r for r in done if r.get("torch_eager_ms") and r.get("optimized_ms")]
-        if eager or any(r.get("vs_torch_eager") for r in done):
-            agg["geomean_vs_torch_eager"] = geomean([_vs_torch(r, "torch_eager") for r in _with_torch(done, "torch_eager")])
-        with_torch = {id(r): r for r in _with_torch(done, "torch_compile") + _with_torch(done, "torch_eager")}
+        compiled, eager = _with_torch(done, "torch_compile"), _with_torch(done, "torch_eager")
+        if compiled:
+            agg["geomean_vs_torch_compile"] = geomean([_vs_torch(r, "torch_compile") for r in compiled])
+        if eager:
+            agg["geomean_vs_torch_eager"] = geomean([_vs_torch(r, "torch_eager") for r in eager])
+        with_torch = {id(r): r for r in compiled + eager}
         if with_torch:
             agg["vs_torch_derived"] = sum(1 for r in with_torch.values()
                                           if (r.get("measured_how") or {}).get("vs_torch") == DERIVED)

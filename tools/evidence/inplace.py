@@ -44,6 +44,7 @@ class KernelArg:
 @dataclass
 class FoldPlan:
     roots: list[str]                                             # launch's parameters rebound to their clones
+    lines: list[int] = field(default_factory=list)               # the lines of those clones in launch
     hosts: dict[str, list[str]] = field(default_factory=dict)    # host function -> its parameters that carry a copy
     calls: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)  # (caller, callee) -> (param, name)
     launches: list[KernelArg] = field(default_factory=list)
@@ -63,7 +64,7 @@ def _is_jit(fn: ast.FunctionDef) -> bool:
     return any(dotted_name(d.func if isinstance(d, ast.Call) else d).endswith("jit") for d in fn.decorator_list)
 
 
-def _clone_of(stmt: ast.stmt) -> str | None:
+def clone_of(stmt: ast.stmt) -> str | None:
     """``x`` of a statement ``x = x.clone()``."""
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
         return None
@@ -92,22 +93,21 @@ def fold_plan(tree: ast.Module) -> FoldPlan | None:
     launch = fns.get("launch")
     if launch is None:
         return None
-    body = launch.body
-    roots, first = [], None
-    for i, s in enumerate(body):
-        x = _clone_of(s)
+    roots, clones = [], []
+    for s in launch.body:
+        x = clone_of(s)
         if x and x in _params(launch) and x not in roots:
             roots.append(x)
-            first = i if first is None else first
+            clones.append(s)
     if not roots:
         return None
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(tree)
                                                                          if isinstance(a, ast.arg)}
     if any(r + SRC in names for r in roots):
         return None
-    plan = FoldPlan(roots)
+    plan = FoldPlan(roots, [s.lineno for s in clones])
     try:
-        _walk(fns, launch, set(roots), plan, set(), skip=set(body[first:first + len(roots)]))
+        _walk(fns, launch, set(roots), plan, set(), skip=set(clones))
         for kernel, params in plan.kernels.items():
             for p in params:
                 _check_kernel(fns[kernel], p)
@@ -148,10 +148,8 @@ def _walk(fns: dict[str, ast.FunctionDef], fn: ast.FunctionDef, tracked: set[str
             continue
         if isinstance(up, (ast.Return, ast.Tuple)) and _returned(up, parents):
             continue
-        if isinstance(up, ast.Compare) and isinstance(parents.get(up), ast.Assert):
-            continue
-        if isinstance(up, ast.Tuple) and isinstance(parents.get(up), ast.Compare):
-            continue
+        if isinstance(up, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in up.ops):
+            continue   # identity, never contents
         if isinstance(up, ast.keyword):
             call = parents.get(up)
             pos = None
@@ -182,7 +180,7 @@ def _walk(fns: dict[str, ast.FunctionDef], fn: ast.FunctionDef, tracked: set[str
             if param not in plan.kernels[callee.name]:
                 plan.kernels[callee.name].append(param)
             continue
-        if callee.name == "launch" or callee.args.vararg and pos is not None and pos >= len(ps):
+        if callee.name == "launch":
             raise _Bail
         pairs = plan.calls.setdefault((fn.name, callee.name), [])
         if (param, node.id) not in pairs:
@@ -270,16 +268,23 @@ def _check_kernel(kernel: ast.FunctionDef, ptr: str) -> None:
         while isinstance(up, (ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Attribute)) or \
                 (isinstance(up, ast.Call) and dotted_name(up.func) in ("tl.multiple_of", "tl.max_contiguous")):
             prev, up = up, parents.get(up)
-        if isinstance(up, (ast.Assign, ast.AugAssign)) and prev is not getattr(up, "target", None):
-            continue   # a derivation (checked with the name it defines)
-        if isinstance(up, ast.AugAssign) or isinstance(up, ast.Assign) and prev in up.targets:
-            continue
+        if isinstance(up, (ast.Assign, ast.AugAssign)):
+            continue   # a derivation (checked with the name it defines) or the name defined
         if isinstance(up, ast.Call) and dotted_name(up.func) in ("tl.load", "tl.store") and up.args and up.args[0] is prev:
             (loads if dotted_name(up.func) == "tl.load" else stores).append(up)
             continue
         raise _Bail
     if not stores:
         raise _Bail
+    # each derivation a statement of its own line with names for targets: the rewrite adds its twin after that line
+    stmts = [n for n in ast.walk(kernel) if isinstance(n, ast.stmt) and n is not kernel]
+    for d in stmts:
+        if isinstance(d, (ast.Assign, ast.AugAssign)):
+            targets = d.targets if isinstance(d, ast.Assign) else [d.target]
+            if any(isinstance(n, ast.Name) and n.id in derived for t in targets for n in ast.walk(t)) and (
+                    not all(isinstance(t, ast.Name) for t in targets)
+                    or sum(1 for o in stmts if o.lineno == d.lineno and not isinstance(o, ast.expr)) > 1):
+                raise _Bail
 
     def stmt_index(call: ast.Call) -> int:
         node = call

@@ -400,14 +400,12 @@ def clone_inplace_patterns(tree: ast.Module) -> list[Pattern]:
     plan = fold_plan(tree)
     if plan is None:
         return []
-    line = next((s.lineno for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "launch"
-                 for s in f.body if isinstance(s, ast.Assign) and "clone" in ast.unparse(s.value)), None)
     copies = ", ".join(f"{r} = {r}.clone()" for r in plan.roots)
     return [Pattern("clone_then_inplace",
                     f"launch copies ({copies}) and {', '.join(plan.kernels)} then reads and writes the copies in "
                     "place: each copied tensor is read and written once more than the update needs (the kernel can "
                     "read the original and write a fresh buffer)",
-                    line, ["clone_fold"], "medium", next(iter(plan.kernels)), {"copies": ", ".join(plan.roots)})]
+                    plan.lines[0], ["clone_fold"], "medium", next(iter(plan.kernels)), {"copies": ", ".join(plan.roots)})]
 
 
 def source_patterns(tree: ast.Module) -> list[Pattern]:

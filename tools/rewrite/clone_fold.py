@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 import libcst as cst
-from tritondx.tools.evidence.inplace import SRC, FoldPlan, derived_names, fold_plan
+from tritondx.tools.evidence.inplace import SRC, FoldPlan, clone_of, derived_names, fold_plan
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import code_of, dotted, expr, parse, stmt
 
@@ -40,10 +40,14 @@ class _Fold(cst.CSTTransformer):
     def __init__(self, plan: FoldPlan, derived: dict[str, set[str]]) -> None:
         self.plan = plan
         self.derived = derived          # kernel -> pointer names (parameters and what is computed from them)
-        self.fn: str | None = None
+        self.stack: list[str] = []      # the functions being visited, outermost first (the plan names those)
+
+    @property
+    def fn(self) -> str | None:
+        return self.stack[0] if self.stack else None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.fn = node.name.value
+        self.stack.append(node.name.value)
         return True
 
     # -- host side ----------------------------------------------------------------------------------------------
@@ -92,13 +96,10 @@ class _Fold(cst.CSTTransformer):
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         if self.fn == "launch" and len(updated.body) == 1:
             try:
-                a = ast.parse(code_of(updated).strip()).body[0]
+                x = clone_of(ast.parse(code_of(updated).strip()).body[0])
             except SyntaxError:
                 return updated
-            if isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and \
-                    a.targets[0].id in self.plan.roots and isinstance(a.value, ast.Call) and \
-                    isinstance(a.value.func, ast.Attribute) and a.value.func.attr == "clone":
-                x = a.targets[0].id
+            if x in self.plan.roots:
                 return cst.FlattenSentinel([updated.with_changes(body=[stmt(f"{x}{SRC} = {x}").body[0]]),
                                             updated.with_changes(body=[stmt(f"{x} = torch.empty_like({x})").body[0]],
                                                                  leading_lines=[])])
@@ -112,13 +113,16 @@ class _Fold(cst.CSTTransformer):
         return updated
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        outer = len(self.stack) == 1
+        self.stack.pop()
         name = updated.name.value
+        if not outer:
+            return updated
         params = list(updated.params.params)
         if name in self.plan.kernels:
             for ptr in self.plan.kernels[name]:
                 i = next(i for i, p in enumerate(params) if p.name.value == ptr)
                 params.insert(i + 1, params[i].with_changes(name=cst.Name(ptr + SRC), annotation=None, default=None))
-            self.fn = None
             return updated.with_changes(params=updated.params.with_changes(params=_joined(params)))
         if name in self.plan.hosts:
             new = [cst.Param(cst.Name(p + SRC)) for p in self.plan.hosts[name]]   # keyword-only, required
@@ -126,9 +130,7 @@ class _Fold(cst.CSTTransformer):
             star = ps.star_arg if isinstance(ps.star_arg, (cst.Param, cst.ParamStar)) else cst.ParamStar()
             ps = ps.with_changes(params=_joined(params) if ps.params else params, star_arg=star,
                                  kwonly_params=_joined([*ps.kwonly_params, *new]))
-            self.fn = None
             return updated.with_changes(params=ps)
-        self.fn = None
         return updated
 
 

@@ -67,9 +67,30 @@ def _variant(old: str, new: str) -> str:
      "a helper on the path called from elsewhere"),
     ("    mask = offs < n\n", "    mask = offs < n\n    for _ in range(1):\n        tl.store(w_ptr + offs, 0.0, mask=mask)\n",
      "a store in a loop"),
+    ("    w = tl.load(w_ptr + offs, mask=mask)\n", "    wp = w_ptr + offs; gp = g_ptr + offs\n    w = tl.load(wp, mask=mask)\n",
+     "a derivation sharing its line with another statement (its twin could not follow it)"),
+    ("    n = w.numel()\n", "    n = w.numel()\n    assert not bool((w == m).all())\n", "a comparison reads the copy"),
 ])
 def test_no_fold_where_the_kernel_or_the_launcher_could_need_the_copy(old, new, why):
     assert fold_plan(ast.parse(_variant(old, new))) is None, why
+
+
+def test_clones_apart_a_nested_helper_and_identity_checks_still_fold(rw, tmp_path):
+    """The clones need not be consecutive statements; a helper defined inside a host function on the path does not
+    lose that function's calls; ``x is not None`` reads no contents. The candidate passes the checks."""
+    src = _variant("    w = w.clone()\n    m = m.clone()\n", "    w = w.clone()\n    assert w is not None\n    m = m.clone()\n")
+    src = src.replace("    n = w.numel()\n", "    def size(t):\n        return t.numel()\n    n = size(g)\n")
+    new, plan = fold_source(src)
+    lines = src.splitlines()
+    assert plan.roots == ["w", "m"] and plan.lines == [lines.index("    w = w.clone()") + 1, lines.index("    m = m.clone()") + 1]
+    assert "    w__src = w\n    w = torch.empty_like(w)\n    assert w is not None\n    m__src = m\n" in new
+    assert "(w, w__src, g, m, m__src, n, lr, mu, BLOCK=1024)" in new
+    task = tmp_path / "task.py"
+    task.write_text(src)
+    cand = tmp_path / "cand.py"
+    cand.write_text(new)
+    r = verify_candidate(str(task), str(cand), "cand", get_backend("interpreter"))
+    assert r.passed, r.reason
 
 
 def test_the_kernels_own_in_place_use_is_required_and_launch_must_clone_its_own_parameter():
