@@ -23,7 +23,7 @@ from tritondx.tools.run.phases import entries
 from tritondx.tools.records.evidence import ArtifactRef
 from tritondx.tools.rewrite.base import family_signature
 from tritondx.tools.tune.run import table, tune_task
-from tritondx.tools.tune.search import EXTEND
+from tritondx.tools.tune.search import EXTEND, WALL_CAP
 
 #: findings that motivate a launch configuration change (what the winners cite)
 LAUNCH_FAMILIES = ("launch_config", "autotune", "autotune_widen", "grid_to_cores", "persistent",
@@ -36,16 +36,19 @@ TUNE_RESERVE_S = 45.0
 MIN_TUNE_S = 5.0
 
 
-def tune_budget(budget_s: float, finish_by: float | None, now: float) -> tuple[float, bool]:
-    """The search's budget and whether it may stretch while improving (``search.EXTEND``): as configured, or, where a
-    batch's deadline (``finish_by``) is near, what is left of it after the job's set-up and the round's checks and
-    bench (at least ``MIN_TUNE_S``), not stretched."""
+def tune_budget(budget_s: float, finish_by: float | None, now: float) -> tuple[float, bool, float | None]:
+    """The search's budget (its own seconds, not its waits for the device), whether it may stretch while improving
+    (``search.EXTEND``) and a cap on its wall time: as configured (the job's own cap), or, where a batch's deadline
+    (``finish_by``) is near, what is left of it after the job's set-up and the round's checks and bench (at least
+    ``MIN_TUNE_S``), not stretched, the wall capped at what is left."""
     if finish_by is None:
-        return budget_s, True
+        return budget_s, True, None
     left = finish_by - now - TUNE_RESERVE_S
+    if left >= budget_s * EXTEND * WALL_CAP:
+        return budget_s, True, None
     if left >= budget_s * EXTEND:
-        return budget_s, True
-    return max(MIN_TUNE_S, min(budget_s, left)), False
+        return budget_s, True, left
+    return max(MIN_TUNE_S, min(budget_s, left)), False, max(MIN_TUNE_S, left)
 
 
 Next = Literal["verifier", "rewriter", "approval", "profiler", "ir_analyst", "compiler_expert"]
@@ -75,8 +78,8 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
     subject = best.get("id", "initial")
     rnd = state.get("round", 0) + 1
     folder = run_dir(state) / "tune" / f"r{rnd}_{subject}"
-    budget, extend = tune_budget(cfg.tune_budget_s, cfg.finish_by, time.time())
-    res = tune_task(best_path(state), folder, backend, budget_s=budget, extend=extend)
+    budget, extend, wall_cap = tune_budget(cfg.tune_budget_s, cfg.finish_by, time.time())
+    res = tune_task(best_path(state), folder, backend, budget_s=budget, extend=extend, wall_cap_s=wall_cap)
     text = table(res)
     ref = ArtifactRef.write(run_dir(state) / "artifacts", f"tune_r{rnd}.json",
                             (folder / "tune.json").read_text() if (folder / "tune.json").exists() else "{}", "tune")

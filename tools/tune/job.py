@@ -32,7 +32,7 @@ from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dty
 from tritondx.tools.tune import knob as knobmod
 from tritondx.tools.tune.precompile import PRECOMPILE_THREADS, Precompiler, install_compile_only
 from tritondx.tools.tune.record import recording
-from tritondx.tools.tune.search import EXTEND, Searcher, Trial, domains, top
+from tritondx.tools.tune.search import EXTEND, WALL_CAP, Searcher, Trial, domains, top
 
 #: a kernel's knobs are searched when it carries this share of the recorded device time (or of the calls, on CPU)
 HOT_SHARE = 0.10
@@ -126,6 +126,11 @@ EXPLORE_STEPS = 1
 #: (195 s): the task's whole search bought 4 configurations in 240 s.
 CONFIG_LIMIT_S = 45.0
 HUNG_EXIT = 75
+
+
+def own_seconds() -> float:
+    """A clock of the job's own work: wall time less the seconds it waited for the device lock."""
+    return time.monotonic() - _usage()["wait_s"]
 
 
 @contextlib.contextmanager
@@ -330,12 +335,14 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     if env.cuda:
         searcher = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
                             log=log, prefetch=waves.prefetch, explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)),
-                            measured=lambda: waves.results, extend=float(job.get("extend", EXTEND)))
+                            measured=lambda: waves.results, extend=float(job.get("extend", EXTEND)),
+                            clock=own_seconds, wall_cap_s=float(job.get("wall_cap_s") or budget * WALL_CAP))
         waited = _usage()["wait_s"]
         trials = searcher.search()
         trials += waves.unasked({tuple(sorted(t.config.items())) for t in trials})
         search_info = {"stopped": searcher.stopped or "no move left",
-                       "waited_s": round(_usage()["wait_s"] - waited, 2)}
+                       "waited_s": round(_usage()["wait_s"] - waited, 2),
+                       "wall_s": round(searcher.wall() - searcher.wall0, 2), "wall_cap_s": searcher.wall_cap_s}
     else:
         trials = _screen_only(doms, screened, budget, known, log)
         search_info = {}

@@ -91,9 +91,10 @@ class TuneResult(BaseModel):
 
 
 def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = DEFAULT_BUDGET_S,
-              timeout: float | None = None, extend: bool = True) -> TuneResult:
-    """One tune job for ``task_path`` (the search's budget ``budget_s``; ``extend``: it may stretch while improving,
-    ``search.EXTEND``)."""
+              timeout: float | None = None, extend: bool = True, wall_cap_s: float | None = None) -> TuneResult:
+    """One tune job for ``task_path`` (the search's budget ``budget_s``, its own seconds; ``extend``: it may stretch
+    while improving, ``search.EXTEND``; ``wall_cap_s``: the search's wall time at most, else ``job.WALL_CAP``
+    budgets)."""
     from tritondx.tools.exec.jobs import job_error, run_device_job
     source = Path(task_path).read_text()
     try:
@@ -113,7 +114,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     job = {"kind": "tune", "task": str(Path(task_path).resolve()), "instrumented": str(inst.resolve()),
            "knobs": out.knobs, "budget_s": budget_s if backend.can_time else min(budget_s, 60.0),
            "device": backend.torch_device, "progress_file": str(progress.resolve()), "known": [],
-           **({} if extend else {"extend": 1.0})}
+           **({} if extend else {"extend": 1.0}), **({"wall_cap_s": wall_cap_s} if wall_cap_s else {})}
     # the initial kernel's compiles from the probe (the trusted cache layer, read-only here): an autotuned kernel's
     # job otherwise compiled its configs again one after another before it searched (an int4 matmul over 36
     # configs: tune jobs of 119-129 s for a 25 s search, H200 corpus batches of 2026-12-04/05)
@@ -121,7 +122,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     cache_env = triton_cache.reader_env(source) if triton_cache.enabled() else {}
     for attempt in range(1 + FAULT_RETRIES):
         progress.write_text("")
-        r, seconds, device_s = run_device_job(job, backend, timeout or (budget_s * 3 + 120), extra_env=cache_env)
+        r, seconds, device_s = run_device_job(job, backend, timeout or (max(budget_s * 3, wall_cap_s or 0.0) + 120), extra_env=cache_env)
         out.seconds, out.device_seconds = round(out.seconds + seconds, 2), round(out.device_seconds + device_s, 2)
         if r.ok and r.result and r.result.get("ok"):
             break

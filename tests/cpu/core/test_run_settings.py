@@ -194,8 +194,10 @@ def test_a_batch_deadline_near_ends_the_run_and_shrinks_the_search():
     goto, why = deadline_route(now + 10, "rewriter", "gain 1.2x", now)
     assert goto == "__end__" and "deadline" in why and why.endswith("gain 1.2x")
     assert deadline_route(now - 5, "__end__", "done", now) == ("__end__", "done")
-    assert tune_budget(25.0, None, now) == (25.0, True)
-    assert tune_budget(25.0, now + TUNE_RESERVE_S + 100, now) == (25.0, True)
-    assert tune_budget(25.0, now + TUNE_RESERVE_S + 30, now) == (25.0, False)    # fits, but not stretched
-    assert tune_budget(25.0, now + TUNE_RESERVE_S + 12, now) == (12.0, False)
-    assert tune_budget(25.0, now, now) == (MIN_TUNE_S, False)
+    assert tune_budget(25.0, None, now) == (25.0, True, None)
+    assert tune_budget(25.0, now + TUNE_RESERVE_S + 200, now) == (25.0, True, None)
+    # the budget is the search's own seconds: its wall time (waits for the device included) capped at what is left
+    assert tune_budget(25.0, now + TUNE_RESERVE_S + 100, now) == (25.0, True, 100.0)
+    assert tune_budget(25.0, now + TUNE_RESERVE_S + 30, now) == (25.0, False, 30.0)    # fits, but not stretched
+    assert tune_budget(25.0, now + TUNE_RESERVE_S + 12, now) == (12.0, False, 12.0)
+    assert tune_budget(25.0, now, now) == (MIN_TUNE_S, False, MIN_TUNE_S)

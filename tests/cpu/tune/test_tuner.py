@@ -886,3 +886,41 @@ def test_the_search_says_why_it_ended():
     capped = Searcher(doms, lambda cfg: 1.0, budget_s=1e9, max_trials=2)
     capped.search()
     assert capped.stopped == "2 trials"
+
+
+def test_the_budget_leaves_out_waits_for_the_device_and_the_wall_is_capped():
+    """The job's clock leaves out its waits for the device lock (``own_seconds``): a search whose configurations each
+    wait 10 s behind other tasks' holds and take 1 s of its own still runs its budget of own seconds; the wall cap
+    bounds it (batch_h_sub16 of 2026-12-05: tune jobs waited 12-46 s of 25 s budgets)."""
+    from tritondx.tools.tune.search import Domain, Searcher
+    wall, waited = [0.0], [0.0]
+
+    def evaluate(cfg):
+        wall[0] += 11.0
+        waited[0] += 10.0
+        return 1.0 + abs(cfg.get("k.B", 0) - 6) / 10   # gains all the way to +6
+    doms = [Domain("k.B", "tile", list(range(-8, 9)), 0, "k", 64)]
+    own = Searcher(doms, evaluate, budget_s=25, clock=lambda: wall[0] - waited[0], wall=lambda: wall[0], extend=1.0)
+    trials = own.search()
+    assert any(t.config == {"k.B": 6} for t in trials)   # 10 configurations: 110 s of wall, 10 s of its own
+    wall[0] = waited[0] = 0.0
+    walled = Searcher(doms, evaluate, budget_s=25, clock=lambda: wall[0] - waited[0], wall=lambda: wall[0],
+                      extend=1.0, wall_cap_s=40)
+    trials = walled.search()
+    assert walled.stopped == "wall cap 40 s reached" and len(trials) == 4, (walled.stopped, len(trials))
+    wall[0] = waited[0] = 0.0
+    plain = Searcher(doms, evaluate, budget_s=25, clock=lambda: wall[0], extend=1.0)   # waits counted: 3 trials
+    assert len(plain.search()) == 3 and plain.stopped.startswith("budget 25 s spent")
+
+
+def test_the_job_clock_leaves_out_lock_waits(tmp_path, monkeypatch):
+    """``job.own_seconds`` is wall time less the process's waits for the device lock, as ``gpulock`` counts them."""
+    import time
+
+    from tritondx.tools.exec import gpulock
+    from tritondx.tools.tune import job
+    monkeypatch.setitem(gpulock._USAGE, "wait_s", 0.0)
+    a = job.own_seconds()
+    monkeypatch.setitem(gpulock._USAGE, "wait_s", 30.0)
+    b = job.own_seconds()
+    assert -31.0 < b - a < -29.0 and abs(job.own_seconds() + 30.0 - time.monotonic()) < 1.0
