@@ -189,16 +189,22 @@ def _quiet_compile() -> None:
         pass
 
 
-def _inductor_aside():
+def _inductor_aside(marks: dict | None = None):
     """torch.compile's default backend (inductor) with its compile run outside the device hold (``gpulock.aside``):
     tracing's graph goes through lowering, code generation and Triton compiles, all on the CPU, for seconds to
     minutes on a loaded host, and a shared hold through them made every timer of the batch wait. The compiled
-    graph runs (and inductor's autotuning launches) under the hold as before."""
+    graph runs (and inductor's autotuning launches) under the hold as before. ``marks["compile_aside_s"]``: the
+    seconds its compiles took."""
     from torch._inductor.compile_fx import compile_fx
 
     def inductor(gm, example_inputs):
-        with aside():
-            return compile_fx(gm, example_inputs)
+        t0 = time.monotonic()
+        try:
+            with aside():
+                return compile_fx(gm, example_inputs)
+        finally:
+            if marks is not None:
+                marks["compile_aside_s"] = round(marks.get("compile_aside_s", 0.0) + time.monotonic() - t0, 3)
     return inductor
 
 
@@ -266,9 +272,12 @@ class TimedOutputs:
         return None
 
 
-def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job):
+def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job, marks: dict | None = None):
     """Inputs (rotated sets when one set fits in L2), roofline counts, the callables to time (each keeps its outputs
-    for ``TimedOutputs``), the reference of every set, warmed up."""
+    for ``TimedOutputs``), the reference of every set, warmed up. ``marks``: the seconds of each step (inputs,
+    references, each callable's first call and its next two), what the warm-up's device hold went to."""
+    marks = {} if marks is None else marks
+    t0 = time.monotonic()
     device = job.get("device", "cuda")
     first = as_tuple(orig.make_inputs(shape, dtype, 1, device))
     in_bytes = tensor_bytes(first)
@@ -278,7 +287,10 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
     nbytes, flops = roofline_counts(orig, shape, dtype, first, outs)
     del outs
     floor_s = floor_seconds(nbytes, flops, dtype, ceilings)
+    marks["inputs_s"] = round(time.monotonic() - t0, 3)
+    t0 = time.monotonic()
     timed = TimedOutputs(orig, sets, dtype)   # before any variant runs on the sets
+    marks["references_s"] = round(time.monotonic() - t0, 3)
     fns: dict[str, Callable[[], Any]] = {}
     counters = {v["id"]: 0 for v in variants}
     for v in variants:
@@ -299,7 +311,7 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
         extra["torch_eager"] = lambda: ref(*sets[0])
         _quiet_compile()
         try:
-            compiled = torch.compile(ref, backend=_inductor_aside())
+            compiled = torch.compile(ref, backend=_inductor_aside(marks))
             extra["torch_compile"] = lambda: compiled(*sets[0])
         except Exception:  # torch.compile may not support the reference
             pass
@@ -307,9 +319,15 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
     errors: dict[str, str] = {}
     for vid, fn in list(all_fns.items()):
         try:
-            for _ in range(3):
+            t0 = time.monotonic()
+            fn()
+            _synchronize()
+            t1 = time.monotonic()
+            for _ in range(2):
                 fn()
             _synchronize()
+            marks[f"first_call_s:{vid}"] = round(t1 - t0, 3)
+            marks[f"next_calls_s:{vid}"] = round(time.monotonic() - t1, 3)
         except Exception as exc:  # a baseline that cannot run is reported, not fatal
             errors[vid] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             del all_fns[vid]
@@ -369,7 +387,10 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
             # inputs, reference and warm-up (compiles, autotuning) touch the device
             with autotune_exclusive(job.get("device", "cuda") != "cpu") as tuned_alone, \
                     phase(warmup_mode(paths, tuned_alone)):
-                prepared = _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job)
+                t_hold = time.monotonic()
+                warmup: dict[str, Any] = {"mode": warmup_mode(paths, tuned_alone)}
+                prepared = _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job, warmup)
+                warmup["wall_s"] = round(time.monotonic() - t_hold, 3)
             sets, n_sets, nbytes, flops, floor_s, all_fns, errors, timed = prepared
             variant_ids = {v["id"] for v in variants}   # (not the torch baselines)
             with phase("exclusive"):  # nothing else runs on the device while we time
@@ -404,7 +425,7 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
                         if vid in variant_ids:   # after the batch's last event: the comparison is not timed
                             timed.check(vid, f"round {len(per_round[vid])}")
             entry = {"shape": list(shape) if isinstance(shape, tuple) else shape, "dtype": str(dtype),
-                     "bytes": nbytes, "flops": flops, "floor_ms": floor_s * 1e3, "input_sets": n_sets,
+                     "warmup": warmup, "bytes": nbytes, "flops": flops, "floor_ms": floor_s * 1e3, "input_sets": n_sets,
                      "variants": {}, "errors": errors}
             # the timed outputs: held to the reference only where the initial kernel's own timed outputs match it
             baseline_ok = "initial" not in timed.checked or "initial" not in timed.mismatch
