@@ -40,6 +40,8 @@ RUN_BENCH = ("side by side in the run's last bench job (best vs initial, the rou
 RUN_DECISIVE = ("side by side in the run's last bench job (best vs initial, the round that chose it); no final "
                 "bench: the gain is beyond what picking the best of a few timed candidates can produce "
                 "(batch_task.RECHECK_BELOW)")
+UNCHANGED_UNTIMED = ("1 by definition: the run kept the initial kernel (no candidate beat it); not timed, its baselines "
+                     "job was stopped at the batch's deadline")
 RUN_DERIVED = ("derived through the initial kernel: (torch / initial, baselines job) x (initial / best, the run's "
                "last bench job)")
 
@@ -135,6 +137,7 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
         entry.update({"kernel_class": r["kernel_class"], "tiers_used": r["tiers_used"], "rounds": r["rounds"],
                       "run_speedup": r.get("speedup"),
                       "best_family": (r.get("best") or {}).get("family"),
+                      "run_best": (r.get("best") or {}).get("id"),
                       "rewrites_applied": _lineage(r), "speed": r["speed"],
                       "cost": dict(r.get("cost") or {})})
         cands = [c for c in r["candidates"] if c.get("measurement")]
@@ -179,6 +182,10 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
                 how["vs_torch"] = RUN_DERIVED
     if base and "shapes" not in base:
         entry["baselines_error"] = base.get("error")
+    if entry.get("speedup") is None and rc == 0 and (entry.get("run_best") or "") == "initial":
+        # the run's output is the task's own kernel: its speedup is 1 whether or not anything was timed
+        entry["speedup"] = 1.0
+        entry.setdefault("measured_how", {})["speedup"] = UNCHANGED_UNTIMED
     if timing is not None:
         entry["timing"] = timing.model_dump()
         entry["wall_without_baselines_s"] = timing.wall_without_baselines_s
@@ -239,6 +246,8 @@ def aggregate(results: list[dict[str, Any]]) -> dict[str, Any]:
     done = [r for r in results if r.get("speedup")]
     sp = [r["speedup"] for r in done]
     agg: dict[str, Any] = {"tasks": len(results), "measured": len(done),
+                           "unchanged_untimed": sum(1 for r in done if (r.get("measured_how") or {}).get("speedup")
+                                                    == UNCHANGED_UNTIMED),
                            "failed": sum(1 for r in results if r["status"] not in ("done", "not_finished")),
                            "not_finished": sum(1 for r in results if r["status"] == "not_finished")}
     if sp:
@@ -336,12 +345,14 @@ def write_summary(out: Path, results: list[dict[str, Any]], meta: dict[str, Any]
              f"device: {meta.get('device')}; torch {meta.get('torch')}; triton {meta.get('triton')}; "
              f"date {meta.get('date')}", ""]
     if agg.get("geomean_speedup"):
-        lines += [f"- tasks: {agg['tasks']} (measured {agg['measured']}, failed {agg['failed']}"
+        lines += [f"- tasks: {agg['tasks']} (measured {agg['measured']}"
+                  + (f", of which {agg['unchanged_untimed']} kept the initial kernel untimed (1x by definition)"
+                     if agg.get("unchanged_untimed") else "") + f", failed {agg['failed']}"
                   + (f", not finished by the deadline {agg['not_finished']}" if agg.get("not_finished") else "") + ")",
                   f"- geomean speedup: **{agg['geomean_speedup']:.2f}x**, median {agg['median_speedup']:.2f}x",
                   f"- over 2x: {agg['over_2x']}/{agg['measured']}; over 5x: {agg['over_5x']}/{agg['measured']}",
-                  f"- roofline fraction (geomean): before {agg['roofline_before_geomean']:.0%}, "
-                  f"after {agg['roofline_after_geomean']:.0%}"]
+                  f"- roofline fraction (geomean): before {_pct(agg['roofline_before_geomean'])}, "
+                  f"after {_pct(agg['roofline_after_geomean'])}"]
         if agg.get("geomean_vs_torch_compile"):
             lines.append(f"- optimized vs torch.compile: {agg['geomean_vs_torch_compile']:.2f}x (geomean of "
                          "compile time / optimized time; >1 means faster than torch.compile)")

@@ -189,6 +189,21 @@ def _quiet_compile() -> None:
         pass
 
 
+def _compile_imports() -> float:
+    """torch.compile's imports (dynamo, inductor) and settings, taken before the warm-up's device hold: on the H100
+    host they took ~6 s of a baselines job's ~8.5 s shared hold (``bench/scripts/baselines_warmup.py``,
+    2026-12-05: matmulfree_l2norm's warm-up held 8.5 s for 2.5 s of inputs, calls and compile), while every timer
+    of the batch waited behind the hold. Returns the seconds they took."""
+    t0 = time.monotonic()
+    _quiet_compile()
+    try:
+        import torch._dynamo  # noqa: F401
+        from torch._inductor import compile_fx  # noqa: F401
+    except Exception:  # another torch: the first torch.compile call imports what it needs
+        pass
+    return round(time.monotonic() - t0, 3)
+
+
 def _inductor_aside(marks: dict | None = None):
     """torch.compile's default backend (inductor) with its compile run outside the device hold (``gpulock.aside``):
     tracing's graph goes through lowering, code generation and Triton compiles, all on the CPU, for seconds to
@@ -310,8 +325,10 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job,
         ref = orig.reference
         extra["torch_eager"] = lambda: ref(*sets[0])
         _quiet_compile()
+        t1 = time.monotonic()
         try:
             compiled = torch.compile(ref, backend=_inductor_aside(marks))
+            marks["compile_setup_s"] = round(time.monotonic() - t1, 3)
             extra["torch_compile"] = lambda: compiled(*sets[0])
         except Exception:  # torch.compile may not support the reference
             pass
@@ -382,13 +399,14 @@ def bench(job: dict[str, Any]) -> dict[str, Any]:
     results = []
     dtypes = [to_dtype(d) for d in orig.DTYPES][: int(job.get("max_dtypes", 1))]
     paths = [job["task"], *(v["path"] for v in variants)]
+    imports_s = _compile_imports() if job.get("baselines") and not getattr(orig, "ORACLE", None) else None
     for dtype in dtypes:
         for shape in [norm_shape(s) for s in orig.BENCH_SHAPES]:
             # inputs, reference and warm-up (compiles, autotuning) touch the device
             with autotune_exclusive(job.get("device", "cuda") != "cpu") as tuned_alone, \
                     phase(warmup_mode(paths, tuned_alone)):
                 t_hold = time.monotonic()
-                warmup: dict[str, Any] = {"mode": warmup_mode(paths, tuned_alone)}
+                warmup: dict[str, Any] = {"mode": warmup_mode(paths, tuned_alone), "compile_imports_s": imports_s}
                 prepared = _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job, warmup)
                 warmup["wall_s"] = round(time.monotonic() - t_hold, 3)
             sets, n_sets, nbytes, flops, floor_s, all_fns, errors, timed = prepared

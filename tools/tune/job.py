@@ -162,8 +162,8 @@ def _usage() -> dict[str, float]:
 
 class Waves:
     """The search's configurations evaluated in waves: the one it asks for and those it handed to ``prefetch``
-    (its likely next ones), up to ``size``, compiled ahead in threads, screened one after another in **one**
-    shared hold, the correct ones timed one after another in **one** exclusive hold. The search's order is
+    (its likely next ones), up to ``size``, compiled ahead in threads, screened and the correct ones timed one after
+    another in **one** exclusive hold. The search's order is
     unchanged; a configuration it asks for later is answered from the wave. On the H200 corpus batch of
     2026-12-05 (8 tasks at a time) a job timed 4-21 configurations in its 25 s with a hold of each kind per
     configuration, though its compiles were done ahead and it held the device 2-7 s: the rest was waiting for the
@@ -218,7 +218,10 @@ class Waves:
     def _run(self, cfg: dict[str, int]) -> None:
         from tritondx.tools.exec.gpulock import phase
         passed = []
-        with phase("shared"):
+        # one exclusive hold for the wave's screens and timings: a shared hold for the screens and an exclusive one
+        # for the timings waited twice behind the batch's other holds, and the waits were most of the search
+        # (H100 corpus batch of 2026-12-05 with the lock monitor: flaggems_max's search waited 65 s of 73 s)
+        with phase("exclusive"):
             wave = self._members(cfg)
             for c in wave:
                 if self.log and c is not wave[0]:
@@ -228,14 +231,12 @@ class Waves:
                 self.results[tuple(sorted(c.items()))] = None
                 if ok is not None:
                     passed.append((c, ok))
-        if passed:
-            with phase("exclusive"):
-                for c, (mod, kc) in passed:
-                    if self.log:
-                        self.log("start", {"config": c})
-                    with _watch(f"timing {_label(c)}", self.limit_s):
-                        self.results[tuple(sorted(c.items()))] = self.env.time_held(
-                            lambda m=mod, k=kc: self.env.call(m, k))
+            for c, (mod, kc) in passed:
+                if self.log:
+                    self.log("start", {"config": c})
+                with _watch(f"timing {_label(c)}", self.limit_s):
+                    self.results[tuple(sorted(c.items()))] = self.env.time_held(
+                        lambda m=mod, k=kc: self.env.call(m, k))
         if self.log:   # the wave's first configuration is the search's: it logs that one's trial itself
             self.log("start", {"config": wave[0]})
         self.stats["waves"] += 1

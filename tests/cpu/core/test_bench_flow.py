@@ -151,3 +151,21 @@ def test_every_variants_pad_comes_from_the_initial_kernels_host_time(bench_mod, 
     timer.calls(host_heavy, 2)
     assert sleeps == [1_510_000, 1_510_000]      # its own: 1.5 x 1000 us + 10 us
     assert bench_job.Timer("cpu", pad_host=True).pad_host is False   # no spin kernel on the CPU
+
+
+def test_torch_compiles_imports_come_before_the_warm_up_hold(bench_mod, tmp_path, monkeypatch):
+    """A baselines job imports dynamo and inductor before it takes the device (they took ~6 s of an 8.5 s shared
+    hold on the H100 host, every timer of the batch waiting), and its warm-up says what the hold went to."""
+    bench_job, ceil = bench_mod
+    phases = _record_phases(monkeypatch, bench_job)
+    real = bench_job._compile_imports
+    monkeypatch.setattr(bench_job, "_compile_imports", lambda: (phases.append("imports"), real())[1])
+    monkeypatch.setattr(bench_job.torch, "compile", lambda fn, backend=None: fn)   # no inductor run on the CPU
+    task = _task(tmp_path, "task.py", ROOT / "tests/cpu/verifier/tiny_axpy.py")
+    out = bench_job.bench({"task": str(task), "device": "cpu", "rounds": 1, "ceilings_file": str(ceil),
+                           "baselines": True, "variants": [{"id": "initial", "path": str(task)}]})
+    assert phases == ["imports", "shared", "exclusive"], phases
+    warm = out["shapes"][0]["warmup"]
+    assert warm["mode"] == "shared" and warm["compile_imports_s"] >= 0 and warm["wall_s"] >= warm["inputs_s"]
+    assert {"first_call_s:initial", "first_call_s:torch_eager", "first_call_s:torch_compile"} <= set(warm), warm
+    assert set(out["shapes"][0]["variants"]) == {"initial", "torch_eager", "torch_compile"}

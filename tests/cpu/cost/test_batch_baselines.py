@@ -391,3 +391,23 @@ def test_the_final_bench_re_times_only_a_figure_the_winners_curse_could_have_mad
         (final,) = ev["final"]
         assert e["timing"]["final_bench_s"] >= 2.0 and "final_bench_skipped" not in e
         assert e["speedup"] == pytest.approx(2.2) and e["measured_how"]["speedup"] == batch_summary.SIDE_BY_SIDE_FINAL
+
+
+def test_a_run_that_kept_the_initial_kernel_is_1x_by_definition_even_untimed(tmp_path):
+    """A run that ended with the task's own kernel and whose baselines job the deadline stopped: its speedup is 1
+    by definition (counted, said so), not 'not measured'; a run whose best is another kernel stays unmeasured."""
+    rep = {"kernel_class": "elementwise", "tiers_used": ["triage"], "rounds": 1, "speedup": None,
+           "speed": "not measured", "best": {"id": "initial", "path": "t.py", "speedup": 1.0}, "candidates": []}
+    (tmp_path / "report.json").write_text(json.dumps(rep))
+    stopped = {"error": "stopped at the batch's deadline", "seconds": 3.0}
+    e = batch_summary.summarize_task(str(tmp_path / "t.py"), tmp_path, 0, 40.0, None, "", stopped)
+    assert e["speedup"] == 1.0 and e["measured_how"]["speedup"] == batch_summary.UNCHANGED_UNTIMED
+    assert "initial_ms" not in e and "vs_torch_compile" not in e
+    agg = batch_summary.aggregate([e, {**e, "task": "u", "speedup": 2.0, "measured_how": {}}])
+    assert agg["measured"] == 2 and agg["unchanged_untimed"] == 1
+    rep["best"] = {"id": "c1", "path": "b.py", "family": "tune"}
+    (tmp_path / "report.json").write_text(json.dumps(rep))
+    e = batch_summary.summarize_task(str(tmp_path / "t.py"), tmp_path, 0, 40.0, None, "", stopped)
+    assert "speedup" not in e
+    failed = batch_summary.summarize_task(str(tmp_path / "t.py"), tmp_path, 1, 40.0, None, "", stopped)
+    assert "speedup" not in failed

@@ -537,10 +537,10 @@ def holds(monkeypatch) -> list[str]:
     return seen
 
 
-def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one_hold_of_each_kind(holds):
-    """The search's asked configuration and the ones it handed to prefetch are screened in one shared hold and the
-    correct ones timed in one exclusive hold; a later ask for one of them takes no hold; one the screen fails is
-    None; measured-but-never-asked ones come back as trials."""
+def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one_exclusive_hold(holds):
+    """The search's asked configuration and the ones it handed to prefetch are screened and the correct ones timed
+    in one exclusive hold (one wait behind the batch's other holds, not two); a later ask for one of them takes no
+    hold; one the screen fails is None; measured-but-never-asked ones come back as trials."""
     from tritondx.tools.tune.job import Waves
     timed: list[int] = []
 
@@ -554,17 +554,17 @@ def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one
             return float(timed[-1])
 
     def screen(cfg):
-        assert holds[-1] == "shared"
+        assert holds[-1] == "exclusive"
         v = cfg.get("k.B", 0)
         return None if v == -2 else (10 + v, {})
 
     w = Waves(screen, Env(), None, None, size=4)
     w.prefetch([{"k.B": 1}, {"k.B": -1}, {"k.B": -2}, {"k.B": 2}, {"k.B": 3}])
     assert w.evaluate({}) == 10.0
-    assert holds == ["shared", "exclusive"]
+    assert holds == ["exclusive"]
     assert w.evaluate({"k.B": -1}) == 9.0 and w.evaluate({"k.B": -2}) is None and w.evaluate({"k.B": 1}) == 11.0
-    assert holds == ["shared", "exclusive"]          # answered from the first wave
-    assert w.evaluate({"k.B": 2}) == 12.0 and len(holds) == 4
+    assert holds == ["exclusive"]          # answered from the first wave
+    assert w.evaluate({"k.B": 2}) == 12.0 and len(holds) == 2
     extra = w.unasked({(), (("k.B", -1),), (("k.B", -2),), (("k.B", 1),), (("k.B", 2),)})
     assert [(t.config, t.ms, t.phase) for t in extra] == [({"k.B": 3}, 13.0, "wave")]
     assert w.stats == {"waves": 2, "configurations": 6, "asked": 5}
@@ -594,7 +594,7 @@ def test_a_wave_takes_the_prefetches_compiled_by_the_time_its_hold_is_granted_an
 
     @contextlib.contextmanager
     def phase(mode, urgent=False):   # the wait for the lock: B=1 and B=3 finish compiling meanwhile
-        if mode == "shared":
+        if mode == "exclusive":
             Pre.compiling -= Pre.done_while_waiting
         yield
     monkeypatch.setattr(gpulock, "phase", phase)
