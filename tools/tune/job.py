@@ -42,6 +42,9 @@ TIME_TARGET_MS = 10.0
 FINAL_TOP = 5
 #: a configuration must lead the launched one by this much in the search for the final timing to run (``contenders``)
 FINAL_MIN_LEAD = 0.01
+#: the task's check shapes each of the fastest configurations must also match the launched kernel on, and how many
+#: configurations are checked at most (``check_shapes``)
+CHECK_SHAPES_AT_MOST, CHECKED_AT_MOST = 3, 12
 
 
 def _outputs(x: Any) -> list[torch.Tensor]:
@@ -353,6 +356,10 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     precompiled = pre.close() if pre is not None else {}
     marks["searched"] = round(time.monotonic() - t_start, 2)
     final: dict[str, Any] = {}
+    checks: dict[str, Any] = {}
+    if env.cuda and contenders(trials):
+        checks = check_shapes(env, trials, how, pins, FINAL_TOP, log)
+    marks["checked"] = round(time.monotonic() - t_start, 2)
     if env.cuda and contenders(trials):
         final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins)
     marks["final"] = round(time.monotonic() - t_start, 2)
@@ -362,8 +369,76 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             "launched_values": launched, "trials": [t.model_dump() for t in trials], "final": final,
             "timed": env.cuda, "shape": env.shape if not isinstance(env.shape, tuple) else list(env.shape),
             "dtype": str(env.dtype), "wall_s": round(time.monotonic() - t_start, 2), "budget_s": budget,
-            "precompiled": precompiled, "waves": waves.stats if waves is not None else {}, "search": search_info,
+            "precompiled": precompiled, "waves": waves.stats if waves is not None else {}, "search": search_info, "check_shapes": checks,
             "device_usage": _usage(), "marks": marks}
+
+
+def check_shapes(env: "_Env", trials: list[Trial], how: dict[str, str], pins: dict[str, int], n: int,
+                 log=None) -> dict[str, Any]:
+    """The ``n`` fastest configurations that also match the launched kernel on the task's check shapes (its
+    ``CHECK_SHAPES``, the ones the verifier checks first), the others marked failed with the shape that showed it.
+    The search screens every configuration at the benchmark size only; a tile wider than a small shape's row can
+    be right there and wrong on the small one (H100 corpus batch of 2026-12-05, batch_j: optimize_softmax_online's
+    two winners, TILE_N 4096 -> 16384 at 1.23x, both gave NaN at the check shape and the verifier rejected them; the
+    task ended at 1.00x where batch_g had kept a smaller tile at 1.12x). Checked after the search, on at most
+    ``CHECKED_AT_MOST`` configurations, so the search itself stays cheap."""
+    from tritondx.tools.exec.gpulock import phase
+    shapes = [norm_shape(x) for x in getattr(env.orig, "CHECK_SHAPES", [])]
+    shapes = [x for x in shapes if x != env.shape][:CHECK_SHAPES_AT_MOST]
+    info: dict[str, Any] = {"shapes": [list(x) if isinstance(x, tuple) else x for x in shapes], "checked": 0,
+                            "failed": {}}
+    if not shapes:
+        return info
+    with phase("shared"):
+        cases = []
+        for i, shape in enumerate(shapes):
+            try:
+                inputs = as_tuple(env.orig.make_inputs(shape, env.dtype, 7 + i, env.device))
+                refs = [t.detach().clone() for t in _outputs(env.orig.launch(*[_copy(x) for x in inputs]))]
+                env.sync()
+            except Exception:   # a check shape the launched kernel itself cannot run says nothing of a configuration
+                continue
+            cases.append((shape, inputs, refs))
+        if not cases:
+            return info
+        passed = 0
+        for t in top(trials, len(trials)):   # the fastest first
+            if passed >= n or info["checked"] >= CHECKED_AT_MOST:
+                break
+            if not t.config:   # the configuration launched: the reference itself
+                passed += 1
+                continue
+            info["checked"] += 1
+            kc = _as_knobs(t.config, how, pins)
+            if log:
+                log("start", {"config": t.config})
+            bad = ""
+            for shape, inputs, refs in cases:
+                try:
+                    with _watch(f"configuration {_label(t.config)} at check shape {shape}", CONFIG_LIMIT_S):
+                        mod = env.module(kc)
+                        knobmod.CURRENT = dict(kc)
+                        env.poison(refs)
+                        outs = _outputs(mod.launch(*[_copy(x) for x in inputs]))
+                        env.sync()
+                    bad = _mismatch(outs, refs, env.tols)
+                except Exception as exc:   # a fault poisons the context: sync raises, the job ends (run.tune_task)
+                    env.sync()
+                    bad = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                if bad:
+                    bad = f"check shape {shape}: {bad}"[:300]
+                    break
+            if bad:
+                info["failed"][_label(t.config)] = bad
+                t.status, t.ms, t.note = "failed", None, bad
+            else:
+                passed += 1
+    return info
+
+
+def _copy(x: Any) -> Any:
+    """A fresh copy of a tensor input (a launcher that writes an input in place leaves the next call its answer)."""
+    return x.clone() if isinstance(x, torch.Tensor) else x
 
 
 def contenders(trials: list[Trial]) -> bool:

@@ -208,7 +208,7 @@ def test_launch_behind_autograd_apply_is_found_and_tuned(tmp_path):
     assert [k.key for k in sp.knobs if k.kind == "tile"] == ["scale_kernel.BLOCK"]
     res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
     assert res.ran and not res.timed
-    assert list(res.marks) == ["loaded", "recorded", "searched", "final"] and res.marks["final"] >= res.marks["loaded"]
+    assert list(res.marks) == ["loaded", "recorded", "searched", "checked", "final"] and res.marks["final"] >= res.marks["loaded"]
     assert [l["kernel"] for l in res.launches] == ["scale_kernel"]        # found by running it
     assert res.launches[0]["constexprs"]["BLOCK"] == 64 and res.launches[0]["grid"] == [5]
     tiles = [t for t in res.trials if "scale_kernel.BLOCK" in t["config"]]
@@ -924,3 +924,50 @@ def test_the_job_clock_leaves_out_lock_waits(tmp_path, monkeypatch):
     monkeypatch.setitem(gpulock._USAGE, "wait_s", 30.0)
     b = job.own_seconds()
     assert -31.0 < b - a < -29.0 and abs(job.own_seconds() + 30.0 - time.monotonic()) < 1.0
+
+
+def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_final_timing():
+    """A configuration right at the benchmark size and wrong on a small check shape (a tile wider than the row: NaN)
+    is marked failed with the shape that showed it; the next fastest takes its place; the launched one is the
+    reference (batch_j of 2026-12-05: optimize_softmax_online's two winners failed the verifier's check shape)."""
+    import types
+
+    import torch
+
+    from tritondx.tools.tune import knob as knobmod
+    from tritondx.tools.tune.job import check_shapes
+    from tritondx.tools.tune.search import Trial, top
+
+    def launch(x):
+        return x * 2
+
+    def tuned_launch(x):
+        wide = dict(knobmod.CURRENT).get("k.T", ("set", 0))[1] == 2
+        return torch.full_like(x, float("nan")) if wide and x.numel() < 8 else x * 2
+
+    orig = types.SimpleNamespace(CHECK_SHAPES=[(64,), (3,)], launch=launch,
+                                 make_inputs=lambda shape, dtype, seed, device: (torch.randn(*shape, dtype=dtype),))
+
+    class Env:
+        shape, dtype, device, tols = (64,), torch.float32, "cpu", {}
+
+        def __init__(self):
+            self.orig = orig
+
+        def sync(self):
+            pass
+
+        def poison(self, refs):
+            pass
+
+        def module(self, kc):
+            return types.SimpleNamespace(launch=tuned_launch)
+
+    trials = [Trial(config={}, status="ok", ms=1.0), Trial(config={"k.T": 2}, status="ok", ms=0.5),
+              Trial(config={"k.T": 1}, status="ok", ms=0.7), Trial(config={"k.T": 3}, status="ok", ms=0.9)]
+    info = check_shapes(Env(), trials, {"k.T": "set"}, {}, 2)
+    assert info["shapes"] == [[3]] and info["checked"] == 3, info   # the bench shape is not checked again
+    assert list(info["failed"]) == ["k.T=2"] and "check shape (3,)" in info["failed"]["k.T=2"]
+    assert "NaN" in info["failed"]["k.T=2"] or "nan" in info["failed"]["k.T=2"].lower()
+    assert trials[1].status == "failed" and trials[1].ms is None
+    assert [t.config for t in top(trials, 2)] == [{"k.T": 1}, {"k.T": 3}]
