@@ -382,14 +382,15 @@ def check_shapes(env: "_Env", trials: list[Trial], how: dict[str, str], pins: di
     two winners, TILE_N 4096 -> 16384 at 1.23x, both gave NaN at the check shape and the verifier rejected them; the
     task ended at 1.00x where batch_g had kept a smaller tile at 1.12x). Checked after the search, on at most
     ``CHECKED_AT_MOST`` configurations, so the search itself stays cheap."""
-    from tritondx.tools.exec.gpulock import phase
+    from tritondx.tools.exec.gpulock import autotune_exclusive, phase
     shapes = [norm_shape(x) for x in getattr(env.orig, "CHECK_SHAPES", [])]
     shapes = [x for x in shapes if x != env.shape][:CHECK_SHAPES_AT_MOST]
     info: dict[str, Any] = {"shapes": [list(x) if isinstance(x, tuple) else x for x in shapes], "checked": 0,
                             "failed": {}}
     if not shapes:
         return info
-    with phase("shared"):
+    # an autotuned launcher meets new shapes here: it times its configs with the device to itself, as in the recording
+    with autotune_exclusive(env.cuda), phase("shared"):
         cases = []
         for i, shape in enumerate(shapes):
             try:

@@ -949,7 +949,7 @@ def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_f
                                  make_inputs=lambda shape, dtype, seed, device: (torch.randn(*shape, dtype=dtype),))
 
     class Env:
-        shape, dtype, device, tols = (64,), torch.float32, "cpu", {}
+        shape, dtype, device, tols, cuda = (64,), torch.float32, "cpu", {}, False
 
         def __init__(self):
             self.orig = orig
