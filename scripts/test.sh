@@ -22,5 +22,5 @@ fi
 cores=$(nproc 2>/dev/null || echo 2)
 workers=${TRITONDX_TEST_WORKERS:-$(( cores * 2 > 8 ? 8 : cores * 2 ))}
 echo "tests: the CPU suite takes about 17-19 minutes on 2 cores with $workers workers (Triton interpreter, sandboxed" \
-     "jobs; measured 2026-12-05; longer beside other work) ..." >&2
+     "jobs; measured 2026-12-05; longer beside other work or on a slower machine: 42 minutes seen) ..." >&2
 exec "$py" -m pytest tests/cpu -n "$workers" -q --durations=25 "$@"
