@@ -118,8 +118,9 @@ class Heartbeat:
     ``every`` seconds: which node runs, for how long, and what it is doing. Fed with LangGraph's task
     events (``stream_mode="tasks"``: a task's start carries its input state, its end a result or error)."""
 
-    def __init__(self, every: float | None = None) -> None:
+    def __init__(self, every: float | None = None, thread_id: str | None = None) -> None:
         self.every = every or heartbeat_every()
+        self.thread_id = thread_id   # the run's graph thread: its lines carry it like every node's
         self.running: dict[str, tuple[str, float, str, Any]] = {}  # task id -> node, started, doing, round
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -152,7 +153,8 @@ class Heartbeat:
         log = structlog.get_logger(PROJECT_LOGGER)
         for node, started, doing, rnd in running:
             log.info(STILL_RUNNING, node=node, round=rnd if node in ("verifier", "bench", "rewriter") else None,
-                     seconds=int(now - started), doing=doing)
+                     seconds=int(now - started), doing=doing,
+                     **({"thread_id": self.thread_id} if self.thread_id else {}))
         _LAST_LINE[0] = now
 
     def _loop(self) -> None:

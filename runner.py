@@ -84,7 +84,7 @@ def drive(graph, graph_input: Any, config: dict[str, Any], cfg: RunConfig, appro
     report node writes the run's files) or, without an approver, until it pauses. Returns the state values and
     the requests still waiting for an answer. ``started_at``: where this invocation's wall time starts (the
     report's), default now."""
-    beat = Heartbeat()
+    beat = Heartbeat(thread_id=(config.get("configurable") or {}).get("thread_id"))
     context = RunContext(config=cfg, started_at=started_at or time.time())
 
     def run(inp: Any, conf: dict[str, Any]) -> None:  # invoke, with the task events feeding the heartbeat

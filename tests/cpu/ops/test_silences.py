@@ -233,3 +233,22 @@ def test_verify_says_it_is_still_checking(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.startswith(f"verified: {task}")
     assert f"verify still running (" in r.stderr and f"checking {task} against the task's reference" in r.stderr
+
+
+def test_the_heartbeats_lines_carry_the_runs_thread(tmp_path, capsys):
+    """A run's heartbeat lines in log.jsonl carry its graph thread like every node's line (on a slow machine the
+    tuner's 15 s silence put a line without it into an end-to-end run's log)."""
+    import json
+
+    from tritondx.logs import setup_logging
+    log_file = tmp_path / "log.jsonl"
+    setup_logging(log_file)
+    beat = Heartbeat(every=0.5, thread_id="run-7")
+    with beat:
+        beat.task_event({"id": "t1", "name": "tuner", "input": {"round": 0}})
+        time.sleep(1.2)
+        beat.task_event({"id": "t1", "name": "tuner", "result": {}})
+    setup_logging(None)
+    lines = [json.loads(x) for x in log_file.read_text().splitlines()]
+    beats = [e for e in lines if e.get("event") == "still_running"]
+    assert beats and all(e["thread_id"] == "run-7" and e["node"] == "tuner" for e in beats), lines
