@@ -369,7 +369,8 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             "launched_values": launched, "trials": [t.model_dump() for t in trials], "final": final,
             "timed": env.cuda, "shape": env.shape if not isinstance(env.shape, tuple) else list(env.shape),
             "dtype": str(env.dtype), "wall_s": round(time.monotonic() - t_start, 2), "budget_s": budget,
-            "precompiled": precompiled, "waves": waves.stats if waves is not None else {}, "search": search_info, "check_shapes": checks,
+            "precompiled": precompiled, "waves": waves.stats if waves is not None else {}, "search": search_info,
+            "check_shapes": checks,
             "device_usage": _usage(), "marks": marks}
 
 

@@ -122,7 +122,8 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     cache_env = triton_cache.reader_env(source) if triton_cache.enabled() else {}
     for attempt in range(1 + FAULT_RETRIES):
         progress.write_text("")
-        r, seconds, device_s = run_device_job(job, backend, timeout or (max(budget_s * 3, wall_cap_s or 0.0) + 120), extra_env=cache_env)
+        limit = timeout or (max(budget_s * 3, wall_cap_s or 0.0) + 120)
+        r, seconds, device_s = run_device_job(job, backend, limit, extra_env=cache_env)
         out.seconds, out.device_seconds = round(out.seconds + seconds, 2), round(out.device_seconds + device_s, 2)
         if r.ok and r.result and r.result.get("ok"):
             break
