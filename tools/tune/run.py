@@ -90,6 +90,13 @@ class TuneResult(BaseModel):
         return out
 
 
+def retry_budget(budget_s: float, faulted_s: float) -> float:
+    """The search budget of the job run again without a faulted configuration: what is left, but at least half:
+    the faulted job's seconds include a hang's watchdog (45 s) or a crash's restart, not search (H100 batch_j of
+    2026-12-05: slora_context_attn_nopad's retry got 5 s after a 45 s compile hang, and its search ended at once)."""
+    return max(5.0, budget_s - faulted_s, budget_s / 2)
+
+
 def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = DEFAULT_BUDGET_S,
               timeout: float | None = None, extend: bool = True, wall_cap_s: float | None = None) -> TuneResult:
     """One tune job for ``task_path`` (the search's budget ``budget_s``, its own seconds; ``extend``: it may stretch
@@ -136,7 +143,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
         log.info("tune_config_fault", config=faulted, klass=klass, reason=reason[:160], attempt=attempt + 1)
         job["known"] = job["known"] + done + [{"config": faulted, "status": "failed", "phase": "fault",
                                                 "note": f"{klass}: {reason}"[:300]}]
-        job["budget_s"] = max(5.0, job["budget_s"] - seconds)
+        job["budget_s"] = retry_budget(job["budget_s"], seconds)
     else:
         out.error = f"tune job: {FAULT_RETRIES + 1} attempts ended in faults"
         (folder / "tune.json").write_text(out.model_dump_json(indent=1))

@@ -28,6 +28,10 @@ from pydantic import BaseModel
 
 #: the largest tile a configuration may have per kernel, in elements (registers: 128 threads x 255 regs x ~4)
 MAX_TILE_ELEMS = 1 << 17
+#: the largest value a ``tl.dot`` operand's tile dimension may take (no MMA tile or Triton matmul config goes past
+#: 256; an attention kernel's BLOCK_M 128 -> 512 beside fixed 128-wide K/V tiles compiled for over 45 s and the tune
+#: job was killed as hung, H100 corpus batch_j of 2026-12-05, slora_context_attn_nopad)
+MAX_DOT_TILE = 256
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
 #: an improvement smaller than this is noise for the search's own decisions (the verifier's bench decides later)
@@ -84,7 +88,7 @@ def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, 
             if not isinstance(v, int) or v < 1:
                 continue
             lo_val = 16 if k.get("dot") else 1
-            hi_val = 64 if k["kind"] == "count" else 1 << 16
+            hi_val = 64 if k["kind"] == "count" else max(v, MAX_DOT_TILE) if k.get("dot") else 1 << 16
             vals = [v << e if e >= 0 else v >> -e for e in range(-4, 5)]
             vals = sorted({x for x in vals if lo_val <= x <= hi_val and x >= 1} | {v})
             if len(vals) > 1:
@@ -104,6 +108,8 @@ def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, 
             v = k.get("value")
         lo_val = 16 if k.get("dot") else 1
         hi_val = 64 if k["kind"] == "count" else 1 << 16
+        if k.get("dot") and v is not None:
+            hi_val = max(v, MAX_DOT_TILE)
         if k["kind"] == "grid":     # a program count: up to 64 per SM of the largest device, never below 1
             lo_val, hi_val = 1, 132 * 64
         exps = [e for e in range(-8, 9)

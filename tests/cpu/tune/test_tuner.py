@@ -971,3 +971,27 @@ def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_f
     assert "NaN" in info["failed"]["k.T=2"] or "nan" in info["failed"]["k.T=2"].lower()
     assert trials[1].status == "failed" and trials[1].ms is None
     assert [t.config for t in top(trials, 2)] == [{"k.T": 1}, {"k.T": 3}]
+
+
+def test_a_dot_tile_grows_to_256_at_most_and_other_tiles_further():
+    """A ``tl.dot`` operand's tile stops at ``MAX_DOT_TILE`` (an attention kernel's BLOCK_M 512 beside fixed K/V tiles
+    compiled past the job's hang watchdog); a tile launched above it keeps its own value; a non-dot tile still grows."""
+    from tritondx.tools.tune.search import MAX_DOT_TILE
+
+    def top(key, launched, dot, how="scale"):
+        k = {"key": key, "kind": "tile", "how": how, "params": [key], "value": launched, "dot": dot}
+        d = domains([k], {key: launched})[0]
+        return max(d.values) if d.absolute else launched << max(d.values)
+
+    assert MAX_DOT_TILE == 256
+    assert top("k.BLOCK_M", 128, True) == 256
+    assert top("k.BLOCK_M", 128, True, how="set") == 256      # an autotune config's tile, around its pick
+    assert top("k.BLOCK_M", 512, True) == 512                 # launched larger: never cut below the author's value
+    assert top("k.BLOCK", 128, False) > 256
+
+
+def test_a_retry_after_a_fault_keeps_half_its_budget():
+    from tritondx.tools.tune.run import retry_budget
+    assert retry_budget(25.0, 85.0) == 12.5      # a 45 s hang inside the faulted job does not eat the search
+    assert retry_budget(25.0, 4.0) == 21.0       # an early crash: what is left
+    assert retry_budget(6.0, 30.0) == 5.0
