@@ -8,7 +8,11 @@ holds):
 - ``launch``: ``p = p.clone()`` becomes ``p__src = p`` and ``p = torch.empty_like(p)`` (the same layout rule);
 - each host function on the way to the kernel takes ``p__src`` (keyword-only) and hands it on by keyword;
 - the kernel takes ``p_ptr__src`` right after ``p_ptr``; every pointer it computes from ``p_ptr`` gets a twin
-  computed the same way from ``p_ptr__src``, and its loads read through the twins; its stores are unchanged.
+  computed the same way from ``p_ptr__src``, and its loads read through the twins; its stores are unchanged, but
+  for a store whose mask reads memory (the plan's ``GuardedStore``): ``tl.store(A, V, mask=M)`` becomes
+  ``tl.store(A, tl.where(M, V, tl.load(A__src, mask=B)), mask=B)``, ``B`` the mask's bounds, so that what ``M``
+  skips inside the bounds holds the source's value as the copy did (any temporary ``B`` needs is added before the
+  statement that bound its names).
 
 The fresh buffer holds only what the kernel stores: an element it leaves unwritten is poisoned while the verifier
 runs the candidate and fails its checks.
@@ -19,7 +23,8 @@ from __future__ import annotations
 import ast
 
 import libcst as cst
-from tritondx.tools.evidence.inplace import SRC, FoldPlan, clone_of, derived_names, fold_plan
+from libcst.metadata import PositionProvider
+from tritondx.tools.evidence.inplace import SRC, FoldPlan, GuardedStore, clone_of, derived_names, fold_plan
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import code_of, dotted, expr, parse, stmt
 
@@ -37,6 +42,8 @@ def _twin(node: cst.CSTNode, names: set[str]) -> cst.CSTNode:
 
 
 class _Fold(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
     def __init__(self, plan: FoldPlan, derived: dict[str, set[str]]) -> None:
         self.plan = plan
         self.derived = derived          # kernel -> pointer names (parameters and what is computed from them)
@@ -103,14 +110,42 @@ class _Fold(cst.CSTTransformer):
                 return cst.FlattenSentinel([updated.with_changes(body=[stmt(f"{x}{SRC} = {x}").body[0]]),
                                             updated.with_changes(body=[stmt(f"{x} = torch.empty_like({x})").body[0]],
                                                                  leading_lines=[])])
-        if self.fn in self.plan.kernels and len(updated.body) == 1 and \
-                isinstance(updated.body[0], (cst.Assign, cst.AugAssign)):
+        if self.fn in self.plan.kernels:
+            return self._kernel_line(original, updated)
+        return updated
+
+    def _kernel_line(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        """A kernel's line: the plan's temporaries before it, its guarded store rewritten, a pointer's twin after."""
+        line = self.get_metadata(PositionProvider, original).start.line
+        guards = self.plan.guards.get(self.fn, [])
+        out = [stmt(t) for g in guards for at, t in g.temps if at == line]
+        guard = next((g for g in guards if g.line == line), None)
+        out.append(self._guarded(updated, guard) if guard else updated)
+        names = self.derived[self.fn]
+        if len(updated.body) == 1 and isinstance(updated.body[0], (cst.Assign, cst.AugAssign)):
             s = updated.body[0]
-            names = self.derived[self.fn]
             targets = [t.target for t in s.targets] if isinstance(s, cst.Assign) else [s.target]
             if all(isinstance(t, cst.Name) and t.value in names for t in targets):
-                return cst.FlattenSentinel([updated, _twin(updated, names).with_changes(leading_lines=[])])
-        return updated
+                out.append(_twin(updated, names))
+        if len(out) == 1:
+            return out[0]
+        return cst.FlattenSentinel([out[0].with_changes(leading_lines=updated.leading_lines),
+                                    *(o.with_changes(leading_lines=[]) for o in out[1:])])
+
+    def _guarded(self, line: cst.SimpleStatementLine, guard: GuardedStore) -> cst.SimpleStatementLine:
+        """``tl.store(A, V, mask=M, ...)`` -> ``tl.store(A, tl.where(M, V, tl.load(A__src, mask=B)), mask=B, ...)``."""
+        args = list(line.body[0].value.args)
+        addr, value = args[0].value, args[1].value
+        mask = next(a.value for i, a in enumerate(args)
+                    if (a.keyword is None and i == 2) or (a.keyword is not None and a.keyword.value == "mask"))
+        rest = "".join(f", {a.keyword.value}={code_of(a.value)}" for a in args[2:]
+                       if a.keyword is not None and a.keyword.value != "mask")
+        src = code_of(_twin(addr, self.derived[self.fn]))
+        b = guard.bounds
+        old = f"tl.load({src}, mask={b})" if b else f"tl.load({src})"
+        new = f"tl.store({code_of(addr)}, tl.where({code_of(mask)}, {code_of(value)}, {old})" + \
+            (f", mask={b}" if b else "") + rest + ")"
+        return line.with_changes(body=[stmt(new).body[0]])
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         outer = len(self.stack) == 1
@@ -155,7 +190,7 @@ def fold_source(source: str) -> tuple[str, FoldPlan] | None:
         return None
     fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     derived = {k: set().union(*(derived_names(fns[k], p) for p in ps)) for k, ps in plan.kernels.items()}
-    return parse(source).visit(_Fold(plan, derived)).code, plan
+    return cst.MetadataWrapper(parse(source)).visit(_Fold(plan, derived)).code, plan
 
 
 @rewrite("clone_fold", "a launcher's copy folded into the kernel that updates it: read the original, write a fresh "

@@ -330,11 +330,11 @@ class _Analyzer:
         while isinstance(base, cst.Subscript) and len(base.slice) == 1 and isinstance(base.slice[0].slice, cst.Index):
             keys.insert(0, base.slice[0].slice.value)
             base = base.value
-        if not isinstance(base, cst.Name):
-            return _Def("computed", None, scope, chain=chain + [f"computed {code_of(e)}"])
+        if not isinstance(base, cst.Name):   # ``x.shape[-2:][0]``: computed where it stands
+            return _Def("computed", None, scope, chain=chain + [f"computed {code_of(e)}"], expr=e)
         d = self.lookup(base.value, scope, at_line)
         if d is None or d[0] == "ambiguous" or not isinstance(d[1], cst.Dict):
-            return _Def("computed", None, scope, chain=chain + [f"computed {code_of(e)}"])
+            return _Def("computed", None, scope, chain=chain + [f"computed {code_of(e)}"], expr=e)
         node: cst.BaseExpression = d[1]
         path = []
         for k in keys:

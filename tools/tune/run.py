@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.tune import space as spacemod
+from tritondx.tools.tune.knob import split
 
 log = structlog.get_logger(__name__)
 
@@ -232,5 +233,7 @@ def _cfg(res: TuneResult, cfg: dict[str, int]) -> str:
         base = res.values.get(key, k.get("value"))
         if k.get("how") == "scale":
             v = (base << v if v >= 0 else base >> -v) if isinstance(base, int) else f"x{2.0 ** v:g}"
+        elif k.get("how") == "split":
+            v = split(base, v) if isinstance(base, int) else f"/{2 ** -v} (a divisor)"
         parts.append(f"{key.split('.', 1)[-1]}={v}")
     return ", ".join(parts) or "as launched"

@@ -94,6 +94,12 @@ def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, 
             if len(vals) > 1:
                 out.append(Domain(k["key"], k["kind"], vals, v, kernel, v, 1, True))
             continue
+        if k["how"] == "split":        # a split count: only smaller (fewer programs, each a larger share)
+            v = launched.get(k["key"]) or k.get("value")
+            exps = [e for e in range(-10, 1) if isinstance(v, int) and v >> -e >= 1]
+            if len(exps) > 1:
+                out.append(Domain(k["key"], "grid", exps, 0, kernel, v, -1))
+            continue
         if k["kind"] == "loop":         # a loop's stages: 0 is the loop as written
             out.append(Domain(k["key"], "loop", [0, 1, 2, 3, 4], 0, kernel))
             continue

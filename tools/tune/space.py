@@ -24,6 +24,7 @@ from tritondx.tools.rewrite.cst_util import add_call_kwargs, code_of, dotted, kw
 from tritondx.tools.rewrite.launch_edit import _cdiv_divisors
 from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs, free_names, meta_keys
 from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
+from tritondx.tools.tune.knob import split
 from tritondx.tools.tune.tunables import dot_operands, host_semantic, kernel_roles
 
 KnobKind = Literal["tile", "count", "grid", "warps", "stages", "loop", "pin"]
@@ -34,7 +35,7 @@ KNOB_FN = "_tdx_knob"
 class Knob(BaseModel):
     key: str                         # "kernel.PARAM" of the first launch that reads it
     kind: KnobKind
-    how: Literal["scale", "set"]
+    how: Literal["scale", "set", "split"]   # split: a program count whose shares divide the work (knob.py)
     params: list[str] = Field(default_factory=list)   # "kernel.PARAM" of every launch value it moves
     value: int | None = None         # its static value where the source has one
     where: str = ""                  # "local BLOCK_M in argmax, line 120: 128"
@@ -172,7 +173,7 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                 k.params.append(pname)
                 continue
             role = roles.get(p, "other")
-            if role not in ("tile", "count"):
+            if role not in ("tile", "count", "split"):
                 if role == "semantic":
                     space.skipped.append(Skipped(param=pname, why="the kernel uses it as a layout constant "
                                                                   "(reshape, view, assert or index split)"))
@@ -181,7 +182,8 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                 space.skipped.append(Skipped(param=pname, why=f"set by {d.kind.replace('_', ' ')}"))
                 continue
             node = d.node if d.node is not None and d.value is not None else d.expr
-            if node is None:
+            if node is None or role != "split" and node is d.expr and isinstance(node, cst.Subscript):
+                # a tile that is a tensor's dimension as it stands (``k.shape[-1]``): the data's extent, not a block
                 space.skipped.append(Skipped(param=pname, why=f"{d.kind}: {'; '.join(d.chain)[:120]}"))
                 continue
             g = s.grid_value   # does this launch's grid read the value (a smaller tile means more programs)?
@@ -190,6 +192,9 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                                       or any(o is s and q == "grid" for o, q in res.users.get(id(node), [])))
             if role == "count" and not tied:
                 space.skipped.append(Skipped(param=pname, why="a loop count the grid does not follow"))
+                continue
+            if role == "split" and not tied:
+                space.skipped.append(Skipped(param=pname, why="a split count the grid does not follow"))
                 continue
             other = [f"{o.kernel}.{q}" for o, q, r in uses.get(id(node), []) if r == "semantic"]
             if other:
@@ -209,8 +214,9 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                     plan.wrap[id(n)] = key
             where = (f"{d.kind} {d.name + ' ' if d.name else ''}in {d.scope.qual if d.scope else '<module>'}"
                      f", line {an.line(node)}: {code_of(node)[:60]}")
-            k = by_key.setdefault(key, Knob(key=key, kind=role, how="scale", value=d.value, where=where,
-                                             dot=p in dots))
+            k = by_key.setdefault(key, Knob(key=key, kind="grid" if role == "split" else role,
+                                             how="split" if role == "split" else "scale", value=d.value,
+                                             where=where, dot=p in dots))
             k.dot = k.dot or p in dots
             k.grid_tied = k.grid_tied or tied
             k.params.append(pname)
@@ -381,6 +387,11 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
             return cst.Integer(str(v))
         if v == 0:
             return expr
+        if how[key] == "split":   # knob.split: a divisor of the launched count, so the shares still tile the work
+            inner = code_of(expr)
+            inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript, cst.Integer)) \
+                else f"({inner})"
+            return cst.parse_expression(f"math.gcd({inner}, max({inner} >> {-v}, 1))")
         if isinstance(expr, cst.Integer):
             base = int(expr.value, 0)
             return cst.Integer(str(max(1, base << v if v > 0 else base >> -v)))
@@ -388,7 +399,17 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
         inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({inner})"
         return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else f"max({inner} // {1 << -v}, 1)")
 
-    return module.visit(_Rewrite(plan, leaf, pinned, only=set(config), range_fn=_language_alias(module) + ".range")).code
+    out = module.visit(_Rewrite(plan, leaf, pinned, only=set(config), range_fn=_language_alias(module) + ".range"))
+    if any(how.get(k) == "split" and v for k, v in config.items()) and not _imports_math(out):
+        out = _after_future(out, [cst.parse_statement("import math\n")])
+    return out.code
+
+
+def _imports_math(module: cst.Module) -> bool:
+    """``import math`` at the module's top level (the name ``math`` bound to the module)."""
+    return any(isinstance(st, cst.SimpleStatementLine) and any(
+        isinstance(b, cst.Import) and any(dotted(a.name) == "math" and a.asname is None for a in b.names)
+        for b in st.body) for st in module.body)
 
 
 def _language_alias(module: cst.Module) -> str:
@@ -425,6 +446,8 @@ def describe(space: Space, config: dict[str, int], values: dict[str, int] | None
             if cur is not None and v == cur:
                 continue
             parts.append(f"{label} {cur if cur is not None else '?'}->{v}")
+        elif v and k.how == "split":
+            parts.append(f"{label} {cur}->{split(cur, v)}" if cur is not None else f"{label} /{2 ** -v} (a divisor)")
         elif v:
             new = (max(1, cur << v if v > 0 else cur >> -v) if cur is not None else None)
             parts.append(f"{label} {cur}->{new}" if cur is not None else f"{label} x{2.0 ** v:g}")

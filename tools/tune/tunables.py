@@ -1,7 +1,9 @@
 """Which of a kernel's constexprs are tunable, read from how the kernel uses them (never from their names).
 
 A constexpr is a **tile** when it sizes work: an extent of ``tl.arange``, the step of a ``range``/``tl.range`` loop,
-a dimension of a ``tl.zeros``/``tl.full`` block, or (``count``) the trip count of a static loop. It is **semantic**
+a dimension of a ``tl.zeros``/``tl.full`` block, or (``count``) the trip count of a static loop. It is a **split**
+when it only divides work among programs: the divisor of ``tl.cdiv(N, SPLIT)`` (each program's share of ``N``; the
+launcher's grid gives ``SPLIT`` programs on that axis), sized by nothing else. It is **semantic**
 when it also fixes what is computed: a ``reshape``/``view``/``split``/``join``, a static or device assert, or a
 ``%``/``//`` of data indices by it where no ``tl.arange`` uses it; a **flag** when it is only tested (``if FLAG:``).
 Semantic and flag values are never tuned; everything else (``other``) is left alone too.
@@ -21,7 +23,7 @@ import libcst as cst
 
 from tritondx.tools.rewrite.cst_util import constexpr_names, dotted
 
-Role = Literal["tile", "count", "semantic", "flag", "other"]
+Role = Literal["tile", "count", "split", "semantic", "flag", "other"]
 
 #: calls whose size arguments make a constexpr a tile: ``tl.arange(0, BLOCK)``, ``tl.zeros([BM, BN], ...)``
 TILE_CALLS = ("arange", "zeros", "full", "empty", "zeros_like")
@@ -63,6 +65,9 @@ def kernel_roles(kfn: cst.FunctionDef) -> dict[str, Role]:
             name = dotted(n.func)
             last = name.rsplit(".", 1)[-1]
             args = [a.value for a in n.args]
+            if last == "cdiv" and len(args) == 2:   # SPLIT of ``tl.cdiv(N, SPLIT)``: a share per program
+                for p in _names(args[1]) & uses.keys():
+                    uses[p].add("split")
             if last in TILE_CALLS:
                 sized = args[1:2] if last == "arange" else args[:1]
                 for a in sized:
@@ -108,6 +113,8 @@ def kernel_roles(kfn: cst.FunctionDef) -> dict[str, Role]:
             roles[p] = "semantic"      # indices split by it, and no block is sized by it: a layout constant
         elif "count" in u:
             roles[p] = "count"
+        elif "split" in u and u <= {"split", "test"}:
+            roles[p] = "split"
         elif u == {"test"}:
             roles[p] = "flag"
         else:
