@@ -146,13 +146,16 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
     for s in res.sites:
         name = f"{s.kernel}"
         auto = autotune_configs(s.kfn)
-        if auto is not None:
+        tuned_by_autotune: set[str] = set()
+        if auto is not None:   # its configs' values are knobs; a tile the launcher passes is one as for any kernel
             _autotune_knobs(s, auto, space, plan, by_key)
-            continue
+            tuned_by_autotune = {*OPTIONS, *(p for c in auto[0] for p in c)}
         roles = kernel_roles(s.kfn)
         dots = dot_operands(s.kfn)
         for p, d in s.params.items():
             pname = f"{name}.{p}"
+            if p in tuned_by_autotune:
+                continue
             if p in OPTIONS:
                 if p == "num_stages" and not _has_loop(s.kfn):
                     continue                       # no loop to pipeline: stages change nothing

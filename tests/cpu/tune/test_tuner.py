@@ -995,3 +995,51 @@ def test_a_retry_after_a_fault_keeps_half_its_budget():
     assert retry_budget(25.0, 85.0) == 12.5      # a 45 s hang inside the faulted job does not eat the search
     assert retry_budget(25.0, 4.0) == 21.0       # an early crash: what is left
     assert retry_budget(6.0, 30.0) == 5.0
+
+
+# an autotuner over warps only; the block comes from the launcher and also sizes its partials buffer and grid
+PARTIALS_TASK = HEADER.replace("(300,)", "(4, 1000)").replace(
+    "return (torch.randn(shape", "return (torch.randn(shape") + '''
+
+@triton.autotune(configs=[triton.Config({}, num_warps=1), triton.Config({}, num_warps=4)], key=["D"])
+@triton.jit
+def part_sum_kernel(x, z, D: tl.constexpr, B: tl.constexpr):
+    i_n, i_d = tl.program_id(0), tl.program_id(1)
+    o = i_d * B + tl.arange(0, B)
+    v = tl.load(x + i_n * D + o, mask=o < D, other=0.0)
+    tl.store(z + i_n * tl.cdiv(D, B) + i_d, tl.sum(v, 0))
+
+
+def launch(x):
+    N, D = x.shape
+    B = min(triton.next_power_of_2(D), 512)
+    ND = triton.cdiv(D, B)
+    z = x.new_empty(N, ND)
+    part_sum_kernel[(N, ND)](x, z, D=D, B=B)
+    return z.sum(-1)
+
+
+def reference(x):
+    return x.sum(-1)
+'''
+
+
+def test_an_autotuned_kernels_launcher_tile_is_a_knob_beside_its_configs(tmp_path):
+    """``@triton.autotune`` over num_warps only: the block the launcher computes (which also sizes the grid and the
+    partials buffer) is scaled where it is defined, num_warps stays the configs' knob (never a second one at the
+    call), and a configuration with a smaller block gives the same sums."""
+    src = textwrap.dedent(PARTIALS_TASK)
+    by = {k.key: k for k in spacemod.build(src).knobs}
+    assert by["part_sum_kernel.B"].how == "scale" and not by["part_sum_kernel.B"].autotune
+    assert by["part_sum_kernel.num_warps"].autotune and [k for k in by if k.endswith("num_warps")] == \
+        ["part_sum_kernel.num_warps"]
+    out = tmp_path / "emitted.py"
+    untouched = spacemod.emit(src, {"part_sum_kernel.B": -2})
+    assert "B = max(min(triton.next_power_of_2(D), 512) // 4, 1)" in untouched
+    assert "triton.Config({}, num_warps=1), triton.Config({}, num_warps=4)" in untouched   # its autotuner kept
+    # the interpreter cannot time an autotuner's configs: the one run here pins its pick as a winner would
+    text = spacemod.emit(src, {"part_sum_kernel.B": -2, "part_sum_kernel.num_warps": 2},
+                         {"part_sum_kernel.num_stages": 3})
+    assert "configs=[triton.Config({}, num_warps=2, num_stages=3)]" in text and "// 4, 1)" in text
+    out.write_text(text)
+    _run_emitted(out)
