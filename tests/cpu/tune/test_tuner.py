@@ -926,6 +926,29 @@ def test_the_job_clock_leaves_out_lock_waits(tmp_path, monkeypatch):
     assert -31.0 < b - a < -29.0 and abs(job.own_seconds() + 30.0 - time.monotonic()) < 1.0
 
 
+def _check_env(orig, launch, cuda: bool):
+    """A tune job's environment for ``check_shapes`` (the task module ``orig``; every configuration runs ``launch``)."""
+    import types
+
+    import torch
+
+    class Env:
+        shape, dtype, device, tols, inst_path = (64,), torch.float32, "cpu", {}, "inst.py"
+
+        def __init__(self):
+            self.orig, self.cuda = orig, cuda
+
+        def sync(self):
+            pass
+
+        def poison(self, refs):
+            pass
+
+        def module(self, kc):
+            return types.SimpleNamespace(launch=launch)
+    return Env
+
+
 def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_final_timing():
     """A configuration right at the benchmark size and wrong on a small check shape (a tile wider than the row: NaN)
     is marked failed with the shape that showed it; the next fastest takes its place; the launched one is the
@@ -948,21 +971,7 @@ def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_f
     orig = types.SimpleNamespace(CHECK_SHAPES=[(64,), (3,)], launch=launch,
                                  make_inputs=lambda shape, dtype, seed, device: (torch.randn(*shape, dtype=dtype),))
 
-    class Env:
-        shape, dtype, device, tols, cuda = (64,), torch.float32, "cpu", {}, False
-
-        def __init__(self):
-            self.orig = orig
-
-        def sync(self):
-            pass
-
-        def poison(self, refs):
-            pass
-
-        def module(self, kc):
-            return types.SimpleNamespace(launch=tuned_launch)
-
+    Env = _check_env(orig, tuned_launch, cuda=False)
     trials = [Trial(config={}, status="ok", ms=1.0), Trial(config={"k.T": 2}, status="ok", ms=0.5),
               Trial(config={"k.T": 1}, status="ok", ms=0.7), Trial(config={"k.T": 3}, status="ok", ms=0.9)]
     info = check_shapes(Env(), trials, {"k.T": "set"}, {}, 2)
@@ -1081,21 +1090,7 @@ def test_the_check_shapes_compile_ahead_before_the_device_hold(monkeypatch):
     orig = types.SimpleNamespace(CHECK_SHAPES=[(64,), (3,)], launch=launch,
                                  make_inputs=lambda shape, dtype, seed, device: (torch.randn(*shape, dtype=dtype),))
 
-    class Env:
-        shape, dtype, device, tols, cuda, inst_path = (64,), torch.float32, "cpu", {}, True, "inst.py"
-
-        def __init__(self):
-            self.orig = orig
-
-        def sync(self):
-            pass
-
-        def poison(self, refs):
-            pass
-
-        def module(self, kc):
-            return types.SimpleNamespace(launch=launch)
-
+    Env = _check_env(orig, launch, cuda=True)
     trials = [Trial(config={}, status="ok", ms=1.0)] + [Trial(config={"k.T": i}, status="ok", ms=0.1 * i)
                                                         for i in range(1, 9)]
     info = jobmod.check_shapes(Env(), trials, {"k.T": "set"}, {}, 2)
