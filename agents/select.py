@@ -49,9 +49,6 @@ TUNER_COVERS = ("launch_config", "autotune", "autotune_widen", "pipelining")
 #: budget in the corpus batches of 2026-12-05/06 and ended the runs before the rewrites their findings pointed to
 #: (absmax_norm 1.71x on bnb_quant_global_transpose when it ran, rows_per_program on headwise_layernorm)
 WALL_EXTEND = 2.0
-#: the extension is taken only while a batch's deadline is at least this far: three rounds' reserve, so the runs that
-#: start late, and the tasks still queued behind them, keep their time
-EXTEND_RESERVE_S = 180.0
 #: the decision reason that marks the one extension (a run takes it once)
 EXTENDED = "past the wall budget"
 #: seconds a further round needs before the run's end at the latest (a rewrite, its checks and its bench: 40-90 s
@@ -59,15 +56,14 @@ EXTENDED = "past the wall budget"
 ROUND_RESERVE_S = 60.0
 
 
-def wall_route(state: DXState, budget_s: float, spent: float, reason: str, tuned: bool, roomy: bool = True
+def wall_route(state: DXState, budget_s: float, spent: float, reason: str, tuned: bool
                ) -> tuple[str, str, list[str]]:
     """The route once the run's wall budget is spent: the end, or once per run (``WALL_EXTEND``) one more round for
     the structural families open findings suggest that no round tried (the tuner's own families left out where it
-    ran), only while a batch's deadline is ``EXTEND_RESERVE_S`` or more away (``roomy``: the tasks still queued keep
-    their time); the deadline still has the last word (``deadline_route``)."""
+    ran); the batch's deadline still has the last word (``deadline_route``)."""
     spent_msg = f"wall budget spent ({spent:.0f} s of {budget_s:.0f} s)"
     done = any(EXTENDED in (d.get("reason") or "") for d in state.get("decisions", []))
-    forced = None if done or not roomy or spent >= WALL_EXTEND * budget_s else untried_route(
+    forced = None if done or spent >= WALL_EXTEND * budget_s else untried_route(
         state.get("findings", []), state.get("candidates", []), state.get("family_attempts", []),
         list(state.get("insufficient", [])), TUNER_COVERS if tuned else ())
     if forced is None:
@@ -115,8 +111,7 @@ def select_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCont
             goto, reason, upd["force_families"] = "rewriter", forced[1], forced[0]
     spent = sum(part(state.get("cost"), NODE).values())
     if cfg.wall_budget_s and goto != "__end__" and spent >= cfg.wall_budget_s:
-        roomy = cfg.finish_by is None or cfg.finish_by - time.time() >= EXTEND_RESERVE_S
-        goto, reason, families = wall_route(state, cfg.wall_budget_s, spent, reason, cfg.tune, roomy)
+        goto, reason, families = wall_route(state, cfg.wall_budget_s, spent, reason, cfg.tune)
         if families:
             upd["force_families"] = families
     goto, reason = deadline_route(cfg.finish_by, goto, reason, time.time())

@@ -223,4 +223,3 @@ def test_past_the_wall_budget_one_round_for_untried_structural_suggestions():
     assert wall_route(only_tuner, 85.0, 100.0, "r", tuned=False)[2] == ["autotune", "launch_config"]
     tried = {**state, "family_attempts": [{"family": "rows_per_program", "outcome": "proposed"}]}
     assert wall_route(tried, 85.0, 100.0, "r", tuned=True)[0] == "__end__"
-    assert wall_route(state, 85.0, 113.0, "r", tuned=True, roomy=False)[0] == "__end__"   # a batch's deadline near
