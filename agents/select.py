@@ -27,13 +27,10 @@ Next = Literal["tuner", "rewriter", "profiler", "ir_analyst", "compiler_expert",
 
 
 def untried_route(findings: list[dict[str, Any]], candidates: list[dict[str, Any]], attempts: list[dict[str, Any]],
-                  insufficient: list[str], skip: tuple[str, ...] = ()) -> tuple[list[str], str] | None:
+                  insufficient: list[str]) -> tuple[list[str], str] | None:
     """When the run would end because no tier is left: the catalog's families to try in one more round
-    (suggested by findings that are still open, never tried; ``skip``: families not to count), and the reason, or
-    None."""
-    left = {f: [fam for fam in fams if fam not in skip]
-            for f, fams in untried_suggestions(findings, candidates, attempts, set(CATALOG), set(insufficient)).items()}
-    left = {f: fams for f, fams in left.items() if fams}
+    (suggested by findings that are still open, never tried), and the reason, or None."""
+    left = untried_suggestions(findings, candidates, attempts, set(CATALOG), set(insufficient))
     if not left:
         return None
     fams = sorted({fam for v in left.values() for fam in v})
@@ -41,34 +38,9 @@ def untried_route(findings: list[dict[str, Any]], candidates: list[dict[str, Any
                   "one more round tries them first")
 
 
-#: the families the tuner's search already covers (a launch configuration, an autotuner's configs, loop stages): after
-#: a tune round, a finding that suggests only these is not a reason to go past the wall budget
-TUNER_COVERS = ("launch_config", "autotune", "autotune_widen", "pipelining")
-#: a run past its wall budget may take one more round, for structural families that open findings suggest and no
-#: round tried, while it has spent less than this many budgets: a round of the tuner alone took 82-133 s of an 85 s
-#: budget in the corpus batches of 2026-12-05/06 and ended the runs before the rewrites their findings pointed to
-#: (absmax_norm 1.71x on bnb_quant_global_transpose when it ran, rows_per_program on headwise_layernorm)
-WALL_EXTEND = 2.0
-#: the decision reason that marks the one extension (a run takes it once)
-EXTENDED = "past the wall budget"
 #: seconds a further round needs before the run's end at the latest (a rewrite, its checks and its bench: 40-90 s
 #: each on the H100 corpus batches of 2026-12-05)
 ROUND_RESERVE_S = 60.0
-
-
-def wall_route(state: DXState, budget_s: float, spent: float, reason: str, tuned: bool
-               ) -> tuple[str, str, list[str]]:
-    """The route once the run's wall budget is spent: the end, or once per run (``WALL_EXTEND``) one more round for
-    the structural families open findings suggest that no round tried (the tuner's own families left out where it
-    ran); the batch's deadline still has the last word (``deadline_route``)."""
-    spent_msg = f"wall budget spent ({spent:.0f} s of {budget_s:.0f} s)"
-    done = any(EXTENDED in (d.get("reason") or "") for d in state.get("decisions", []))
-    forced = None if done or spent >= WALL_EXTEND * budget_s else untried_route(
-        state.get("findings", []), state.get("candidates", []), state.get("family_attempts", []),
-        list(state.get("insufficient", [])), TUNER_COVERS if tuned else ())
-    if forced is None:
-        return "__end__", f"{spent_msg}; {reason}", []
-    return "rewriter", f"{spent_msg}, one round {EXTENDED} (under {WALL_EXTEND:g} budgets): {forced[1]}", forced[0]
 
 
 def deadline_route(finish_by: float | None, goto: str, reason: str, now: float) -> tuple[str, str]:
@@ -111,9 +83,7 @@ def select_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCont
             goto, reason, upd["force_families"] = "rewriter", forced[1], forced[0]
     spent = sum(part(state.get("cost"), NODE).values())
     if cfg.wall_budget_s and goto != "__end__" and spent >= cfg.wall_budget_s:
-        goto, reason, families = wall_route(state, cfg.wall_budget_s, spent, reason, cfg.tune)
-        if families:
-            upd["force_families"] = families
+        goto, reason = "__end__", f"wall budget spent ({spent:.0f} s of {cfg.wall_budget_s:.0f} s); {reason}"
     goto, reason = deadline_route(cfg.finish_by, goto, reason, time.time())
     retune = (cfg.tune and backend.can_time and goto in ("rewriter", *TIER_NODE.values())
               and best.get("id") not in (None, "initial") and best.get("family") != "tune"

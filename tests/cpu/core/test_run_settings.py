@@ -201,25 +201,3 @@ def test_a_batch_deadline_near_ends_the_run_and_shrinks_the_search():
     assert tune_budget(25.0, now + TUNE_RESERVE_S + 30, now) == (25.0, False, 30.0)    # fits, but not stretched
     assert tune_budget(25.0, now + TUNE_RESERVE_S + 12, now) == (12.0, False, 12.0)
     assert tune_budget(25.0, now, now) == (MIN_TUNE_S, False, MIN_TUNE_S)
-
-
-def test_past_the_wall_budget_one_round_for_untried_structural_suggestions():
-    """A tune round that spent the run's wall budget: once, while under ``WALL_EXTEND`` budgets, one more round goes
-    to the structural families open findings suggest and no round tried (not those the tuner covers); a second
-    time, past the extension's limit or with only the tuner's families open, the run ends."""
-    from tritondx.agents.select import EXTENDED, WALL_EXTEND, wall_route
-    f = [{"id": "tp", "detector": "tiny_programs_launch", "suggests": ["rows_per_program", "launch_config"]},
-         {"id": "fx", "detector": "fixed_launch_config", "suggests": ["launch_config", "autotune"]}]
-    state = {"findings": f, "candidates": [{"id": "r1c1", "family": "tune"}], "family_attempts": [],
-             "insufficient": [], "decisions": []}
-    goto, why, fams = wall_route(state, 85.0, 113.0, "round gained 1.35x", tuned=True)
-    assert (goto, fams) == ("rewriter", ["rows_per_program"]) and EXTENDED in why and "113 s of 85 s" in why
-    assert wall_route(state, 85.0, WALL_EXTEND * 85.0, "r", tuned=True)[:2] == ("__end__", "wall budget spent "
-                                                                                        "(170 s of 85 s); r")
-    again = {**state, "decisions": [{"reason": why}]}
-    assert wall_route(again, 85.0, 120.0, "r", tuned=True)[0] == "__end__"
-    only_tuner = {**state, "findings": [f[1]]}
-    assert wall_route(only_tuner, 85.0, 100.0, "r", tuned=True)[0] == "__end__"
-    assert wall_route(only_tuner, 85.0, 100.0, "r", tuned=False)[2] == ["autotune", "launch_config"]
-    tried = {**state, "family_attempts": [{"family": "rows_per_program", "outcome": "proposed"}]}
-    assert wall_route(tried, 85.0, 100.0, "r", tuned=True)[0] == "__end__"
