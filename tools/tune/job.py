@@ -374,24 +374,6 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             "device_usage": _usage(), "marks": marks}
 
 
-def _compile_checks(env: "_Env", made: list[tuple[Any, tuple]], trials: list[Trial], how: dict[str, str],
-                    pins: dict[str, int]) -> float:
-    """The configurations ``trials`` compiled at each check shape's inputs (``made``) in compile-ahead threads, on
-    meta twins, no device hold; the seconds waited. Nothing where the compile-only launch is not available (a
-    launcher that cannot run on meta tensors compiles inside the check as before)."""
-    threads = PRECOMPILE_THREADS
-    if not (env.cuda and trials and made and threads > 0 and install_compile_only()):
-        return 0.0
-    t0 = time.monotonic()
-    for _, inputs in made:
-        pre = Precompiler(env.inst_path, inputs, threads, lambda cfg: _as_knobs(cfg, how, pins))
-        pre.submit([t.config for t in trials])
-        for t in trials:
-            pre.wait(t.config)
-        pre.close()
-    return round(time.monotonic() - t0, 2)
-
-
 def check_shapes(env: "_Env", trials: list[Trial], how: dict[str, str], pins: dict[str, int], n: int,
                  log=None) -> dict[str, Any]:
     """The ``n`` fastest configurations that also match the launched kernel on the task's check shapes (its
@@ -408,23 +390,12 @@ def check_shapes(env: "_Env", trials: list[Trial], how: dict[str, str], pins: di
                             "failed": {}}
     if not shapes:
         return info
-    made = []
-    with phase("shared"):
-        for i, shape in enumerate(shapes):
-            try:
-                made.append((shape, as_tuple(env.orig.make_inputs(shape, env.dtype, 7 + i, env.device))))
-                env.sync()
-            except Exception:   # a check shape the task cannot make says nothing of a configuration
-                continue
-    # each shape is a new specialization: the likely checks compile ahead in threads with no device hold, so the
-    # compiles no longer hold the device that other jobs' timers wait for (H200 corpus batch_k: 6-21 s a task here)
-    ahead = _compile_checks(env, made, [t for t in top(trials, len(trials)) if t.config][:n + 2], how, pins)
-    info["compiled_ahead_s"] = ahead
     # an autotuned launcher meets new shapes here: it times its configs with the device to itself, as in the recording
     with autotune_exclusive(env.cuda), phase("shared"):
         cases = []
-        for shape, inputs in made:
+        for i, shape in enumerate(shapes):
             try:
+                inputs = as_tuple(env.orig.make_inputs(shape, env.dtype, 7 + i, env.device))
                 refs = [t.detach().clone() for t in _outputs(env.orig.launch(*[_copy(x) for x in inputs]))]
                 env.sync()
             except Exception:   # a check shape the launched kernel itself cannot run says nothing of a configuration

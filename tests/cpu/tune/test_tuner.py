@@ -926,7 +926,7 @@ def test_the_job_clock_leaves_out_lock_waits(tmp_path, monkeypatch):
     assert -31.0 < b - a < -29.0 and abs(job.own_seconds() + 30.0 - time.monotonic()) < 1.0
 
 
-def _check_env(orig, launch, cuda: bool):
+def _check_env(orig, launch):
     """A tune job's environment for ``check_shapes`` (the task module ``orig``; every configuration runs ``launch``)."""
     import types
 
@@ -936,7 +936,7 @@ def _check_env(orig, launch, cuda: bool):
         shape, dtype, device, tols, inst_path = (64,), torch.float32, "cpu", {}, "inst.py"
 
         def __init__(self):
-            self.orig, self.cuda = orig, cuda
+            self.orig, self.cuda = orig, False
 
         def sync(self):
             pass
@@ -971,7 +971,7 @@ def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_f
     orig = types.SimpleNamespace(CHECK_SHAPES=[(64,), (3,)], launch=launch,
                                  make_inputs=lambda shape, dtype, seed, device: (torch.randn(*shape, dtype=dtype),))
 
-    Env = _check_env(orig, tuned_launch, cuda=False)
+    Env = _check_env(orig, tuned_launch)
     trials = [Trial(config={}, status="ok", ms=1.0), Trial(config={"k.T": 2}, status="ok", ms=0.5),
               Trial(config={"k.T": 1}, status="ok", ms=0.7), Trial(config={"k.T": 3}, status="ok", ms=0.9)]
     info = check_shapes(Env(), trials, {"k.T": "set"}, {}, 2)
@@ -1052,47 +1052,3 @@ def test_an_autotuned_kernels_launcher_tile_is_a_knob_beside_its_configs(tmp_pat
     assert "configs=[triton.Config({}, num_warps=2, num_stages=3)]" in text and "// 4, 1)" in text
     out.write_text(text)
     _run_emitted(out)
-
-
-def test_the_check_shapes_compile_ahead_before_the_device_hold(monkeypatch):
-    """On a GPU the configurations to check are compiled at each check shape in compile-ahead threads first (meta
-    inputs, no device hold), the fastest few and never the launched one; only then are the references and the
-    configurations run under the hold."""
-    import types
-
-    import torch
-
-    from tritondx.tools.tune import job as jobmod
-    from tritondx.tools.tune.search import Trial
-
-    events: list = []
-
-    class FakePre:
-        def __init__(self, path, inputs, threads, knobs_of=None):
-            events.append(("pre", tuple(inputs[0].shape)))
-
-        def submit(self, cfgs):
-            events.append(("submit", [c["k.T"] for c in cfgs]))
-
-        def wait(self, cfg):
-            pass
-
-        def close(self):
-            return {}
-
-    monkeypatch.setattr(jobmod, "Precompiler", FakePre)
-    monkeypatch.setattr(jobmod, "install_compile_only", lambda: True)
-
-    def launch(x):
-        events.append(("run", tuple(x.shape)))
-        return x * 2
-
-    orig = types.SimpleNamespace(CHECK_SHAPES=[(64,), (3,)], launch=launch,
-                                 make_inputs=lambda shape, dtype, seed, device: (torch.randn(*shape, dtype=dtype),))
-
-    Env = _check_env(orig, launch, cuda=True)
-    trials = [Trial(config={}, status="ok", ms=1.0)] + [Trial(config={"k.T": i}, status="ok", ms=0.1 * i)
-                                                        for i in range(1, 9)]
-    info = jobmod.check_shapes(Env(), trials, {"k.T": "set"}, {}, 2)
-    assert events[:2] == [("pre", (3,)), ("submit", [1, 2, 3, 4])]      # n + 2 fastest, not the launched one
-    assert events[2] == ("run", (3,)) and "compiled_ahead_s" in info        # the reference runs after the compiles
