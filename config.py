@@ -25,6 +25,7 @@ ENV_KNOBS = {
     "finish_by": "TRITONDX_FINISH_BY",
     "verify_screen": "TRITONDX_VERIFY_SCREEN",
     "full_verify_top": "TRITONDX_FULL_VERIFY_TOP",
+    "rewrites_beside_tune": "TRITONDX_REWRITES_BESIDE_TUNE",
 }
 
 
@@ -38,6 +39,10 @@ class RunConfig(BaseModel):
     tune: bool = Field(True, description="the tuner: time many launch configurations of each new best version in "
                                          "one job and verify only the winners (tools/tune)")
     tune_budget_s: float = Field(45.0, description="seconds of one tune job's search (after its set-up)")
+    rewrites_beside_tune: int = Field(2, description="on a backend that times, when the tuner found winners: this "
+                                                     "many structural rewrites of the best winner that the evidence "
+                                                     "suggests join the same round (screened and timed beside the "
+                                                     "winners) instead of waiting for a round of their own")
     untimed_per_family: int = Field(1, description="on a backend that cannot time kernels (the interpreter): "
                                                    "candidates per rewrite family and round (variants that differ "
                                                    "only in tuning values cannot be told apart without timing)")

@@ -20,7 +20,8 @@ from tritondx.tools.records.run import Candidate, Decision
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.rewrite.feedback import FeedbackPlan, read_feedback
-from tritondx.tools.task.spec import load_task
+from tritondx.tools.records.evidence import Finding
+from tritondx.tools.task.spec import TaskSpec, load_task
 
 
 #: families whose whole job the tuner does (one verified candidate per configuration), on a backend that times: its
@@ -40,7 +41,10 @@ def tuned_avoid(state: DXState, cfg: RunConfig, can_time: bool) -> set[str]:
     return set()
 
 
-def _context(state: DXState, cfg: RunConfig) -> RewriteContext:
+def _context(state: DXState, cfg: RunConfig, spec: TaskSpec | None = None, extra: tuple[Finding, ...] = ()
+             ) -> RewriteContext:
+    """What the expert reads: the best version (or ``spec``), the run's findings (and ``extra`` ones not yet in the
+    state), what was tried and found insufficient."""
     probe = state.get("probe", {})
     tried = {c.get("signature", "") for c in state.get("candidates", [])}
     best = state.get("best") or {}
@@ -52,8 +56,8 @@ def _context(state: DXState, cfg: RunConfig) -> RewriteContext:
         passed = {v.get("candidate_id", v["id"]) for v in state.get("verifications", []) if v.get("passed")}
         unmeasured |= {c["family"] for c in state.get("candidates", []) if c["id"] in passed}
     return RewriteContext(
-        spec=best_spec(state), original=load_task(state["task_path"]), kernel_class=state.get("kernel_class", "other"),
-        findings=findings(state), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
+        spec=spec or best_spec(state), original=load_task(state["task_path"]),
+        kernel_class=state.get("kernel_class", "other"), findings=findings(state) + list(extra), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
         dtypes=probe.get("dtypes", []), tried=tried, insufficient=set(state.get("insufficient", [])),
         unmeasured_families=unmeasured, prefer=set(state.get("force_families") or []),
         can_time=backend_of(state, cfg).can_time)
@@ -78,6 +82,41 @@ def _feedback_decision(rnd: int, note: str, by_llm: bool, plan: FeedbackPlan) ->
                      "e.g. 'no launch_config' or 'try autotune')"), False
     return Decision(node="rewriter", round=rnd, decision="feedback_used" if used else "feedback_noted",
                     reason=f"{how}: {note[:200]}").record()
+
+
+def candidate_records(proposals: list[Proposal], state: DXState, rnd: int, tier: str, parent: str,
+                      first: int = 1) -> list[dict]:
+    """The proposals as the round's candidates (``r{rnd}c{first}``...), each source written to the run folder."""
+    folder = run_dir(state) / "candidates"
+    folder.mkdir(parents=True, exist_ok=True)
+    records = []
+    for i, p in enumerate(proposals, start=first):
+        cid = f"r{rnd}c{i}"
+        path = folder / f"{cid}_{p.family}.py"
+        path.write_text(p.source)
+        records.append(Candidate(id=cid, round=rnd, tier=tier, family=p.family, params=p.params,
+                                 description=p.description, motivated_by=p.motivated_by, prediction=p.prediction,
+                                 path=str(path), parent=parent, signature=p.signature,
+                                 origin="llm" if p.family.startswith("llm") else "expert").model_dump())
+    return records
+
+
+def beside_tune(state: DXState, cfg: RunConfig, winner: str, parent: str, extra: list[Finding], rnd: int,
+                first: int) -> tuple[list[dict], list[dict]]:
+    """Structural rewrites of the tuner's best winner (its source at ``winner``, candidate ``parent``) that the
+    evidence suggests, at most ``cfg.rewrites_beside_tune``, as candidates of the tuner's round, and the expert's
+    trail: screened and timed beside the winners instead of waiting for a rewrite round of their own, which a
+    batch's wall budget rarely leaves (H200 corpus batch_k of 2026-12-06: 22 of 34 runs ended after the tune round,
+    among them bnb_quant_global_transpose before ``absmax_norm`` and headwise_layernorm before ``rows_per_program``).
+    The tuner's own families are left out (its search did their job)."""
+    if cfg.rewrites_beside_tune <= 0:
+        return [], []
+    ctx = _context(state, cfg, spec=load_task(winner), extra=tuple(extra))
+    ctx.avoid |= TUNED_FAMILIES
+    trail: list[dict] = []
+    proposals = propose(ctx, limit=cfg.rewrites_beside_tune, trail=trail)
+    records = candidate_records(proposals, state, rnd, highest_tier(state), parent, first)
+    return records, [{**t, "round": rnd} for t in trail]
 
 
 def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
@@ -106,18 +145,7 @@ def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCo
     update["family_attempts"] = [{**t, "round": rnd} for t in trail]
     update["force_families"] = []
     tier = highest_tier(state)
-    folder = run_dir(state) / "candidates"
-    folder.mkdir(parents=True, exist_ok=True)
-    records = []
-    for i, p in enumerate(proposals):
-        cid = f"r{rnd}c{i + 1}"
-        path = folder / f"{cid}_{p.family}.py"
-        path.write_text(p.source)
-        records.append(Candidate(id=cid, round=rnd, tier=tier, family=p.family, params=p.params,
-                                 description=p.description, motivated_by=p.motivated_by, prediction=p.prediction,
-                                 path=str(path), parent=(state.get("best") or {}).get("id", "initial"),
-                                 signature=p.signature, origin="llm" if p.family.startswith("llm") else "expert"
-                                 ).model_dump())
+    records = candidate_records(proposals, state, rnd, tier, (state.get("best") or {}).get("id", "initial"))
     log.info("proposed", round=rnd, tier=tier, candidates=[(r["id"], r["family"]) for r in records])
     update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
                    "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})

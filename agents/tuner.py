@@ -15,12 +15,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from tritondx.agents.rewriter import beside_tune
 from tritondx.agents.common import backend_of, best_path, highest_tier, logger, run_config, run_dir
 from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.records.run import Candidate
 from tritondx.tools.run.phases import entries
-from tritondx.tools.records.evidence import ArtifactRef
+from tritondx.tools.records.evidence import ArtifactRef, Finding
 from tritondx.tools.rewrite.base import family_signature
 from tritondx.tools.tune.run import table, tune_task
 from tritondx.tools.tune.search import EXTEND, WALL_CAP
@@ -117,6 +118,13 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
                         f"({w.median_ms * 1e3:.1f} vs {w.initial_ms * 1e3:.1f} us, spread {100 * w.spread:.0f}%)",
             motivated_by=motivated, prediction=f"{w.speedup:.2f}x (the screen's interleaved timing)", path=str(path),
             parent=subject, signature=family_signature("tune", w.config, w.source), origin="tuner").model_dump())
+    if backend.can_time:   # the structural rewrites the evidence suggests, of the best winner, in the same round
+        extra, trail = beside_tune(state, cfg, records[0]["path"], records[0]["id"],
+                                   [Finding(**f) for f in update.get("findings", [])], rnd, len(records) + 1)
+        if extra:
+            log.info("proposed_beside_tune", round=rnd, candidates=[(r["id"], r["family"]) for r in extra])
+        records += extra
+        update["family_attempts"] = trail
     update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
                    "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})
     return Command(goto="approval" if cfg.interactive else "verifier", update=update)

@@ -156,7 +156,9 @@ def test_ray_local_batch_end_to_end_and_resume(tmp_path):
     env.pop("RAY_ADDRESS", None)
     args = ("batch", str(SUITE), "--only", "b1_axpy,b2_axpy", "--backend", "interpreter", "--out", str(out),
             "--max-rounds", "1", "--workers", "2", "--ray-address", "local")
-    r = _cli(*args, env=env, cwd=tmp_path)
+    # two interpreter runs at once, each with its judge's processes, on a 2-core machine that the rest of the suite
+    # also loads: 300 s ran out under CI's load once (stop 47) while the batch was still working
+    r = _cli(*args, env=env, cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads((out / "results.json").read_text())
     assert res["meta"]["ray"] == "local"
@@ -176,7 +178,7 @@ def test_ray_local_batch_end_to_end_and_resume(tmp_path):
     (out / "results.json").write_text(json.dumps(res))
     (out / "runs" / "b2_axpy" / "report.json").unlink()
     n_candidates = len(list((out / "runs" / "b2_axpy" / "candidates").glob("*.py")))
-    r = _cli(*args, env=env, cwd=tmp_path)
+    r = _cli(*args, env=env, cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     res2 = json.loads((out / "results.json").read_text())
     by2 = {e["task"]: e for e in res2["results"]}

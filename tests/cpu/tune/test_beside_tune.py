@@ -1,0 +1,116 @@
+"""Structural rewrites beside the tuner's winners (``agents/rewriter.py`` ``beside_tune``, called by the tuner node
+on a backend that times): the rewrites the evidence suggests are built on the best winner's source and join the
+tuner's round, numbered after the winners, with the winner as their parent; the tuner's own families are left
+out; the setting 0 turns it off. The tuner node's own path is run with a tune job stood in for (its job needs a
+GPU to time) and the CUDA backend, which times, so its round carries both kinds of candidate to the verifier."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tritondx.agents import rewriter as rewriter_mod
+from tritondx.agents import tuner as tuner_mod
+from tritondx.agents.common import dump, runtime_for
+from tritondx.agents.rewriter import beside_tune
+from tritondx.config import RunConfig
+from tritondx.tools.backends.registry import get_backend
+from tritondx.tools.evidence.triage import triage
+from tritondx.tools.task.spec import load_task
+from tritondx.tools.tune.run import TuneResult, Winner
+
+TASK = '''import torch
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import libdevice
+
+
+@triton.jit
+def square_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, libdevice.pow(x, 2.0), mask=mask)
+
+
+def launch(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    square_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+    return out
+
+
+def reference(x):
+    return x * x
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
+
+
+CHECK_SHAPES = [(1000,)]
+BENCH_SHAPES = [(1 << 24,)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}
+'''
+
+#: the tuner's winner: the same kernel with another block (what ``space.emit`` writes)
+WINNER = TASK.replace("triton.cdiv(n, 1024)", "triton.cdiv(n, 4096)").replace("BLOCK=1024", "BLOCK=4096")
+
+
+@pytest.fixture(autouse=True)
+def cuda_like(monkeypatch):
+    """The CUDA backend as the nodes see it on a GPU machine (it times kernels); nothing here runs on it."""
+    from tritondx.tools.backends.cuda.backend import CudaBackend
+    backend = CudaBackend()
+    monkeypatch.setattr(tuner_mod, "backend_of", lambda state, cfg: backend)
+    monkeypatch.setattr(rewriter_mod, "backend_of", lambda state, cfg: backend)
+    assert backend.can_time and not get_backend("interpreter").can_time
+    return backend
+
+
+def _state(tmp_path: Path) -> dict:
+    task = tmp_path / "task_initial.py"
+    task.write_text(TASK)
+    kclass, found = triage(load_task(task))
+    return {"run_dir": str(tmp_path), "task_path": str(task), "kernel_class": kclass, "findings": dump(found),
+            "best": {"id": "initial", "path": str(task), "speedup": 1.0}, "round": 0, "tiers_done": ["triage"],
+            "candidates": [], "backend": "cuda"}
+
+
+def test_the_rewrite_is_built_on_the_winner_and_numbered_after_it(tmp_path):
+    state = _state(tmp_path)
+    winner = tmp_path / "candidates" / "r1c1_tune.py"
+    winner.parent.mkdir()
+    winner.write_text(WINNER)
+    records, trail = beside_tune(state, RunConfig(), str(winner), "r1c1", [], 1, 2)
+    assert [(r["id"], r["family"], r["parent"]) for r in records] == [("r1c2", "cheap_math", "r1c1")]
+    src = Path(records[0]["path"]).read_text()
+    assert "BLOCK=4096" in src and "libdevice.pow(x, 2.0)" not in src      # the winner's values, the rewrite's math
+    assert {t["family"] for t in trail} >= {"cheap_math"} and all(t["round"] == 1 for t in trail)
+    assert not {t["family"] for t in trail if t.get("outcome") == "proposed"} & {"launch_config", "autotune"}
+    assert beside_tune(state, RunConfig(rewrites_beside_tune=0), str(winner), "r1c1", [], 1, 2) == ([], [])
+
+
+def test_the_tuner_round_carries_winners_and_rewrites_to_the_verifier(tmp_path, monkeypatch):
+    state = _state(tmp_path)
+
+    def fake_tune(task_path, folder, backend, **kw):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "tune.json").write_text(json.dumps({"stand_in": True}))
+        return TuneResult(ran=True, timed=True, winners=[Winner(
+            config={"square_kernel.BLOCK": 4096}, label="BLOCK 1024->4096", median_ms=1.0, initial_ms=1.5,
+            speedup=1.5, spread=0.01, source=WINNER)])
+
+    monkeypatch.setattr(tuner_mod, "tune_task", fake_tune)
+    cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
+    assert cmd.goto == "verifier"
+    cands = cmd.update["candidates"]
+    assert [(c["id"], c["family"], c["parent"]) for c in cands] == [("r1c1", "tune", "initial"),
+                                                                   ("r1c2", "cheap_math", "r1c1")]
+    assert cmd.update["pending"] == ["r1c1", "r1c2"]
+    cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}},
+                               runtime_for(RunConfig(rewrites_beside_tune=0)))
+    assert [c["family"] for c in cmd.update["candidates"]] == ["tune"]
