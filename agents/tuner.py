@@ -2,7 +2,8 @@
 only the winners to the verifier (``tools/tune``).
 
 It runs first (after triage) and again whenever a round's winner came from a structural rewrite, so a new kernel
-gets its own launch configuration before the next rewrite. Without a GPU it screens configurations for
+gets its own launch configuration before the next rewrite. Where it found winners, the structural rewrites the
+evidence suggests, built on the best winner, join its round (``rewriter.beside_tune``). Without a GPU it screens configurations for
 correctness only and proposes nothing (speed not measured).
 """
 
