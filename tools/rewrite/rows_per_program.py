@@ -20,11 +20,15 @@ atomic or call of another jit function, every store addressed by the row, no ``i
 parameters, no loop whose bounds depend on the row, and no value started as a Python scalar and updated later
 (a scalar accumulator would change type inside a loop), no parameter advanced inside a loop (at the top level,
 ``X += row * stride`` is fine: it becomes a column of pointers). The verifier decides the rest.
+
+A kernel whose block is already 2-D or more (``offs_g[:, None] ... offs_d[None, :]``) takes the N-D path,
+``rows_nd``: the rows become a leading axis of the values that depend on the row.
 """
 
 from __future__ import annotations
 
 import libcst as cst
+from tritondx.tools.rewrite import rows_nd
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
     dependent_names,
@@ -163,6 +167,30 @@ def kernel_axis(fn: cst.FunctionDef) -> int | None:
     return None
 
 
+def nd_axis(fn: cst.FunctionDef) -> tuple[int | None, "rows_nd.Ranks | None"]:
+    """The program axis (and the ranks) for the N-D path: no autotuner, none of ``FORBIDDEN``, no atomic, every
+    ``tl.arange`` from 0 to a number or constexpr, and ``rows_nd.plan`` holds for the axis."""
+    if any(dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+           .endswith(("autotune", "heuristics")) for d in fn.decorators):
+        return None, None
+    names = {dotted(c.func) for c in _find(fn, cst.Call)}
+    if names & set(FORBIDDEN) or any(n.startswith("tl.atomic") for n in names):
+        return None, None
+    consts, params = set(constexpr_names(fn)), set(param_names(fn))
+    if {ROWS_N, BLOCK_R} & params:
+        return None, None
+    for c in calls_named(fn, "tl.arange"):
+        args = [a.value for a in c.args]
+        if len(args) != 2 or code_of(args[0]) != "0" or not (isinstance(args[1], cst.Integer) or (
+                isinstance(args[1], cst.Name) and args[1].value in consts)):
+            return None, None
+    for ax in sorted({a for a in (_axis(c) for c in calls_named(fn, "tl.program_id")) if a is not None}):
+        ranks = rows_nd.plan(fn, ax)
+        if ranks is not None:
+            return ax, ranks
+    return None, None
+
+
 def _is_number(e: cst.BaseExpression) -> bool:
     if isinstance(e, (cst.Integer, cst.Float)):
         return True
@@ -270,9 +298,11 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
     fn = jit_functions(module).get(kernel)
     if fn is None:
         return None
-    axis = kernel_axis(fn)
-    if axis is None:
-        return None
+    axis, ranks = kernel_axis(fn), None
+    if axis is None:   # a block of 2-D or more: the rows in front of its axes (``rows_nd``)
+        axis, ranks = nd_axis(fn)
+        if axis is None:
+            return None
     sites = [(h, s) for h, s in host_launch_sites(module) if s.kernel == kernel]
     if not sites:
         return None
@@ -287,7 +317,10 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
         if axis >= len(els) or not _pure(els[axis]) or names_in(els[axis]) & meta:
             return None
         rows_n = els[axis]
-        widest = blocks[0] if len(blocks) == 1 else f"max({', '.join(blocks)})"
+        if ranks is not None:   # a 2-D block holds the product of its extents (at most those of the widest rank)
+            widest = f"({' * '.join(blocks[:max(1, ranks.widest)])})" if len(blocks) > 1 else blocks[0]
+        else:
+            widest = blocks[0] if len(blocks) == 1 else f"max({', '.join(blocks)})"
         r = f"max(1, min({max_rows}, {elems} // {widest}))"
         els[axis] = expr(f"triton.cdiv({code_of(rows_n)}, {r})")
         new_call = add_call_kwargs(site.call, {ROWS_N: rows_n, BLOCK_R: expr(r)})
@@ -295,7 +328,8 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
         new_call = new_call.with_changes(func=new_call.func.with_changes(
             slice=[sl[0].with_changes(slice=cst.Index(value=g[1](els)))]))
         call_repl[id(site.call)] = new_call
-    out = replace_nodes(module, {id(fn): rows_kernel(fn, axis), **call_repl})
+    kernel_new = rows_kernel(fn, axis) if ranks is None else rows_nd.rows_kernel(fn, axis, ranks)
+    out = replace_nodes(module, {id(fn): kernel_new, **call_repl})
     return out.code, f"{kernel}: up to {max_rows} rows of program axis {axis} per program (~{elems} elements)"
 
 

@@ -118,4 +118,11 @@ def test_pointer_advanced_at_the_top_level(tmp_path):
     r = verify_candidate(str(task), str(cand), "c", get_backend("interpreter"))
     assert r.passed, f"{r.klass}: {r.reason}"
     looped = ADVANCED.replace("    x = tl.load(X + cols", "    for _ in range(1):\n        X += 0\n    x = tl.load(X + cols")
-    assert rows_source(looped, "unit_rows_kernel", 2048, 64) is None   # advanced inside a loop
+    # advanced inside a loop as well: the 1-D path refuses it; the N-D path (``rows_nd``, rank-aware) sees that X
+    # stays a vector of row pointers through the loop, and the verifier takes its candidate
+    src, _ = rows_source(looped, "unit_rows_kernel", 2048, 64)
+    assert "    for _ in range(1):\n        X += 0\n    x = tl.load((X)[:, None] + cols" in src
+    task.write_text(looped)
+    cand.write_text(src)
+    r = verify_candidate(str(task), str(cand), "c", get_backend("interpreter"))
+    assert r.passed, f"{r.klass}: {r.reason}"
