@@ -179,10 +179,10 @@ def nd_axis(fn: cst.FunctionDef) -> tuple[int | None, "rows_nd.Ranks | None"]:
     consts, params = set(constexpr_names(fn)), set(param_names(fn))
     if {ROWS_N, BLOCK_R} & params:
         return None, None
-    for c in calls_named(fn, "tl.arange"):
+    for c in calls_named(fn, "tl.arange"):   # bounds of numbers and constexprs (``HEAD_DIM // 2``)
         args = [a.value for a in c.args]
-        if len(args) != 2 or code_of(args[0]) != "0" or not (isinstance(args[1], cst.Integer) or (
-                isinstance(args[1], cst.Name) and args[1].value in consts)):
+        if len(args) != 2 or any(not names_in(a) <= consts for a in args) or \
+                any(_find(a, cst.Call) for a in args):
             return None, None
     for ax in sorted({a for a in (_axis(c) for c in calls_named(fn, "tl.program_id")) if a is not None}):
         ranks = rows_nd.plan(fn, ax)
@@ -281,16 +281,31 @@ def append_params(fn: cst.FunctionDef, names: list[str], constexpr: bool = False
 
 
 def _block_exprs(fn: cst.FunctionDef, bound: dict[str, cst.BaseExpression]) -> list[str] | None:
+    """Each ``tl.arange``'s extent as a host expression (its constexprs replaced by what the launch passes)."""
     out = []
     for c in calls_named(fn, "tl.arange"):
-        size = c.args[1].value
-        if isinstance(size, cst.Integer):
+        start, size = c.args[0].value, c.args[1].value
+        if isinstance(size, cst.Integer) and code_of(start) == "0":
             out.append(size.value)
-        elif size.value in bound and _pure(bound[size.value]):
+        elif isinstance(size, cst.Name) and code_of(start) == "0":
+            if size.value not in bound or not _pure(bound[size.value]):
+                return None
             out.append(f"({code_of(bound[size.value])})")
-        else:
-            return None
+        else:   # arange(HEAD_DIM // 2, HEAD_DIM): (end) - (start), the names bound at the launch
+            names = names_in(start) | names_in(size)
+            if any(n not in bound or not _pure(bound[n]) for n in names):
+                return None
+            sub = {n: f"({code_of(bound[n])})" for n in names}
+            out.append("((" + _substitute(size, sub) + ") - (" + _substitute(start, sub) + "))")
     return sorted(set(out))
+
+
+def _substitute(e: cst.BaseExpression, sub: dict[str, str]) -> str:
+    """``e``'s code with each name in ``sub`` replaced by its text."""
+    class T(cst.CSTTransformer):
+        def leave_Name(self, original, updated):
+            return expr(sub[updated.value]) if updated.value in sub else updated
+    return code_of(e.visit(T()))
 
 
 def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[str, str] | None:
@@ -317,8 +332,8 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
         if axis >= len(els) or not _pure(els[axis]) or names_in(els[axis]) & meta:
             return None
         rows_n = els[axis]
-        if ranks is not None:   # a 2-D block holds the product of its extents (at most those of the widest rank)
-            widest = f"({' * '.join(blocks[:max(1, ranks.widest)])})" if len(blocks) > 1 else blocks[0]
+        if ranks is not None and ranks.widest >= 2 and len(blocks) > 1:   # a 2-D block: the product of extents
+            widest = f"({' * '.join(blocks)})"
         else:
             widest = blocks[0] if len(blocks) == 1 else f"max({', '.join(blocks)})"
         r = f"max(1, min({max_rows}, {elems} // {widest}))"

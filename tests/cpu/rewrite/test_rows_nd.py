@@ -108,16 +108,19 @@ def test_kernels_that_break_a_rule_are_left_alone(old, new, why):
 
 
 CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
-QUANT = CORPUS / "tbg_lightllm_quantize_kv_copy.py"
+#: third-party kernels of this shape: lightllm's destination-index KV copy with int8 quantization (131072 programs
+#: of 128 elements on its benchmark; a 2-D block, a destination index per token) and ColossalAI's decoding rotary
+#: embedding with its KV-cache write (one program per head and token; aranges from HEAD_DIM // 2 to HEAD_DIM)
+THIRD_PARTY = [("tbg_lightllm_quantize_kv_copy", "_fwd_kernel_destindex_copy_quantize_kv", 0),
+               ("tbg_colossalai_decode_rope_kvcache", "decoding_fused_rotary_embedding_kernel", 1)]
 
 
-@pytest.mark.skipif(not QUANT.exists(), reason="../shared/corpus not present")
-def test_a_corpus_kv_quantize_copy_passes_the_verifier(tmp_path):
-    """A third-party kernel of this shape (lightllm's destination-index KV copy with int8 quantization: 131072
-    programs of 128 elements on its benchmark) takes the N-D path and passes the verifier's checks."""
-    src = QUANT.read_text()
-    new, what = rpp.rows_source(src, "_fwd_kernel_destindex_copy_quantize_kv", 2048, 64)
-    assert "program axis 0" in what
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus not present")
+@pytest.mark.parametrize("name,kernel,axis", THIRD_PARTY, ids=[t[0] for t in THIRD_PARTY])
+def test_third_party_kernels_pass_the_verifier(tmp_path, name, kernel, axis):
+    src = (CORPUS / f"{name}.py").read_text()
+    new, what = rpp.rows_source(src, kernel, 2048, 64)
+    assert f"program axis {axis}" in what
     task, cand = tmp_path / "task.py", tmp_path / "cand.py"
     task.write_text(src)
     cand.write_text(new)
