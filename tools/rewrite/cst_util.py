@@ -404,3 +404,13 @@ def dependent_names(fn: cst.FunctionDef, seeds) -> set[str]:
                 out.add(nm)
                 changed = True
     return out
+
+
+def with_prelude(fn: cst.FunctionDef, lines: list[str]) -> cst.FunctionDef:
+    """``fn`` with ``lines`` (statements) first in its body, after its docstring if it has one."""
+    body = list(fn.body.body)
+    head = []
+    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) and \
+            isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        head, body = [body[0]], body[1:]
+    return fn.with_changes(body=fn.body.with_changes(body=head + [stmt(x) for x in lines] + body))

@@ -28,8 +28,8 @@ more, an index (not ``:``/``None``) in a subscript of a row value, a call of ano
 from __future__ import annotations
 
 import libcst as cst
-from tritondx.tools.rewrite.cst_util import add_params, calls_named, code_of, dotted, expr
-from tritondx.tools.rewrite.tile_2d import _axis, _ptr
+from tritondx.tools.rewrite.cst_util import add_params, calls_named, code_of, dotted, expr, with_prelude
+from tritondx.tools.rewrite.tile_2d import _axis, _ptr, _with_row_mask
 
 ROWS, ROWS_OK, ROWS_N, BLOCK_R = "_tdx_rows", "_tdx_rows_ok", "TDX_ROWS", "TDX_BLOCK_R"
 REDUCTIONS = ("tl.sum", "tl.max", "tl.min", "tl.argmax", "tl.argmin", "tl.xor_sum")
@@ -271,23 +271,6 @@ def rows_kernel(fn: cst.FunctionDef, axis: int, ranks: Ranks) -> cst.FunctionDef
     pids = {id(c) for c in calls_named(fn, "tl.program_id") if _axis(c) == axis}
     nprog = {id(c) for c in calls_named(fn, "tl.num_programs") if _axis(c) == axis}
 
-    def mask(call: cst.Call, rank: int, pos: int) -> cst.Call:
-        ok = ROWS_OK if rank == 0 else f"{ROWS_OK}[:, {_nones(rank)}]"
-        args = list(call.args)
-        for i, a in enumerate(args):
-            if a.keyword and a.keyword.value == "mask":
-                args[i] = a.with_changes(value=expr(f"({code_of(a.value)}) & {ok}"))
-                return call.with_changes(args=args)
-        positional = [i for i, a in enumerate(args) if a.keyword is None]
-        if len(positional) > pos:
-            i = positional[pos]
-            args[i] = args[i].with_changes(value=expr(f"({code_of(args[i].value)}) & {ok}"))
-            return call.with_changes(args=args)
-        eq = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
-        if args:
-            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        return call.with_changes(args=args + [cst.Arg(keyword=cst.Name("mask"), value=expr(ok), equal=eq)])
-
     class T(cst.CSTTransformer):
         def on_leave(self, original, updated):
             k = id(original)
@@ -308,21 +291,16 @@ def rows_kernel(fn: cst.FunctionDef, axis: int, ranks: Ranks) -> cst.FunctionDef
                 args[0] = args[0].with_changes(value=expr(f"[{BLOCK_R}, {els}]"))
                 out = updated.with_changes(args=args)
             elif k in ranks.loads:
-                out = mask(updated, ranks.loads[k], 1 if dotted(updated.func) == "tl.load" else 2)
+                rank = ranks.loads[k]
+                out = _with_row_mask(updated, 1 if dotted(updated.func) == "tl.load" else 2,
+                                     ROWS_OK if rank == 0 else f"{ROWS_OK}[:, {_nones(rank)}]")
             if k in ranks.expand:
                 out = expr(f"({code_of(out)})[:, {_nones(ranks.expand[k])}]")
             return out
 
-    new = fn.visit(T())
-    body = list(new.body.body)
-    head = []
-    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) and \
-            isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-        head, body = [body[0]], body[1:]
-    pre = [cst.parse_statement(f"{ROWS} = tl.program_id({axis}) * {BLOCK_R} + tl.arange(0, {BLOCK_R})"
-                               f"  # {BLOCK_R} rows per program (was one), in front of the block's axes"),
-           cst.parse_statement(f"{ROWS_OK} = {ROWS} < {ROWS_N}")]
-    new = new.with_changes(body=new.body.with_changes(body=head + pre + body))
+    new = with_prelude(fn.visit(T()), [
+        f"{ROWS} = tl.program_id({axis}) * {BLOCK_R} + tl.arange(0, {BLOCK_R})"
+        f"  # {BLOCK_R} rows per program (was one), in front of the block's axes", f"{ROWS_OK} = {ROWS} < {ROWS_N}"])
     return add_params(add_params(new, [ROWS_N]), [BLOCK_R], constexpr=True)
 
 

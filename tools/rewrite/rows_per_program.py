@@ -44,7 +44,7 @@ from tritondx.tools.rewrite.cst_util import (
     param_names,
     parse,
     replace_nodes,
-    stmt,
+    with_prelude,
 )
 from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.tile_2d import _axis, _depends, _find, _grid_tuple, _pid_names, _ptr, _pure, _with_row_mask
@@ -261,16 +261,9 @@ def rows_kernel(fn: cst.FunctionDef, axis: int) -> cst.FunctionDef:
                 return _with_row_mask(updated, 1 if k == "load" else 2)
             return updated
 
-    new = fn.visit(T())
-    body = list(new.body.body)
-    head = []
-    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) and \
-            isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-        head, body = [body[0]], body[1:]
-    pre = [stmt(f"{ROWS} = (tl.program_id({axis}) * {BLOCK_R} + tl.arange(0, {BLOCK_R}))[:, None]"
-                f"  # {BLOCK_R} rows per program (was one)"),
-           stmt(f"{ROWS_OK} = {ROWS} < {ROWS_N}")]
-    new = new.with_changes(body=new.body.with_changes(body=head + pre + body))
+    new = with_prelude(fn.visit(T()), [
+        f"{ROWS} = (tl.program_id({axis}) * {BLOCK_R} + tl.arange(0, {BLOCK_R}))[:, None]"
+        f"  # {BLOCK_R} rows per program (was one)", f"{ROWS_OK} = {ROWS} < {ROWS_N}"])
     new = append_params(new, [ROWS_N])
     return append_params(new, [BLOCK_R], constexpr=True)
 

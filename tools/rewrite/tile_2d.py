@@ -147,18 +147,19 @@ def _all_calls(node: cst.CSTNode) -> list[cst.Call]:
     return _find(node, cst.Call)
 
 
-def _with_row_mask(call: cst.Call, mask_pos: int) -> cst.Call:
+def _with_row_mask(call: cst.Call, mask_pos: int, ok: str = ROWS_OK) -> cst.Call:
+    """A load's or store's mask (at ``mask_pos`` when positional) and ``ok``, or ``mask=ok`` where it has none."""
     args = list(call.args)
     for i, a in enumerate(args):
         if a.keyword and a.keyword.value == "mask":
-            args[i] = a.with_changes(value=expr(f"{code_of(paren(a.value))} & {ROWS_OK}"))
+            args[i] = a.with_changes(value=expr(f"{code_of(paren(a.value))} & {ok}"))
             return call.with_changes(args=args)
     positional = [i for i, a in enumerate(args) if a.keyword is None]
     if len(positional) > mask_pos:
         i = positional[mask_pos]
-        args[i] = args[i].with_changes(value=expr(f"{code_of(paren(args[i].value))} & {ROWS_OK}"))
+        args[i] = args[i].with_changes(value=expr(f"{code_of(paren(args[i].value))} & {ok}"))
         return call.with_changes(args=args)
-    return add_call_kwargs(call, {"mask": cst.Name(ROWS_OK)})
+    return add_call_kwargs(call, {"mask": expr(ok)})
 
 
 def tile_kernel(fn: cst.FunctionDef, block: str, row_axis: int, chunk_axis: int | None) -> cst.FunctionDef:

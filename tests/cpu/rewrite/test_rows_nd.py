@@ -72,7 +72,7 @@ def test_the_rows_go_in_front_of_the_block():
     assert "_tdx_rows = tl.program_id(0) * TDX_BLOCK_R + tl.arange(0, TDX_BLOCK_R)" in new
     assert "    dst = tl.load(idx_ptr + t, mask=_tdx_rows_ok)\n" in new                  # one index per row
     assert "(x_ptr + t * G * GD)[:, None, None] + offs_g[:, None] * GD + offs_d[None, :]" in new
-    assert "mask=(m) & _tdx_rows_ok[:, None, None]" in new
+    assert "mask=m & _tdx_rows_ok[:, None, None]" in new
     assert "s = tl.max(tl.abs(x), axis=2) / 127.0" in new and "x / s[:, :, None]" in new
     assert "(s_ptr + dst * G)[:, None] + offs_g" in new and "mask=(offs_g < G) & _tdx_rows_ok[:, None]" in new
     assert "group_scale_kernel[(triton.cdiv(T, max(1, min(64, 2048 // (" in new and "TDX_ROWS=T" in new
