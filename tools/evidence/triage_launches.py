@@ -38,6 +38,23 @@ def _name(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
+_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+            ast.FloorDiv: lambda a, b: a // b if b else None}
+
+
+def _int_value(e: ast.expr, constexprs: dict[str, Any]) -> int | None:
+    """An integer written with numbers, constexprs and ``+ - * //`` (``HEAD_DIM // 2``); None otherwise."""
+    if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, ast.Name):
+        v = constexprs.get(e.id)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    if isinstance(e, ast.BinOp) and type(e.op) in _INT_OPS:
+        a, b = _int_value(e.left, constexprs), _int_value(e.right, constexprs)
+        return None if a is None or b is None else _INT_OPS[type(e.op)](a, b)
+    return None
+
+
 def block_elements(fn: ast.FunctionDef, constexprs: dict[str, Any]) -> int | None:
     """Elements of the largest block a program of ``fn`` holds, from its ``tl.arange`` sizes: the largest one, or
     for a kernel that builds 2-D tiles the product of the two largest; None when a size is unknown."""
@@ -45,14 +62,9 @@ def block_elements(fn: ast.FunctionDef, constexprs: dict[str, Any]) -> int | Non
     for n in ast.walk(fn):
         if isinstance(n, ast.Call) and _name(n.func) == "tl.arange" and len(n.args) == 2:
             lo, hi = n.args
-            vals = []
-            for e in (lo, hi):
-                if isinstance(e, ast.Constant) and isinstance(e.value, int):
-                    vals.append(e.value)
-                elif isinstance(e, ast.Name) and isinstance(constexprs.get(e.id), int):
-                    vals.append(constexprs[e.id])
-                else:
-                    return None
+            vals = [_int_value(e, constexprs) for e in (lo, hi)]
+            if None in vals:
+                return None
             sizes.append(vals[1] - vals[0])
     if not sizes:
         return 1

@@ -87,3 +87,15 @@ def test_block_estimate_of_tiles():
                    "    c = tl.arange(0, BN)[None, :]\n").body[0]
     assert block_elements(fn, {"BM": 32, "BN": 64}) == 2048
     assert block_elements(fn, {"BM": 32}) is None
+
+
+def test_block_estimate_of_halves():
+    """Bounds written with constexprs and ``+ - * //`` (a rotary kernel's two halves of a head) are read; a bound
+    that calls something is not."""
+    import ast
+    from tritondx.tools.evidence.triage_launches import block_elements
+    fn = ast.parse("def k(x, D: tl.constexpr):\n    a = tl.arange(0, D // 2)\n    b = tl.arange(D // 2, D)\n"
+                   "    c = tl.arange(0, D)\n").body[0]
+    assert block_elements(fn, {"D": 128}) == 128
+    fn = ast.parse("def k(x, D: tl.constexpr):\n    a = tl.arange(0, f(D))\n").body[0]
+    assert block_elements(fn, {"D": 128}) is None
