@@ -14,13 +14,13 @@ original kernel (``Ranks``):
 - a subscript of a row value gets a leading ``:`` (``x[:, None]`` -> ``x[:, :, None]``);
 - a reduction of a row value over axis ``a >= 0`` reduces axis ``a + 1`` (negative axes stay); over the whole of a
   1-D value, over axis 1;
-- ``tl.zeros``/``tl.full`` get the rows in front of their shape;
+- ``tl.zeros``/``tl.full`` get the rows in front of their shape; a Python scalar that a loop updates with row
+  values (``m_i = -float("inf")``, ``l_i = 0.0``) starts as ``tl.full([TDX_BLOCK_R], value, dtype)``;
 - every load and store whose pointer depends on the row gets ``& _tdx_rows_ok`` (expanded to the pointer's rank)
   in its mask.
 
 A kernel is left alone where a rule does not hold: an ``if``/``while`` on a row value, a loop whose bounds depend
-on the row, a loop that changes a value's rank or row dependence (a Python scalar accumulator that takes a row
-value), a store whose address does not depend on the row, a reduction of the whole of a row value of rank 2 or
+on the row, a loop that changes a value's rank or row dependence (other than a scalar accumulator), a store whose address does not depend on the row, a reduction of the whole of a row value of rank 2 or
 more, an index (not ``:``/``None``) in a subscript of a row value, a call of another jit function, or any call
 ``rows_per_program.FORBIDDEN`` names. The verifier decides the rest.
 """
@@ -41,6 +41,29 @@ class Refused(Exception):
     """The kernel breaks one of the module's rules (the message says which)."""
 
 
+class _Promote(Exception):
+    """A Python scalar that a loop gives row values: analyse again with it a vector of rows from the start."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _number_kind(e: cst.BaseExpression) -> str | None:
+    """"tl.float32" or "tl.int32" for a number written as ``0``, ``0.0``, ``-1``, ``float("-inf")``,
+    ``-float("inf")``; None for anything else."""
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+        return _number_kind(e.expression)
+    if isinstance(e, cst.Float):
+        return "tl.float32"
+    if isinstance(e, cst.Integer):
+        return "tl.int32"
+    if isinstance(e, cst.Call) and dotted(e.func) == "float" and len(e.args) == 1 and \
+            isinstance(e.args[0].value, (cst.SimpleString, cst.Integer, cst.Float)):
+        return "tl.float32"
+    return None
+
+
 class Ranks:
     """Each expression's (rank, depends on the row) in the original kernel, the row values of lower rank that an
     expression's other operands make wider (``expand``: node id -> axes to add after the row axis), and the
@@ -48,15 +71,23 @@ class Ranks:
 
     def __init__(self, fn: cst.FunctionDef, axis: int) -> None:
         self.fn, self.axis = fn, axis
-        self.info: dict[int, tuple[int, bool]] = {}
-        self.expand: dict[int, int] = {}
-        self.loads: dict[int, int] = {}       # load/store node id -> rank of its pointer (row pointers only)
-        self.subs: set[int] = set()          # subscripts of row values
-        self.reduce: dict[int, str] = {}     # reduction node id -> "shift" (axis + 1) or "all1" (axis=1)
-        self.shapes: set[int] = set()        # tl.zeros / tl.full
-        self.widest = 0
-        env: dict[str, tuple[int, bool]] = {}
-        self._block(fn.body.body, env, loop=False)
+        self.promoted: set[str] = set()   # Python scalars a loop gives row values: each row gets its own
+        for _ in range(16):
+            self.info: dict[int, tuple[int, bool]] = {}
+            self.expand: dict[int, int] = {}
+            self.loads: dict[int, int] = {}      # load/store node id -> rank of its pointer (row pointers only)
+            self.subs: set[int] = set()          # subscripts of row values
+            self.reduce: dict[int, str] = {}     # reduction node id -> "shift" (axis + 1) or "all1" (axis=1)
+            self.shapes: set[int] = set()        # tl.zeros / tl.full
+            self.scalars: dict[int, str] = {}    # a promoted scalar's first value (node id) -> its element type
+            self.literal: dict[str, cst.BaseExpression] = {}   # names whose last value is a number
+            self.widest = 0
+            try:
+                self._block(fn.body.body, {}, loop=False)
+                return
+            except _Promote as p:
+                self.promoted.add(p.name)
+        raise Refused("too many scalar accumulators")
 
     # -- statements -----------------------------------------------------------------------------------------------
     def _block(self, stmts, env: dict, loop: bool) -> None:
@@ -73,13 +104,16 @@ class Ranks:
                 raise Refused("a loop whose bounds depend on the row")
             if not isinstance(s.target, cst.Name):
                 raise Refused("a loop target that is not a name")
-            before = dict(env)
+            before, literal = dict(env), dict(self.literal)
             env[s.target.value] = (0, False)
             self._block(_suite(s.body), env, loop=True)
             if s.orelse is not None:
                 raise Refused("a for ... else")
             for name, info in env.items():   # so the body read the values every iteration sees
                 if name in before and before[name] != info:
+                    if before[name] == (0, False) and info == (0, True) and name in literal \
+                            and name not in self.promoted:   # ``m_i = 0.0`` updated from the row's values
+                        raise _Promote(name)
                     raise Refused(f"{name} changes its rank or row dependence inside a loop")
             return
         if isinstance(s, (cst.If, cst.While)):
@@ -107,7 +141,15 @@ class Ranks:
             for t in small.targets:
                 if not isinstance(t.target, cst.Name):
                     raise Refused("an assignment to something other than a name")
-                env[t.target.value] = info
+                name = t.target.value
+                self.literal.pop(name, None)
+                kind = _number_kind(small.value)
+                if kind is not None and len(small.targets) == 1:
+                    self.literal[name] = small.value
+                    if name in self.promoted:
+                        self.scalars[id(small.value)] = kind
+                        info = (0, True)
+                env[name] = info
         elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
             env[small.target.value] = self._expr(small.value, env)
         elif isinstance(small, cst.AugAssign):
@@ -290,6 +332,8 @@ def rows_kernel(fn: cst.FunctionDef, axis: int, ranks: Ranks) -> cst.FunctionDef
                 els = ", ".join(code_of(el.value) for el in args[0].value.elements)
                 args[0] = args[0].with_changes(value=expr(f"[{BLOCK_R}, {els}]"))
                 out = updated.with_changes(args=args)
+            elif k in ranks.scalars:   # a scalar accumulator: one per row
+                out = expr(f"tl.full([{BLOCK_R}], {code_of(updated)}, {ranks.scalars[k]})")
             elif k in ranks.loads:
                 rank = ranks.loads[k]
                 out = _with_row_mask(updated, 1 if dotted(updated.func) == "tl.load" else 2,

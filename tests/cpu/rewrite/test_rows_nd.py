@@ -91,8 +91,8 @@ def test_the_candidate_passes_the_verifier(tmp_path):
     ("    s = tl.max(tl.abs(x), axis=1) / 127.0\n",
      "    s = tl.max(tl.abs(x), axis=1) / 127.0\n    if dst > 0:\n        s = s * 1.0\n", "a branch on a row value"),
     ("    offs_d = tl.arange(0, GD)\n",
-     "    offs_d = tl.arange(0, GD)\n    acc = 0.0\n    for i in range(0, G):\n        acc += tl.load(x_ptr + t * G * GD + i)\n",
-     "a Python scalar that takes a row value in a loop"),
+     "    offs_d = tl.arange(0, GD)\n    acc = G * 0.0\n    for i in range(0, G):\n        acc += tl.load(x_ptr + t * G * GD + i)\n",
+     "a scalar computed from parameters that takes a row value in a loop (only a number is made one per row)"),
     ("    offs_d = tl.arange(0, GD)\n", "    offs_d = tl.arange(0, GD)\n    for i in range(0, t):\n        pass\n",
      "a loop whose bound is the row"),
     ("    tl.store(s_ptr + dst * G + offs_g, s, mask=offs_g < G)\n",
@@ -110,9 +110,12 @@ def test_kernels_that_break_a_rule_are_left_alone(old, new, why):
 CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
 #: third-party kernels of this shape: lightllm's destination-index KV copy with int8 quantization (131072 programs
 #: of 128 elements on its benchmark; a 2-D block, a destination index per token) and ColossalAI's decoding rotary
-#: embedding with its KV-cache write (one program per head and token; aranges from HEAD_DIM // 2 to HEAD_DIM)
+#: embedding with its KV-cache write (one program per head and token; aranges from HEAD_DIM // 2 to HEAD_DIM) and
+#: lightllm's flash-decoding reduction (an online softmax over sequence blocks whose running max and sum start as
+#: Python scalars: each row gets its own, ``tl.full([TDX_BLOCK_R], ...)``)
 THIRD_PARTY = [("tbg_lightllm_quantize_kv_copy", "_fwd_kernel_destindex_copy_quantize_kv", 0),
-               ("tbg_colossalai_decode_rope_kvcache", "decoding_fused_rotary_embedding_kernel", 1)]
+               ("tbg_colossalai_decode_rope_kvcache", "decoding_fused_rotary_embedding_kernel", 1),
+               ("tbg_lightllm_flash_decode_stage2", "_fwd_kernel_flash_decode_stage2", 1)]
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus not present")
@@ -121,6 +124,8 @@ def test_third_party_kernels_pass_the_verifier(tmp_path, name, kernel, axis):
     src = (CORPUS / f"{name}.py").read_text()
     new, what = rpp.rows_source(src, kernel, 2048, 64)
     assert f"program axis {axis}" in what
+    if "flash_decode" in name:
+        assert '    max_logic = tl.full([TDX_BLOCK_R], -float("inf"), tl.float32)\n' in new
     task, cand = tmp_path / "task.py", tmp_path / "cand.py"
     task.write_text(src)
     cand.write_text(new)
