@@ -52,6 +52,18 @@ from tritondx.tools.rewrite.tile_2d import _axis, _depends, _find, _grid_tuple, 
 ROWS, ROWS_OK, ROWS_N, BLOCK_R = "_tdx_rows", "_tdx_rows_ok", "TDX_ROWS", "TDX_BLOCK_R"
 #: (elements a program holds, most rows per program) of the proposals
 SIZES = ((2048, 64), (8192, 128))
+#: programs a candidate keeps per SM at least, where the launch's program count is known (a launch record at the
+#: benchmark size): rows taken into one program leave the rest of the device idle below it
+MIN_PROGRAMS_PER_SM = 2
+
+
+def row_cap(programs: int, sm_count: int = 132) -> int:
+    """The most rows per program that keep ``MIN_PROGRAMS_PER_SM`` programs per SM out of ``programs`` (a power of
+    two, at least 1): lightllm's flash-decoding reduction runs 2048 programs, so 4 rows, not 16 (128 programs)."""
+    r = max(1, programs // (MIN_PROGRAMS_PER_SM * sm_count))
+    return 1 << (r.bit_length() - 1)
+
+
 #: detectors whose findings this family answers (besides findings that suggest it by name)
 ANSWERS = ("tiny_programs", "tiny_programs_launch")
 REDUCTIONS = ("tl.sum", "tl.max", "tl.min", "tl.argmax", "tl.argmin", "tl.xor_sum")
@@ -344,7 +356,20 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
 @rewrite("rows_per_program", "a grid of tiny programs (one row/token/head each) -> several rows per program as a "
                              "2-D block", priority=9, also=("launch_config",))
 def rows_per_program(ctx: RewriteContext) -> list[Proposal]:
-    return ctx.per_kernel("rows_per_program", ctx.motivating("rows_per_program", ANSWERS), SIZES, rows_source,
-                          lambda k, e, m: {"kernel": k, "elements": e, "max_rows": m},
+    motivating = ctx.motivating("rows_per_program", ANSWERS)
+    caps = {f.kernel: row_cap(int(f.metric["programs"])) for f in motivating
+            if isinstance(f.metric, dict) and isinstance(f.metric.get("programs"), (int, float))}
+    capped: set[str] = set()
+
+    def build(source: str, kernel: str, elems: int, max_rows: int):   # where the cap binds, one size is enough
+        if kernel in capped:
+            return None
+        cap = caps.get(kernel, max_rows)
+        if cap < max_rows:
+            capped.add(kernel)
+        return rows_source(source, kernel, elems, min(max_rows, cap))
+
+    return ctx.per_kernel("rows_per_program", motivating, SIZES, build,
+                          lambda k, e, m: {"kernel": k, "elements": e, "max_rows": min(m, caps.get(k, m))},
                           "programs move kilobytes instead of a few dozen bytes: launch and scheduling cost per "
                           "byte falls, and each warp's accesses cover whole rows")

@@ -131,3 +131,23 @@ def test_third_party_kernels_pass_the_verifier(tmp_path, name, kernel, axis):
     cand.write_text(new)
     r = verify_candidate(str(task), str(cand), "cand", get_backend("interpreter"), allowed_ops=["clone"])
     assert r.passed, r.reason
+
+
+def test_rows_keep_two_programs_per_sm_where_the_launch_is_known():
+    """A launch record at the benchmark size (``tiny_programs_launch``'s programs): rows per program are capped so
+    that 2 programs per SM remain, and one size is proposed where the cap binds; without a count, both sizes."""
+    from tritondx.tools.records.evidence import Finding
+    from tritondx.tools.rewrite.base import RewriteContext
+    from tritondx.tools.rewrite.rows_per_program import row_cap, rows_per_program
+    from tritondx.tools.task.spec import parse_task_source
+    assert (row_cap(2048), row_cap(131072), row_cap(100)) == (4, 256, 1)
+    spec = parse_task_source(TASK, "task.py")
+
+    def props(metric):
+        f = Finding(id="f1", detector="tiny_programs_launch", tier="triage", stage="launch",
+                    kernel="group_scale_kernel", severity="high", message="tiny", metric=metric)
+        return rows_per_program(RewriteContext(spec=spec, original=spec, kernel_class="reduction", findings=[f]))
+
+    capped = props({"programs": 2048})
+    assert [p.params["max_rows"] for p in capped] == [4] and "min(4, 2048 // " in capped[0].source
+    assert [p.params["max_rows"] for p in props({})] == [64, 128]

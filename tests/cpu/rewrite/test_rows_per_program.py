@@ -55,8 +55,39 @@ def launch(x):
 '''
 
 
+SHARED_TASK = SHARED + '''
+
+def reference(x):
+    return x.sum(dim=1)
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
+
+
+CHECK_SHAPES = [(5, 40), (70, 33)]
+BENCH_SHAPES = [(1 << 16, 64)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-4, "rtol": 1e-4}}
+'''
+
+
+def test_a_scalar_accumulator_takes_the_nd_path(tmp_path):
+    """A Python scalar accumulated in a loop: the 1-D path refuses it; the N-D path (``rows_nd``) starts it as one
+    value per row, and the verifier takes the candidate (rows of a partial last program included)."""
+    from tritondx.tools.backends.registry import get_backend
+    from tritondx.tools.verify.verification import verify_candidate
+    src, _ = rows_source(SHARED_TASK, "k", 2048, 64)
+    assert "    acc = tl.full([TDX_BLOCK_R], 0.0, tl.float32)\n" in src
+    task, cand = tmp_path / "task.py", tmp_path / "cand.py"
+    task.write_text(SHARED_TASK)
+    cand.write_text(src)
+    r = verify_candidate(str(task), str(cand), "c", get_backend("interpreter"))
+    assert r.passed, f"{r.klass}: {r.reason}"
+
+
 def test_kernels_it_cannot_take_are_left_alone():
-    assert rows_source(SHARED, "k", 2048, 64) is None    # a Python scalar accumulated in a loop
     ok = SHARED.replace("acc = 0.0", "acc = tl.zeros([BLOCK], tl.float32)").replace(
         "acc += tl.sum(tl.load(x_ptr + row * N + s + cols, mask=s + cols < N, other=0.0), axis=0)",
         "acc += tl.load(x_ptr + row * N + s + cols, mask=s + cols < N, other=0.0)").replace(

@@ -54,11 +54,13 @@ def test_tiny_programs_found_at_triage_and_acted_on(rw):
     assert "rows_per_program" in tiny.suggests
     props = [p for p in propose(ctx, limit=8) if p.family == "rows_per_program"]
     assert props and all(tiny.id in p.motivated_by for p in props)
-    # the candidate's launches: 16 programs of 64 rows x 16 (1024 elements) each, no tiny-programs finding
+    # the candidate's launches: rows per program capped by the recorded 1024 programs so that 2 per SM remain
+    # (2 rows each: 512 programs of 2 x 16 elements), no tiny-programs finding
+    assert all(p.params["max_rows"] == 2 for p in props)
     again = launch_findings(record_source(props[0].source, (1024, 16)), props[0].source)
     assert not [f for f in again if f.detector == "tiny_programs_launch"]
     (w2,) = [f for f in again if f.detector == "launch_work"]
-    assert w2.metric["programs"] == 16 and w2.metric["elements_per_program"] == 1024
+    assert w2.metric["programs"] == 512 and w2.metric["elements_per_program"] == 32
 
 
 def record_source(source: str, shape) -> list[dict]:
