@@ -19,8 +19,8 @@ from tritondx.state import DXState
 from tritondx.tools.records.run import Candidate, Decision
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
-from tritondx.tools.rewrite.feedback import FeedbackPlan, read_feedback
 from tritondx.tools.records.evidence import Finding
+from tritondx.tools.rewrite.feedback import FeedbackPlan, read_feedback
 from tritondx.tools.task.spec import TaskSpec, load_task
 
 
@@ -57,7 +57,8 @@ def _context(state: DXState, cfg: RunConfig, spec: TaskSpec | None = None, extra
         unmeasured |= {c["family"] for c in state.get("candidates", []) if c["id"] in passed}
     return RewriteContext(
         spec=spec or best_spec(state), original=load_task(state["task_path"]),
-        kernel_class=state.get("kernel_class", "other"), findings=findings(state) + list(extra), tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
+        kernel_class=state.get("kernel_class", "other"), findings=findings(state) + list(extra),
+        tolerances={k: tuple(v) for k, v in probe.get("tolerances", {}).items()},
         dtypes=probe.get("dtypes", []), tried=tried, insufficient=set(state.get("insufficient", [])),
         unmeasured_families=unmeasured, prefer=set(state.get("force_families") or []),
         can_time=backend_of(state, cfg).can_time)

@@ -3,8 +3,8 @@ only the winners to the verifier (``tools/tune``).
 
 It runs first (after triage) and again whenever a round's winner came from a structural rewrite, so a new kernel
 gets its own launch configuration before the next rewrite. Where it found winners, the structural rewrites the
-evidence suggests, built on the best winner, join its round (``rewriter.beside_tune``). Without a GPU it screens configurations for
-correctness only and proposes nothing (speed not measured).
+evidence suggests, built on the best winner, join its round (``rewriter.beside_tune``). Without a GPU it screens
+configurations for correctness only and proposes nothing (speed not measured).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from tritondx.agents.rewriter import beside_tune
 from tritondx.agents.common import backend_of, best_path, highest_tier, logger, run_config, run_dir
+from tritondx.agents.rewriter import beside_tune
 from tritondx.config import RunContext
 from tritondx.state import DXState
 from tritondx.tools.records.run import Candidate

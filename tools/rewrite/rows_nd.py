@@ -20,18 +20,21 @@ original kernel (``Ranks``):
   in its mask.
 
 A kernel is left alone where a rule does not hold: an ``if``/``while`` on a row value, a loop whose bounds depend
-on the row, a loop that changes a value's rank or row dependence (other than a scalar accumulator), a store whose address does not depend on the row, a reduction of the whole of a row value of rank 2 or
-more, an index (not ``:``/``None``) in a subscript of a row value, a call of another jit function, or any call
+on the row, a loop that changes a value's rank or row dependence (other than a scalar accumulator), a store
+whose address does not depend on the row, a reduction of the whole of a row value of rank 2 or more, an index
+(not ``:``/``None``) in a subscript of a row value, a call of another jit function, or any call
 ``rows_per_program.FORBIDDEN`` names. The verifier decides the rest.
 """
 
 from __future__ import annotations
 
 import libcst as cst
-from tritondx.tools.rewrite.cst_util import add_params, calls_named, code_of, dotted, expr, with_prelude
+from tritondx.tools.rewrite.cst_util import (add_call_kwargs, add_params, calls_named, code_of, dotted, expr,
+                                             with_prelude)
 from tritondx.tools.rewrite.tile_2d import _axis, _ptr, _with_row_mask
 
 ROWS, ROWS_OK, ROWS_N, BLOCK_R = "_tdx_rows", "_tdx_rows_ok", "TDX_ROWS", "TDX_BLOCK_R"
+COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 REDUCTIONS = ("tl.sum", "tl.max", "tl.min", "tl.argmax", "tl.argmin", "tl.xor_sum")
 #: calls whose value is a scalar of the host's kind, never a block
 SCALAR_CALLS = ("tl.cdiv", "triton.cdiv", "float", "int", "min", "max", "len", "range", "tl.static_range", "tl.range")
@@ -322,8 +325,7 @@ def rows_kernel(fn: cst.FunctionDef, axis: int, ranks: Ranks) -> cst.FunctionDef
             elif k in nprog:
                 out = cst.Name(ROWS_N)
             elif k in ranks.subs:
-                out = updated.with_changes(slice=[cst.SubscriptElement(cst.Slice(lower=None, upper=None),
-                                                                      comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))]
+                out = updated.with_changes(slice=[cst.SubscriptElement(cst.Slice(lower=None, upper=None), comma=COMMA)]
                                            + list(updated.slice))
             elif k in ranks.reduce:
                 out = _reduce_axis(updated, ranks.reduce[k])
@@ -350,15 +352,10 @@ def rows_kernel(fn: cst.FunctionDef, axis: int, ranks: Ranks) -> cst.FunctionDef
 
 def _reduce_axis(c: cst.Call, how: str) -> cst.Call:
     """The reduction over the axis after the rows: ``axis=a`` -> ``axis=a+1``; the whole of a 1-D value -> axis 1."""
-    eq = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
     args = list(c.args)
     positional = [i for i, a in enumerate(args) if a.keyword is None]
     for i, a in enumerate(args):
-        if (a.keyword and a.keyword.value == "axis") or (a.keyword is None and len(positional) > 1
-                                                         and i == positional[1]):
-            if how == "shift":
-                return c.with_changes(args=args[:i] + [a.with_changes(value=cst.Integer(str(int(code_of(a.value)) + 1)))]
-                                      + args[i + 1:])
-            return c.with_changes(args=args[:i] + [a.with_changes(value=cst.Integer("1"))] + args[i + 1:])
-    args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return c.with_changes(args=args + [cst.Arg(keyword=cst.Name("axis"), value=cst.Integer("1"), equal=eq)])
+        if (a.keyword and a.keyword.value == "axis") or (a.keyword is None and positional[1:2] == [i]):
+            axis = int(code_of(a.value)) + 1 if how == "shift" else 1
+            return c.with_changes(args=args[:i] + [a.with_changes(value=cst.Integer(str(axis)))] + args[i + 1:])
+    return add_call_kwargs(c, {"axis": cst.Integer("1")})

@@ -87,23 +87,26 @@ def _axis_of(call: cst.Call) -> int | None:
     return 0 if v in ("0", "-1", "None") else -1
 
 
-def kernel_axis(fn: cst.FunctionDef) -> int | None:
-    """The program axis whose index addresses every store, when the kernel can take several rows per program."""
+def _refused(fn: cst.FunctionDef) -> bool:
+    """What neither path takes: an autotuned or heuristics kernel, a call ``FORBIDDEN`` names or an atomic, a
+    parameter named like the rewrite's own."""
     if any(dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
            .endswith(("autotune", "heuristics")) for d in fn.decorators):
-        return None
-    if any("None" in code_of(s) for s in _find(fn, cst.SubscriptElement)):
+        return True
+    names = {dotted(c.func) for c in _find(fn, cst.Call)}
+    return bool(names & set(FORBIDDEN) or any(n.startswith("tl.atomic") for n in names)
+                or {ROWS_N, BLOCK_R} & set(param_names(fn)))
+
+
+def kernel_axis(fn: cst.FunctionDef) -> int | None:
+    """The program axis whose index addresses every store, when the kernel can take several rows per program."""
+    if _refused(fn) or any("None" in code_of(s) for s in _find(fn, cst.SubscriptElement)):
         return None
     calls = _find(fn, cst.Call)
-    names = {dotted(c.func) for c in calls}
-    if names & set(FORBIDDEN) or any(n.startswith("tl.atomic") for n in names):
-        return None
     if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in SHAPE_METHODS
            and not dotted(c.func).startswith(("tl.", "triton.")) for c in calls):
         return None
     consts, params = set(constexpr_names(fn)), set(param_names(fn))
-    if {ROWS_N, BLOCK_R} & params:
-        return None
     # helpers and other jit functions: their parameters' shapes would change
     if any(isinstance(c.func, cst.Name) and c.func.value not in ("range", "float", "int", "min", "max", "len")
            for c in calls):
@@ -180,17 +183,11 @@ def kernel_axis(fn: cst.FunctionDef) -> int | None:
 
 
 def nd_axis(fn: cst.FunctionDef) -> tuple[int | None, "rows_nd.Ranks | None"]:
-    """The program axis (and the ranks) for the N-D path: no autotuner, none of ``FORBIDDEN``, no atomic, every
-    ``tl.arange`` from 0 to a number or constexpr, and ``rows_nd.plan`` holds for the axis."""
-    if any(dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
-           .endswith(("autotune", "heuristics")) for d in fn.decorators):
+    """The program axis (and the ranks) for the N-D path: nothing ``_refused`` names, every ``tl.arange`` bounded
+    by numbers and constexprs (``HEAD_DIM // 2``, no call), and ``rows_nd.plan`` holds for the axis."""
+    if _refused(fn):
         return None, None
-    names = {dotted(c.func) for c in _find(fn, cst.Call)}
-    if names & set(FORBIDDEN) or any(n.startswith("tl.atomic") for n in names):
-        return None, None
-    consts, params = set(constexpr_names(fn)), set(param_names(fn))
-    if {ROWS_N, BLOCK_R} & params:
-        return None, None
+    consts = set(constexpr_names(fn))
     for c in calls_named(fn, "tl.arange"):   # bounds of numbers and constexprs (``HEAD_DIM // 2``)
         args = [a.value for a in c.args]
         if len(args) != 2 or any(not names_in(a) <= consts for a in args) or \
