@@ -73,7 +73,7 @@ class Ranks:
     highest rank of a block (``widest``)."""
 
     def __init__(self, fn: cst.FunctionDef, axis: int) -> None:
-        self.fn, self.axis = fn, axis
+        self.axis = axis
         self.promoted: set[str] = set()   # Python scalars a loop gives row values: each row gets its own
         for _ in range(16):
             self.info: dict[int, tuple[int, bool]] = {}
@@ -83,21 +83,21 @@ class Ranks:
             self.reduce: dict[int, str] = {}     # reduction node id -> "shift" (axis + 1) or "all1" (axis=1)
             self.shapes: set[int] = set()        # tl.zeros / tl.full
             self.scalars: dict[int, str] = {}    # a promoted scalar's first value (node id) -> its element type
-            self.literal: dict[str, cst.BaseExpression] = {}   # names whose last value is a number
+            self.literal: set[str] = set()       # names whose last value is a number
             self.widest = 0
             try:
-                self._block(fn.body.body, {}, loop=False)
+                self._block(fn.body.body, {})
                 return
             except _Promote as p:
                 self.promoted.add(p.name)
         raise Refused("too many scalar accumulators")
 
     # -- statements -----------------------------------------------------------------------------------------------
-    def _block(self, stmts, env: dict, loop: bool) -> None:
+    def _block(self, stmts, env: dict) -> None:
         for s in stmts:
-            self._stmt(s, env, loop)
+            self._stmt(s, env)
 
-    def _stmt(self, s, env: dict, loop: bool) -> None:
+    def _stmt(self, s, env: dict) -> None:
         if isinstance(s, cst.SimpleStatementLine):
             for small in s.body:
                 self._small(small, env)
@@ -107,9 +107,9 @@ class Ranks:
                 raise Refused("a loop whose bounds depend on the row")
             if not isinstance(s.target, cst.Name):
                 raise Refused("a loop target that is not a name")
-            before, literal = dict(env), dict(self.literal)
+            before, literal = dict(env), set(self.literal)
             env[s.target.value] = (0, False)
-            self._block(_suite(s.body), env, loop=True)
+            self._block(_suite(s.body), env)
             if s.orelse is not None:
                 raise Refused("a for ... else")
             for name, info in env.items():   # so the body read the values every iteration sees
@@ -123,12 +123,12 @@ class Ranks:
             if self._expr(s.test, env)[1]:
                 raise Refused("a branch or loop on a row value")
             before = dict(env)
-            self._block(_suite(s.body), env, loop=loop or isinstance(s, cst.While))
+            self._block(_suite(s.body), env)
             orelse = getattr(s, "orelse", None)
             if orelse is not None:
                 other = dict(before)
                 body = _suite(orelse.body) if isinstance(orelse, cst.Else) else [orelse]
-                self._block(body, other, loop)
+                self._block(body, other)
                 for name in set(env) & set(other):
                     if env[name] != other[name]:
                         raise Refused(f"{name} differs between the branches")
@@ -145,10 +145,10 @@ class Ranks:
                 if not isinstance(t.target, cst.Name):
                     raise Refused("an assignment to something other than a name")
                 name = t.target.value
-                self.literal.pop(name, None)
+                self.literal.discard(name)
                 kind = _number_kind(small.value)
                 if kind is not None and len(small.targets) == 1:
-                    self.literal[name] = small.value
+                    self.literal.add(name)
                     if name in self.promoted:
                         self.scalars[id(small.value)] = kind
                         info = (0, True)
