@@ -26,6 +26,7 @@ ENV_KNOBS = {
     "verify_screen": "TRITONDX_VERIFY_SCREEN",
     "full_verify_top": "TRITONDX_FULL_VERIFY_TOP",
     "rewrites_beside_tune": "TRITONDX_REWRITES_BESIDE_TUNE",
+    "tune_candidates": "TRITONDX_TUNE_CANDIDATES",
 }
 
 
@@ -43,6 +44,9 @@ class RunConfig(BaseModel):
                                                      "many structural rewrites of the best winner that the evidence "
                                                      "suggests join the same round (screened and timed beside the "
                                                      "winners) instead of waiting for a round of their own")
+    tune_candidates: bool = Field(True, description="on a backend that times: each structural candidate's launch "
+                                                    "configuration searched (its own short tune job) before it is "
+                                                    "verified; siblings that differ only in numbers are dropped")
     untimed_per_family: int = Field(1, description="on a backend that cannot time kernels (the interpreter): "
                                                    "candidates per rewrite family and round (variants that differ "
                                                    "only in tuning values cannot be told apart without timing)")

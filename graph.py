@@ -3,7 +3,8 @@
 Built once at module level, uncompiled; the caller compiles it with the checkpointer it needs
 (``builder.compile(checkpointer=SqliteSaver(...))``).
 
-    START -> triage -> tuner -> verifier | rewriter;  rewriter -> verifier -> [bench ->] select
+    START -> triage -> tuner -> verifier | rewriter;  rewriter -> [tuner ->] verifier -> [bench ->] select
+             (rewriter -> tuner: on a backend that times, each structural candidate's launch is searched first)
     select --(the round's evidence)--> rewriter | profiler | ir_analyst | compiler_expert | report, through the
              tuner first when the round's winner is a new kernel (a structural rewrite);  each tier node -> rewriter;
              report -> END  (bench: only on a backend that times kernels, when a candidate passed)

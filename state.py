@@ -60,6 +60,7 @@ class DXState(TypedDict, total=False):
     tune: Annotated[list[dict], merge_by_id]                # each tuner run: launches, configurations, winners
     tuned_for: Annotated[list[str], operator.add]           # versions (best ids) the tuner has searched
     after_tune: str | None                                  # where the verifier routed before the tuner came first
+    to_tune: list[dict]                                     # the rewriter's candidates, each tuned before verified
     final_profile: dict[str, Any]                           # counters of initial and best after the search
     human_feedback: str | None
     status: str

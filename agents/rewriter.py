@@ -121,7 +121,7 @@ def beside_tune(state: DXState, cfg: RunConfig, winner: str, parent: str, extra:
 
 
 def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
-                  ) -> Command[Literal["verifier", "approval"]]:
+                  ) -> Command[Literal["tuner", "verifier", "approval"]]:
     log = logger("rewriter", config)
     cfg = run_config(runtime)
     ctx = _context(state, cfg)
@@ -158,5 +158,11 @@ def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCo
         log.info("human_feedback_used" if used else "human_feedback_noted", how=decision["reason"][:300])
         update["decisions"] = [decision]
         update["human_feedback"] = None  # this round had its chance to use it
+    if cfg.tune and cfg.tune_candidates and backend_of(state, cfg).can_time and \
+            any(r["family"] != "tune" for r in records):   # each one's launch searched first (agents/tuner.py)
+        update["to_tune"] = records
+        update.pop("candidates")
+        update.pop("pending")
+        return Command(goto="tuner", update=update)
     # --interactive: a person reviews the candidates first (agents/approval.py)
     return Command(goto="approval" if cfg.interactive else "verifier", update=update)

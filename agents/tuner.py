@@ -9,6 +9,7 @@ configurations for correctness only and proposes nothing (speed not measured).
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Literal
 
@@ -19,7 +20,7 @@ from langgraph.types import Command
 from tritondx.agents.common import backend_of, best_path, highest_tier, logger, run_config, run_dir
 from tritondx.agents.rewriter import beside_tune
 from tritondx.config import RunContext
-from tritondx.state import DXState
+from tritondx.state import DXState, add_seconds
 from tritondx.tools.records.run import Candidate
 from tritondx.tools.run.phases import entries
 from tritondx.tools.records.evidence import ArtifactRef, Finding
@@ -36,6 +37,10 @@ LAUNCH_FAMILIES = ("launch_config", "autotune", "autotune_widen", "grid_to_cores
 TUNE_RESERVE_S = 45.0
 #: the shortest search worth a job
 MIN_TUNE_S = 5.0
+#: seconds of search for one structural candidate's launch configuration (``tune_candidates``)
+CANDIDATE_TUNE_S = 8.0
+#: a number in a source (``tune_candidates``: siblings that differ only in numbers)
+NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")   # e.g. ``min(64, 2048 // w)`` vs ``min(128, 8192 // w)``
 
 
 def tune_budget(budget_s: float, finish_by: float | None, now: float) -> tuple[float, bool, float | None]:
@@ -71,26 +76,95 @@ def _launch_evidence(res, path: str, subject: str) -> list:
     return found
 
 
+def _summary(res, rnd: int, subject: str, sid: str) -> dict:
+    """One tuner run as the state keeps it (the report's compact block): launches, configurations, winners."""
+    return {"id": sid, "round": rnd, "subject": subject, "ran": res.ran, "timed": res.timed,
+            "error": res.error, "counts": res.counts(), "seconds": res.seconds,
+            "device_seconds": res.device_seconds, "budget_s": res.budget_s, "table": table(res),
+            "hot": res.hot, "launches": [{k: l[k] for k in ("kernel", "grid", "calls", "share")}
+                                         for l in res.launches[:6]],
+            "winners": [w.model_dump(exclude={"source"}) for w in res.winners]}
+
+
+def _numbers_masked(source: str) -> str:
+    return NUMBER.sub("#", source)
+
+
+def tune_candidates(state: DXState, cfg, backend, records: list[dict], rnd: int, log) -> tuple[list[dict], dict]:
+    """Each structural candidate's own launch configuration, searched before it is verified: a rewrite changes
+    how much work a program does (rows per program, a split, a fused pass), so the configuration it inherited is
+    rarely its best (H100 corpus batch_l of 2026-12-06: lightllm's KV quantize copy took ``rows_per_program`` with
+    its original ``num_warps=1``, 64 rows of 128 elements per program, 1.19x where torch.compile ran 1.33x faster
+    still). One job per candidate (``CANDIDATE_TUNE_S`` of search, side by side), the candidate as written its
+    baseline and its outputs the screen's reference; a winner replaces the candidate's source (same id, the
+    configuration named in its description). A sibling of the same family and parent whose source differs from a
+    tuned candidate's only in numbers (another size of the same rewrite) is dropped: the search covered it.
+    Returns the records and the state update (tune summaries, cost)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    todo = [r for r in records if r.get("family") != "tune"]
+    if not todo or not cfg.tune_candidates:
+        return records, {}
+    firsts: dict[tuple, dict] = {}
+    for r in todo:
+        firsts.setdefault((r["family"], r.get("parent")), r)
+    budget, _, wall_cap = tune_budget(min(cfg.tune_budget_s, CANDIDATE_TUNE_S), cfg.finish_by, time.time())
+
+    def one(r: dict):
+        folder = run_dir(state) / "tune" / f"r{rnd}_{r['id']}"
+        return tune_task(r["path"], folder, backend, budget_s=budget, extend=False, wall_cap_s=wall_cap)
+
+    heads = list(firsts.values())
+    with ThreadPoolExecutor(max_workers=len(heads)) as pool:
+        results = dict(zip([r["id"] for r in heads], pool.map(one, heads)))
+    covered = {(r["family"], r.get("parent")): _numbers_masked(Path(r["path"]).read_text())
+               for r in heads if results[r["id"]].timed and results[r["id"]].knobs}
+    out, dropped, summaries, jobs, held = [], [], [], 0.0, 0.0
+    for r in records:
+        key = (r.get("family"), r.get("parent"))
+        res = results.get(r["id"])
+        if res is None:
+            if key in covered and r.get("family") != "tune" and \
+                    _numbers_masked(Path(r["path"]).read_text()) == covered[key]:
+                dropped.append(r["id"])
+                continue
+            out.append(r)
+            continue
+        summaries.append(_summary(res, rnd, r["id"], f"tune_r{rnd}_{r['id']}"))
+        jobs, held = jobs + res.seconds, held + res.device_seconds
+        if res.winners:
+            w = res.winners[0]
+            path = Path(r["path"]).with_name(Path(r["path"]).stem + "_tuned.py")
+            path.write_text(w.source)
+            r = {**r, "path": str(path), "params": {**(r.get("params") or {}), "tuned": w.label},
+                 "description": f"{r['description']}; its launch tuned: {w.label} ({w.speedup:.2f}x over the "
+                                f"rewrite as written in the tuner's screen)"}
+        out.append(r)
+    log.info("tuned_candidates", round=rnd, tuned={s["subject"]: [w["label"] for w in s["winners"]]
+                                                   for s in summaries}, dropped=dropped)
+    return out, {"tune": summaries, "tuned_for": [s["subject"] for s in summaries],
+                 "cost": entries(device_jobs=jobs, device_held=held)}
+
+
 def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
                ) -> Command[Next]:
     log = logger("tuner", config)
     cfg = run_config(runtime)
     backend = backend_of(state, cfg)
+    if state.get("to_tune"):   # the rewriter's structural candidates: each one's launch searched, then verified
+        records, update = tune_candidates(state, cfg, backend, state["to_tune"], state.get("round", 0), log)
+        update.update({"candidates": records, "pending": [r["id"] for r in records], "to_tune": []})
+        return Command(goto="approval" if cfg.interactive else "verifier", update=update)
     best = state.get("best") or {}
     subject = best.get("id", "initial")
     rnd = state.get("round", 0) + 1
     folder = run_dir(state) / "tune" / f"r{rnd}_{subject}"
     budget, extend, wall_cap = tune_budget(cfg.tune_budget_s, cfg.finish_by, time.time())
     res = tune_task(best_path(state), folder, backend, budget_s=budget, extend=extend, wall_cap_s=wall_cap)
-    text = table(res)
     ref = ArtifactRef.write(run_dir(state) / "artifacts", f"tune_r{rnd}.json",
                             (folder / "tune.json").read_text() if (folder / "tune.json").exists() else "{}", "tune")
-    summary = {"id": f"tune_r{rnd}", "round": rnd, "subject": subject, "ran": res.ran, "timed": res.timed,
-               "error": res.error, "counts": res.counts(), "seconds": res.seconds,
-               "device_seconds": res.device_seconds, "budget_s": res.budget_s, "table": text,
-               "hot": res.hot, "launches": [{k: l[k] for k in ("kernel", "grid", "calls", "share")}
-                                            for l in res.launches[:6]],
-               "winners": [w.model_dump(exclude={"source"}) for w in res.winners]}
+    summary = _summary(res, rnd, subject, f"tune_r{rnd}")
     log.info("tuned", round=rnd, subject=subject, timed=res.timed, configurations=len(res.trials),
              winners=[w.label for w in res.winners], seconds=res.seconds, error=res.error[:160] or None)
     update: dict = {"tune": [summary], "tuned_for": [subject], "artifacts": {f"tune_r{rnd}": ref.model_dump()},
@@ -124,8 +198,13 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
                                    [Finding(**f) for f in update.get("findings", [])], rnd, len(records) + 1)
         if extra:
             log.info("proposed_beside_tune", round=rnd, candidates=[(r["id"], r["family"]) for r in extra])
+        extra, tuned = tune_candidates(state, cfg, backend, extra, rnd, log)
         records += extra
         update["family_attempts"] = trail
+        if tuned:   # the winners' search and the candidates' searches in one update
+            update["tune"] += tuned["tune"]
+            update["tuned_for"] += tuned["tuned_for"]
+            update["cost"] = add_seconds(update["cost"], tuned["cost"])
     update.update({"candidates": records, "pending": [r["id"] for r in records], "round": rnd,
                    "rounds_at_tier": state.get("rounds_at_tier", 0) + 1})
     return Command(goto="approval" if cfg.interactive else "verifier", update=update)

@@ -414,3 +414,43 @@ def with_prelude(fn: cst.FunctionDef, lines: list[str]) -> cst.FunctionDef:
             isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
         head, body = [body[0]], body[1:]
     return fn.with_changes(body=fn.body.with_changes(body=head + [stmt(x) for x in lines] + body))
+
+
+def statement_lines(module: cst.Module, node_ids: set[int]) -> dict[int, cst.SimpleStatementLine]:
+    """For each node of ``node_ids`` (by identity), the statement line of a block that holds it, where a statement
+    can go just before it: not where the node sits in a lambda, a comprehension or a one-line suite
+    (``if x: f()``), nor on a line with several statements."""
+    found: dict[int, cst.SimpleStatementLine] = {}
+
+    class V(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.line: list[cst.SimpleStatementLine | None] = []
+
+        def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
+            self.line.append(n if len(n.body) == 1 else None)
+
+        def leave_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
+            self.line.pop()
+
+        def visit_SimpleStatementSuite(self, n) -> None:
+            self.line.append(None)
+
+        def leave_SimpleStatementSuite(self, n) -> None:
+            self.line.pop()
+
+        def _opaque(self, n) -> None:
+            self.line.append(None)
+
+        def _close(self, n) -> None:
+            self.line.pop()
+
+        visit_Lambda = visit_ListComp = visit_GeneratorExp = visit_DictComp = visit_SetComp = _opaque
+        leave_Lambda = leave_ListComp = leave_GeneratorExp = leave_DictComp = leave_SetComp = _close
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if id(node) in node_ids and self.line and self.line[-1] is not None:
+                found[id(node)] = self.line[-1]
+            return super().on_visit(node)
+
+    module.visit(V())
+    return found

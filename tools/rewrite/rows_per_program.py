@@ -43,13 +43,16 @@ from tritondx.tools.rewrite.cst_util import (
     names_in,
     param_names,
     parse,
-    replace_nodes,
+    statement_lines,
+    stmt,
     with_prelude,
 )
 from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.tile_2d import _axis, _depends, _find, _grid_tuple, _pid_names, _ptr, _pure, _with_row_mask
 
 ROWS, ROWS_OK, ROWS_N, BLOCK_R = "_tdx_rows", "_tdx_rows_ok", "TDX_ROWS", "TDX_BLOCK_R"
+#: the launcher's local that holds the rows per program (the grid and the kernel's ``TDX_BLOCK_R`` read it)
+BLOCK_LOCAL = "_tdx_block_r"
 #: (elements a program holds, most rows per program) of the proposals
 SIZES = ((2048, 64), (8192, 128))
 #: programs a candidate keeps per SM at least, where the launch's program count is known (a launch record at the
@@ -324,6 +327,8 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
     if not sites:
         return None
     call_repl: dict[int, cst.Call] = {}
+    lines = statement_lines(module, {id(s.call) for _, s in sites})
+    line_repl: dict[int, cst.BaseStatement] = {}
     for host, site in sites:
         g = _grid_tuple(host, site.grid) if site.grid is not None else None
         blocks = _block_exprs(fn, site.bound)
@@ -339,6 +344,10 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
         else:
             widest = blocks[0] if len(blocks) == 1 else f"max({', '.join(blocks)})"
         r = f"max(1, min({max_rows}, {elems} // {widest}))"
+        line = lines.get(id(site.call))
+        if line is not None:   # one local that the grid and the kernel read: the tuner scales both together
+            line_repl[id(line)] = stmt(f"{BLOCK_LOCAL} = {r}")
+            r = BLOCK_LOCAL
         els[axis] = expr(f"triton.cdiv({code_of(rows_n)}, {r})")
         new_call = add_call_kwargs(site.call, {ROWS_N: rows_n, BLOCK_R: expr(r)})
         sl = new_call.func.slice
@@ -346,8 +355,23 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
             slice=[sl[0].with_changes(slice=cst.Index(value=g[1](els)))]))
         call_repl[id(site.call)] = new_call
     kernel_new = rows_kernel(fn, axis) if ranks is None else rows_nd.rows_kernel(fn, axis, ranks)
-    out = replace_nodes(module, {id(fn): kernel_new, **call_repl})
+    out = module.visit(_Replace({id(fn): kernel_new, **call_repl}, line_repl))
     return out.code, f"{kernel}: up to {max_rows} rows of program axis {axis} per program (~{elems} elements)"
+
+
+class _Replace(cst.CSTTransformer):
+    """Nodes replaced by identity (``replace_nodes``), and a statement put before each line of ``before``."""
+
+    def __init__(self, mapping: dict[int, object], before: dict[int, cst.BaseStatement]) -> None:
+        self.mapping, self.before = mapping, before
+
+    def on_leave(self, original, updated):
+        rep = self.mapping.get(id(original))
+        if rep is not None:
+            return rep
+        if id(original) in self.before:
+            return cst.FlattenSentinel([self.before[id(original)], updated])
+        return updated
 
 
 @rewrite("rows_per_program", "a grid of tiny programs (one row/token/head each) -> several rows per program as a "

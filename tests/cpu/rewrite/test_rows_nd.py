@@ -75,7 +75,8 @@ def test_the_rows_go_in_front_of_the_block():
     assert "mask=m & _tdx_rows_ok[:, None, None]" in new
     assert "s = tl.max(tl.abs(x), axis=2) / 127.0" in new and "x / s[:, :, None]" in new
     assert "(s_ptr + dst * G)[:, None] + offs_g" in new and "mask=(offs_g < G) & _tdx_rows_ok[:, None]" in new
-    assert "group_scale_kernel[(triton.cdiv(T, max(1, min(64, 2048 // (" in new and "TDX_ROWS=T" in new
+    assert "_tdx_block_r = max(1, min(64, 2048 // (" in new and "TDX_ROWS=T" in new
+    assert "group_scale_kernel[(triton.cdiv(T, _tdx_block_r)" in new and "TDX_BLOCK_R=_tdx_block_r" in new
     compile(new, "cand.py", "exec")
 
 

@@ -100,6 +100,8 @@ def test_the_tuner_round_carries_winners_and_rewrites_to_the_verifier(tmp_path, 
     def fake_tune(task_path, folder, backend, **kw):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "tune.json").write_text(json.dumps({"stand_in": True}))
+        if Path(task_path).name != "task_initial.py":   # the rewrite's own search (tune_candidates): no winner
+            return TuneResult(ran=True, timed=True)
         return TuneResult(ran=True, timed=True, winners=[Winner(
             config={"square_kernel.BLOCK": 4096}, label="BLOCK 1024->4096", median_ms=1.0, initial_ms=1.5,
             speedup=1.5, spread=0.01, source=WINNER)])
@@ -111,6 +113,8 @@ def test_the_tuner_round_carries_winners_and_rewrites_to_the_verifier(tmp_path, 
     assert [(c["id"], c["family"], c["parent"]) for c in cands] == [("r1c1", "tune", "initial"),
                                                                    ("r1c2", "cheap_math", "r1c1")]
     assert cmd.update["pending"] == ["r1c1", "r1c2"]
+    assert "libdevice.pow" not in Path(cands[1]["path"]).read_text()   # the rewrite, searched before it is verified
+    assert [t["id"] for t in cmd.update["tune"]] == ["tune_r1", "tune_r1_r1c2"]
     cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}},
                                runtime_for(RunConfig(rewrites_beside_tune=0)))
     assert [c["family"] for c in cmd.update["candidates"]] == ["tune"]

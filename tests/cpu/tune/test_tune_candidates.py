@@ -1,0 +1,183 @@
+"""Structural candidates tuned before they are verified (``agents/tuner.py`` ``tune_candidates``): on a backend that
+times, the rewriter hands its candidates to the tuner, which searches each one's launch configuration in a job of
+its own; a winner replaces the candidate's source (same id, the configuration in its description), a sibling that
+differs only in numbers is dropped once the search covered it. ``rows_per_program`` writes its rows per program
+as one local that the grid and the kernel read, so the search scales both together: under the interpreter every
+rows-per-program size it screens matches the candidate's outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tritondx.agents import rewriter as rewriter_mod
+from tritondx.agents import tuner as tuner_mod
+from tritondx.agents.common import runtime_for
+from tritondx.config import RunConfig
+from tritondx.tools.backends.registry import get_backend
+from tritondx.tools.rewrite.rows_per_program import BLOCK_LOCAL, rows_source
+from tritondx.tools.tune import space as spacemod
+from tritondx.tools.tune.run import TuneResult, Winner, tune_task
+
+TASK = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_scale_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+    tl.store(out_ptr + row * N + cols, x * 2.0 + 1.0, mask=mask)
+
+
+def launch(x):
+    out = torch.empty_like(x)
+    n = x.shape[1]
+    row_scale_kernel[(x.shape[0],)](x, out, n, BLOCK=triton.next_power_of_2(n), num_warps=1)
+    return out
+
+
+def reference(x):
+    return x * 2.0 + 1.0
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
+
+
+CHECK_SHAPES = [(37, 16)]
+BENCH_SHAPES = [(1 << 16, 16)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}}
+'''
+
+
+def test_rows_per_program_writes_one_local_the_tuner_scales_with_the_grid(tmp_path):
+    src, _ = rows_source(TASK, "row_scale_kernel", 2048, 64)
+    assert f"{BLOCK_LOCAL} = max(1, min(64, 2048 //" in src
+    assert f"triton.cdiv(x.shape[0], {BLOCK_LOCAL})" in src and f"TDX_BLOCK_R={BLOCK_LOCAL}" in src
+    knob = spacemod.build(src).knob("row_scale_kernel.TDX_BLOCK_R")
+    assert knob.kind == "tile" and knob.grid_tied
+    task = tmp_path / "cand.py"
+    task.write_text(src)
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    assert res.ran and not res.timed and [l["kernel"] for l in res.launches] == ["row_scale_kernel"]
+    rows = [t for t in res.trials if "row_scale_kernel.TDX_BLOCK_R" in t["config"]]
+    # smaller and larger than written; every size keeps all 37 rows covered (the grid follows the local)
+    assert {t["config"]["row_scale_kernel.TDX_BLOCK_R"] for t in rows} >= {1, -1}
+    assert rows and all(t["status"] == "ok" for t in rows), rows
+    emitted = spacemod.emit(src, {"row_scale_kernel.TDX_BLOCK_R": -1}, res.values)
+    assert "_tdx_knob" not in emitted and BLOCK_LOCAL in emitted
+
+
+def test_a_launch_on_a_one_line_suite_keeps_the_expression_inline():
+    src = TASK.replace("    row_scale_kernel[(x.shape[0],)](x, out, n, BLOCK=triton.next_power_of_2(n), num_warps=1)",
+                       "    if n: row_scale_kernel[(x.shape[0],)](x, out, n, BLOCK=triton.next_power_of_2(n))")
+    out, _ = rows_source(src, "row_scale_kernel", 2048, 64)
+    assert BLOCK_LOCAL not in out and "TDX_BLOCK_R=max(1, min(64," in out
+
+
+@pytest.fixture()
+def cuda_like(monkeypatch):
+    """The CUDA backend as the nodes see it on a GPU machine (it times kernels); nothing here runs on it."""
+    from tritondx.tools.backends.cuda.backend import CudaBackend
+    backend = CudaBackend()
+    monkeypatch.setattr(tuner_mod, "backend_of", lambda state, cfg: backend)
+    monkeypatch.setattr(rewriter_mod, "backend_of", lambda state, cfg: backend)
+    return backend
+
+
+def _cand(tmp_path: Path, cid: str, family: str, source: str, parent: str = "initial") -> dict:
+    path = tmp_path / "candidates" / f"{cid}_{family}.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(source)
+    return {"id": cid, "round": 1, "tier": "triage", "family": family, "params": {}, "description": f"{family} idea",
+            "motivated_by": [], "prediction": "", "path": str(path), "parent": parent, "signature": cid,
+            "origin": "expert"}
+
+
+def _fake_tune(calls: list, winners: dict[str, str], timed: bool = True):
+    def fake(task_path, folder, backend, **kw):
+        calls.append(Path(task_path).name)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "tune.json").write_text(json.dumps({"stand_in": True}))
+        src = winners.get(Path(task_path).name)
+        return TuneResult(ran=True, timed=timed, knobs=[{"key": "k.TDX_BLOCK_R", "kind": "tile", "params": ["k.TDX_BLOCK_R"]}] if timed else [],
+                          winners=[Winner(config={"k.TDX_BLOCK_R": 1}, label="TDX_BLOCK_R x2", median_ms=1.0,
+                                          initial_ms=1.4, speedup=1.4, spread=0.01, source=src)] if src else [])
+    return fake
+
+
+def test_the_tuner_tunes_each_family_once_and_drops_numeric_siblings(tmp_path, monkeypatch, cuda_like):
+    rows64, _ = rows_source(TASK, "row_scale_kernel", 2048, 64)
+    rows128, _ = rows_source(TASK, "row_scale_kernel", 8192, 128)
+    other = TASK.replace("x * 2.0 + 1.0, mask", "tl.fma(x, 2.0, 1.0), mask")
+    to_tune = [_cand(tmp_path, "r1c1", "rows_per_program", rows64), _cand(tmp_path, "r1c2", "rows_per_program", rows128),
+               _cand(tmp_path, "r1c3", "cheap_math", other)]
+    calls: list = []
+    tuned_src = rows64.replace("min(64, 2048", "min(64, 4096")
+    monkeypatch.setattr(tuner_mod, "tune_task", _fake_tune(calls, {"r1c1_rows_per_program.py": tuned_src}))
+    state = {"run_dir": str(tmp_path), "task_path": str(tmp_path / "t.py"), "round": 1, "to_tune": to_tune,
+             "candidates": [], "backend": "cuda"}
+    cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
+    assert cmd.goto == "verifier" and cmd.update["to_tune"] == []
+    assert sorted(calls) == ["r1c1_rows_per_program.py", "r1c3_cheap_math.py"]       # one search per family
+    cands = {c["id"]: c for c in cmd.update["candidates"]}
+    assert list(cands) == ["r1c1", "r1c3"] and cmd.update["pending"] == ["r1c1", "r1c3"]   # r1c2: a size covered
+    assert Path(cands["r1c1"]["path"]).name == "r1c1_rows_per_program_tuned.py"
+    assert Path(cands["r1c1"]["path"]).read_text() == tuned_src
+    assert "its launch tuned: TDX_BLOCK_R x2 (1.40x" in cands["r1c1"]["description"]
+    assert cands["r1c1"]["params"]["tuned"] == "TDX_BLOCK_R x2"
+    assert cands["r1c3"]["path"].endswith("r1c3_cheap_math.py")                     # no winner: as written
+    assert [t["id"] for t in cmd.update["tune"]] == ["tune_r1_r1c1", "tune_r1_r1c3"]
+    assert cmd.update["tuned_for"] == ["r1c1", "r1c3"]
+
+
+def test_a_sibling_is_kept_where_the_search_did_not_time(tmp_path, monkeypatch, cuda_like):
+    rows64, _ = rows_source(TASK, "row_scale_kernel", 2048, 64)
+    rows128, _ = rows_source(TASK, "row_scale_kernel", 8192, 128)
+    to_tune = [_cand(tmp_path, "r1c1", "rows_per_program", rows64), _cand(tmp_path, "r1c2", "rows_per_program", rows128)]
+    monkeypatch.setattr(tuner_mod, "tune_task", _fake_tune([], {}, timed=False))
+    state = {"run_dir": str(tmp_path), "task_path": str(tmp_path / "t.py"), "round": 1, "to_tune": to_tune,
+             "candidates": [], "backend": "cuda"}
+    cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
+    assert cmd.update["pending"] == ["r1c1", "r1c2"]
+
+
+def test_a_structurally_different_sibling_is_kept(tmp_path, monkeypatch, cuda_like):
+    a = TASK.replace("x * 2.0 + 1.0, mask", "x * 2.0 + 1.0 + 0.0, mask")
+    b = TASK.replace("x * 2.0 + 1.0, mask", "(x + 0.5) * 2.0, mask")
+    to_tune = [_cand(tmp_path, "r1c1", "fuse_passes", a), _cand(tmp_path, "r1c2", "fuse_passes", b)]
+    monkeypatch.setattr(tuner_mod, "tune_task", _fake_tune([], {}))
+    state = {"run_dir": str(tmp_path), "task_path": str(tmp_path / "t.py"), "round": 1, "to_tune": to_tune,
+             "candidates": [], "backend": "cuda"}
+    cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
+    assert cmd.update["pending"] == ["r1c1", "r1c2"]
+
+
+def test_the_rewriter_hands_structural_candidates_to_the_tuner_only_where_it_times(tmp_path, monkeypatch):
+    from tritondx.agents.common import dump
+    from tritondx.tools.evidence.triage import triage
+    from tritondx.tools.task.spec import load_task
+    task = tmp_path / "task_initial.py"
+    task.write_text(TASK.replace("x * 2.0 + 1.0, mask", "libdevice.pow(x, 2.0), mask").replace(
+        "import triton.language as tl\n", "import triton.language as tl\nfrom triton.language.extra.cuda import libdevice\n"))
+    kclass, found = triage(load_task(task))
+    state = {"run_dir": str(tmp_path), "task_path": str(task), "kernel_class": kclass, "findings": dump(found),
+             "best": {"id": "initial", "path": str(task), "speedup": 1.0}, "round": 0, "tiers_done": ["triage"],
+             "candidates": [], "backend": "cuda"}
+    cfg = {"configurable": {"thread_id": "t"}}
+    cmd = rewriter_mod.rewriter_node({**state, "backend": "interpreter"}, cfg, runtime_for(RunConfig()))
+    assert cmd.goto == "verifier" and cmd.update["candidates"] and "to_tune" not in cmd.update
+    from tritondx.tools.backends.cuda.backend import CudaBackend
+    monkeypatch.setattr(rewriter_mod, "backend_of", lambda state, cfg: CudaBackend())
+    cmd = rewriter_mod.rewriter_node(state, cfg, runtime_for(RunConfig()))
+    assert cmd.goto == "tuner" and "candidates" not in cmd.update and "pending" not in cmd.update
+    assert {c["family"] for c in cmd.update["to_tune"]} >= {"cheap_math"}
+    cmd = rewriter_mod.rewriter_node(state, cfg, runtime_for(RunConfig(tune_candidates=False)))
+    assert cmd.goto == "verifier" and cmd.update["candidates"]
