@@ -190,8 +190,10 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                 space.skipped.append(Skipped(param=pname, why=f"{d.kind}: {'; '.join(d.chain)[:120]}"))
                 continue
             g = s.grid_value   # does this launch's grid read the value (a smaller tile means more programs)?
+            divisors = [n for x in _grid_reads(s, an) for n in _cdiv_divisors(x, d.value)] \
+                if d.kind == "literal" else []
             tied = g is not None and (p in meta_keys(g) or bool(d.name and d.name in free_names(g))
-                                      or bool(d.kind == "literal" and _cdiv_divisors(g, d.value))
+                                      or bool(divisors)
                                       or any(o is s and q == "grid" for o, q in res.users.get(id(node), [])))
             if role == "count" and not tied:
                 space.skipped.append(Skipped(param=pname, why="a loop count the grid does not follow"))
@@ -212,9 +214,8 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                 continue
             key = plan.wrap.get(id(node)) or pname
             plan.wrap[id(node)] = key
-            if d.kind == "literal":               # a call literal: cdiv divisors of the same value in its grid
-                for n in _cdiv_divisors(s.grid_value, d.value):
-                    plan.wrap[id(n)] = key
+            for n in divisors:                    # a call literal: cdiv divisors of the same value in its grid
+                plan.wrap[id(n)] = key
             where = (f"{d.kind} {d.name + ' ' if d.name else ''}in {d.scope.qual if d.scope else '<module>'}"
                      f", line {an.line(node)}: {code_of(node)[:60]}")
             k = by_key.setdefault(key, Knob(key=key, kind="grid" if role == "split" else role,
@@ -227,6 +228,21 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
         _loop_knobs(s, an, plan, by_key)
     space.knobs = list(by_key.values())
     return space, plan, an.module
+
+
+def _grid_reads(s, an) -> list[cst.CSTNode]:
+    """The launch's grid expression and, one step back, what each local it reads is assigned: where a call
+    literal's ``cdiv`` divisors are found (``parts = triton.cdiv(n, 4096)`` with grid ``(parts,)`` and
+    ``BLOCK=4096`` at the call: a tuned ``BLOCK=2048`` launched half the programs it needed)."""
+    g = s.grid_value
+    if g is None:
+        return []
+    out = [g]
+    for name in sorted(free_names(g)):
+        d = an.lookup(name, s.grid_scope or s.scope, s.line)
+        if d is not None and d[0] == "assign" and isinstance(d[1], cst.BaseExpression):
+            out.append(d[1])
+    return out
 
 
 def _grid_knobs(s, plan: _Plan, by_key: dict[str, Knob]) -> None:

@@ -181,3 +181,54 @@ def test_the_rewriter_hands_structural_candidates_to_the_tuner_only_where_it_tim
     assert {c["family"] for c in cmd.update["to_tune"]} >= {"cheap_math"}
     cmd = rewriter_mod.rewriter_node(state, cfg, runtime_for(RunConfig(tune_candidates=False)))
     assert cmd.goto == "verifier" and cmd.update["candidates"]
+
+
+PARTS_TASK = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+
+
+def launch(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    parts = triton.cdiv(n, 256)
+    double_kernel[(parts,)](x, out, n, BLOCK=256)
+    return out
+
+
+def reference(x):
+    return x * 2.0
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
+
+
+CHECK_SHAPES = [(3000,)]
+BENCH_SHAPES = [(1 << 20,)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 0.0, "rtol": 0.0}}
+'''
+
+
+def test_a_literal_block_and_its_cdiv_in_a_grid_local_move_together(tmp_path):
+    """``parts = triton.cdiv(n, 256)``, grid ``(parts,)``, ``BLOCK=256`` at the call (absmax_norm's helper wrote
+    this; H100 corpus batch_m of 2026-12-06: the search took ``BLOCK=2048`` alone, half the programs it needed, and
+    the verifier rejected the candidate): the divisor is the same knob, every size the screen tries is correct."""
+    knob = spacemod.build(PARTS_TASK).knob("double_kernel.BLOCK")
+    assert knob.grid_tied
+    emitted = spacemod.emit(PARTS_TASK, {"double_kernel.BLOCK": -1})
+    assert "parts = triton.cdiv(n, 128)" in emitted and "BLOCK=128" in emitted
+    task = tmp_path / "parts.py"
+    task.write_text(PARTS_TASK)
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    tiles = [t for t in res.trials if "double_kernel.BLOCK" in t["config"]]
+    assert {t["config"]["double_kernel.BLOCK"] for t in tiles} >= {1, -1}
+    assert all(t["status"] == "ok" for t in tiles), tiles
