@@ -13,6 +13,7 @@ import re
 import time
 from typing import Literal
 
+import libcst as cst
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -27,6 +28,7 @@ from tritondx.tools.records.evidence import ArtifactRef, Finding
 from tritondx.tools.rewrite.base import family_signature
 from tritondx.tools.tune.run import table, tune_task
 from tritondx.tools.tune.search import EXTEND, WALL_CAP
+from tritondx.tools.tune.space import launch_shape
 
 #: findings that motivate a launch configuration change (what the winners cite)
 LAUNCH_FAMILIES = ("launch_config", "autotune", "autotune_widen", "grid_to_cores", "persistent",
@@ -90,7 +92,8 @@ def _numbers_masked(source: str) -> str:
     return NUMBER.sub("#", source)
 
 
-def tune_candidates(state: DXState, cfg, backend, records: list[dict], rnd: int, log) -> tuple[list[dict], dict]:
+def tune_candidates(state: DXState, cfg, backend, records: list[dict], rnd: int, log, parents: dict[str, str]
+                    ) -> tuple[list[dict], dict]:
     """Each structural candidate's own launch configuration, searched before it is verified: a rewrite changes
     how much work a program does (rows per program, a split, a fused pass), so the configuration it inherited is
     rarely its best (H100 corpus batch_l of 2026-12-06: lightllm's KV quantize copy took ``rows_per_program`` with
@@ -98,12 +101,23 @@ def tune_candidates(state: DXState, cfg, backend, records: list[dict], rnd: int,
     still). One job per candidate (``CANDIDATE_TUNE_S`` of search, side by side), the candidate as written its
     baseline and its outputs the screen's reference; a winner replaces the candidate's source (same id, the
     configuration named in its description). A sibling of the same family and parent whose source differs from a
-    tuned candidate's only in numbers (another size of the same rewrite) is dropped: the search covered it.
+    tuned candidate's only in numbers (another size of the same rewrite) is dropped: the search covered it. A
+    candidate whose launch space is its parent's (``parents``: id -> source path; only a kernel's body changed,
+    ``space.launch_shape``) is not searched: its parent's search covered it (H100 corpus batch_m: kernl llama_ff's
+    ``cheap_math`` candidate of a tuned matmul searched its 30 configurations again, 70 s of a run's wall).
     Returns the records and the state update (tune summaries, cost)."""
     from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
-    todo = [r for r in records if r.get("family") != "tune"]
+    def same_space(r: dict) -> bool:
+        parent = parents.get(r.get("parent", ""))
+        try:
+            return parent is not None and launch_shape(Path(r["path"]).read_text()) == \
+                launch_shape(Path(parent).read_text())
+        except (OSError, SyntaxError, ValueError, cst.ParserSyntaxError):
+            return False
+
+    todo = [r for r in records if r.get("family") != "tune" and not same_space(r)]
     if not todo or not cfg.tune_candidates:
         return records, {}
     firsts: dict[tuple, dict] = {}
@@ -125,7 +139,7 @@ def tune_candidates(state: DXState, cfg, backend, records: list[dict], rnd: int,
         key = (r.get("family"), r.get("parent"))
         res = results.get(r["id"])
         if res is None:
-            if key in covered and r.get("family") != "tune" and \
+            if key in covered and r in todo and r.get("family") != "tune" and \
                     _numbers_masked(Path(r["path"]).read_text()) == covered[key]:
                 dropped.append(r["id"])
                 continue
@@ -153,7 +167,8 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
     cfg = run_config(runtime)
     backend = backend_of(state, cfg)
     if state.get("to_tune"):   # the rewriter's structural candidates: each one's launch searched, then verified
-        records, update = tune_candidates(state, cfg, backend, state["to_tune"], state.get("round", 0), log)
+        parents = {(state.get("best") or {}).get("id", "initial"): best_path(state)}
+        records, update = tune_candidates(state, cfg, backend, state["to_tune"], state.get("round", 0), log, parents)
         update.update({"candidates": records, "pending": [r["id"] for r in records], "to_tune": []})
         return Command(goto="approval" if cfg.interactive else "verifier", update=update)
     best = state.get("best") or {}
@@ -198,7 +213,7 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
                                    [Finding(**f) for f in update.get("findings", [])], rnd, len(records) + 1)
         if extra:
             log.info("proposed_beside_tune", round=rnd, candidates=[(r["id"], r["family"]) for r in extra])
-        extra, tuned = tune_candidates(state, cfg, backend, extra, rnd, log)
+        extra, tuned = tune_candidates(state, cfg, backend, extra, rnd, log, {records[0]["id"]: records[0]["path"]})
         records += extra
         update["family_attempts"] = trail
         if tuned:   # the winners' search and the candidates' searches in one update

@@ -471,3 +471,18 @@ def describe(space: Space, config: dict[str, int], values: dict[str, int] | None
             new = (max(1, cur << v if v > 0 else cur >> -v) if cur is not None else None)
             parts.append(f"{label} {cur}->{new}" if cur is not None else f"{label} x{2.0 ** v:g}")
     return ", ".join(parts) or "as launched"
+
+
+def launch_shape(source: str) -> tuple:
+    """What decides a task's launch space, without the kernels' bodies: each launched kernel's parameters and
+    decorators (an autotuner's configs), and the host code that launches them (grids, blocks, options). Two sources
+    of one shape have the same knobs at the same values: a rewrite that changed only a kernel's body (``cheap_math``)
+    has its parent's launch space, which the parent's search covered (``agents/tuner.py`` ``tune_candidates``)."""
+    from tritondx.tools.rewrite.cst_util import jit_functions, param_names
+    from tritondx.tools.rewrite.launch_sites import host_launch_sites
+    module = cst.parse_module(source)
+    jit = jit_functions(module)
+    launched = sorted({s.kernel for _, s in host_launch_sites(module)})
+    kernels = tuple((k, tuple(param_names(jit[k])), tuple(code_of(d) for d in jit[k].decorators)) for k in launched)
+    host = tuple(code_of(s) for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in jit)
+    return kernels, host

@@ -232,3 +232,22 @@ def test_a_literal_block_and_its_cdiv_in_a_grid_local_move_together(tmp_path):
     tiles = [t for t in res.trials if "double_kernel.BLOCK" in t["config"]]
     assert {t["config"]["double_kernel.BLOCK"] for t in tiles} >= {1, -1}
     assert all(t["status"] == "ok" for t in tiles), tiles
+
+
+def test_a_rewrite_of_a_kernel_body_only_is_not_searched_again(tmp_path, monkeypatch, cuda_like):
+    """A candidate whose launch space is its parent's (only a kernel's body changed) keeps the parent's searched
+    configuration; one that changed the launch (rows per program) is searched."""
+    from tritondx.tools.tune.space import launch_shape
+    parent = tmp_path / "task_initial.py"
+    parent.write_text(TASK)
+    body = TASK.replace("x * 2.0 + 1.0, mask", "tl.fma(x, 2.0, 1.0), mask")
+    rows, _ = rows_source(TASK, "row_scale_kernel", 2048, 64)
+    assert launch_shape(body) == launch_shape(TASK) != launch_shape(rows)
+    calls: list = []
+    monkeypatch.setattr(tuner_mod, "tune_task", _fake_tune(calls, {}))
+    to_tune = [_cand(tmp_path, "r1c1", "cheap_math", body), _cand(tmp_path, "r1c2", "rows_per_program", rows)]
+    state = {"run_dir": str(tmp_path), "task_path": str(parent), "round": 1, "to_tune": to_tune, "candidates": [],
+             "backend": "cuda", "best": {"id": "initial", "path": str(parent)}}
+    cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
+    assert calls == ["r1c2_rows_per_program.py"] and cmd.update["pending"] == ["r1c1", "r1c2"]
+    assert cmd.update["tuned_for"] == ["r1c2"]
