@@ -1052,3 +1052,32 @@ def test_an_autotuned_kernels_launcher_tile_is_a_knob_beside_its_configs(tmp_pat
     assert "configs=[triton.Config({}, num_warps=2, num_stages=3)]" in text and "// 4, 1)" in text
     out.write_text(text)
     _run_emitted(out)
+
+
+def test_a_configuration_right_on_one_draw_by_luck_is_caught_by_the_second():
+    """The check runs each check shape on ``CHECK_DRAWS`` input draws: a configuration that reads only the first half
+    of its data (a tuned block the grid did not follow) matches where the largest value lies in that half, and is
+    caught on a draw where it does not (H100 corpus batch_m: absmax_norm's tuned partial-max kernel)."""
+    import types
+
+    import torch
+
+    from tritondx.tools.tune import knob as knobmod
+    from tritondx.tools.tune.job import check_shapes
+    from tritondx.tools.tune.search import Trial
+
+    def make_inputs(shape, dtype, seed, device):
+        x = torch.arange(shape[0], dtype=dtype) / shape[0]
+        return (x.flip(0) if seed < 1000 else x,)   # the largest value first (draw 0), then last (draw 1)
+
+    def launch(x):
+        return x.abs().max().expand(2).clone()
+
+    def tuned_launch(x):
+        half = dict(knobmod.CURRENT).get("k.B", ("set", 0))[1] == 1
+        return (x[: x.numel() // 2] if half else x).abs().max().expand(2).clone()
+
+    orig = types.SimpleNamespace(CHECK_SHAPES=[(64,), (10,)], launch=launch, make_inputs=make_inputs)
+    trials = [Trial(config={}, status="ok", ms=1.0), Trial(config={"k.B": 1}, status="ok", ms=0.5)]
+    info = check_shapes(_check_env(orig, tuned_launch)(), trials, {"k.B": "set"}, {}, 2)
+    assert list(info["failed"]) == ["k.B=1"] and trials[1].status == "failed", info
