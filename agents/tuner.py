@@ -117,9 +117,13 @@ def tune_candidates(state: DXState, cfg, backend, records: list[dict], rnd: int,
         except (OSError, SyntaxError, ValueError, cst.ParserSyntaxError):
             return False
 
-    todo = [r for r in records if r.get("family") != "tune" and not same_space(r)]
-    if not todo or not cfg.tune_candidates:
+    if not cfg.tune_candidates:
         return records, {}
+    structural = [r for r in records if r.get("family") != "tune"]
+    inherited = [r["id"] for r in structural if same_space(r)]   # searched as their parent: not again next round
+    todo = [r for r in structural if r["id"] not in inherited]
+    if not todo:
+        return records, {"tune": [], "tuned_for": inherited, "cost": {}} if inherited else {}
     firsts: dict[tuple, dict] = {}
     for r in todo:
         firsts.setdefault((r["family"], r.get("parent")), r)
@@ -157,7 +161,7 @@ def tune_candidates(state: DXState, cfg, backend, records: list[dict], rnd: int,
         out.append(r)
     log.info("tuned_candidates", round=rnd, tuned={s["subject"]: [w["label"] for w in s["winners"]]
                                                    for s in summaries}, dropped=dropped)
-    return out, {"tune": summaries, "tuned_for": [s["subject"] for s in summaries],
+    return out, {"tune": summaries, "tuned_for": [s["subject"] for s in summaries] + inherited,
                  "cost": entries(device_jobs=jobs, device_held=held)}
 
 

@@ -116,6 +116,7 @@ def test_the_tuner_round_carries_winners_and_rewrites_to_the_verifier(tmp_path, 
     assert "libdevice.pow" not in Path(cands[1]["path"]).read_text()
     # a body-only rewrite of the winner has the winner's launch space: not searched again (tune_candidates)
     assert [t["id"] for t in cmd.update["tune"]] == ["tune_r1"]
+    assert cmd.update["tuned_for"] == ["initial", "r1c2"]   # as searched as its parent: no retune if it wins
     cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}},
                                runtime_for(RunConfig(rewrites_beside_tune=0)))
     assert [c["family"] for c in cmd.update["candidates"]] == ["tune"]

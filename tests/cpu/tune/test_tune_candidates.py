@@ -250,4 +250,4 @@ def test_a_rewrite_of_a_kernel_body_only_is_not_searched_again(tmp_path, monkeyp
              "backend": "cuda", "best": {"id": "initial", "path": str(parent)}}
     cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
     assert calls == ["r1c2_rows_per_program.py"] and cmd.update["pending"] == ["r1c1", "r1c2"]
-    assert cmd.update["tuned_for"] == ["r1c2"]
+    assert cmd.update["tuned_for"] == ["r1c2", "r1c1"]   # r1c1: its parent's search covers it (no retune next round)
