@@ -117,7 +117,7 @@ def test_graph_with_approvals_is_drawable():
     from tritondx.graph import builder
     g = builder.compile().get_graph()
     mermaid = g.draw_mermaid()
-    for edge in ("rewriter -.-> approval", "rewriter -.-> verifier", "approval -.-> verifier",
+    for edge in ("rewriter -.-> approval", "rewriter -.-> verifier", "rewriter -.-> tuner", "approval -.-> verifier",
                  "approval -.-> rewriter", "select -.-> final_approval", "final_approval -.-> report", "report --> __end__",
                  "verifier -.-> bench", "verifier -.-> select", "bench -.-> select",
                  "final_approval -.-> rewriter"):
