@@ -70,6 +70,7 @@ class _Plan:
         self.defaults: dict[str, int] = {}   # key -> value written when an option is added at the call
         self.autotune: dict[int, list[tuple[str, str]]] = {}   # configs list node id -> [(param, key)]
         self.loops: dict[int, str] = {}      # a kernel's ``for ... in range(...)`` node id -> its loop knob's key
+        self.site: dict[str, int] = {}       # a tile knob's key -> the launch (call node id) that first read it
 
 
 #: a loop knob's values: 0 leaves the loop as written; s > 0 writes ``tl.range(..., num_stages=s)``
@@ -213,7 +214,18 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                 space.skipped.append(Skipped(param=pname, why=f"module constant {d.name} is read inside a kernel"))
                 continue
             key = plan.wrap.get(id(node)) or pname
+            arg = kwarg(s.call, p) if role == "tile" else None
+            if key != pname and plan.site.get(key) == id(s.call) and arg is not None and arg is not node \
+                    and id(arg) not in plan.wrap:
+                # a second tile of this launch read from the same definition (``BLOCK_M=BLOCK, BLOCK_N=BLOCK``):
+                # its own knob, scaled at its argument; the definition (and the grid that reads it) stays the first's
+                plan.wrap[id(arg)] = pname
+                by_key[pname] = Knob(key=pname, kind="tile", how="scale", value=d.value, params=[pname],
+                                     where=f"argument of {pname}: {code_of(arg)[:60]} (shared with {key})",
+                                     dot=p in dots)
+                continue
             plan.wrap[id(node)] = key
+            plan.site.setdefault(key, id(s.call))
             for n in divisors:                    # a call literal: cdiv divisors of the same value in its grid
                 plan.wrap[id(n)] = key
             where = (f"{d.kind} {d.name + ' ' if d.name else ''}in {d.scope.qual if d.scope else '<module>'}"

@@ -251,3 +251,59 @@ def test_a_rewrite_of_a_kernel_body_only_is_not_searched_again(tmp_path, monkeyp
     cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
     assert calls == ["r1c2_rows_per_program.py"] and cmd.update["pending"] == ["r1c1", "r1c2"]
     assert cmd.update["tuned_for"] == ["r1c2", "r1c1"]   # r1c1: its parent's search covers it (no retune next round)
+
+
+SHARED_TILE_TASK = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def block_rowsum_kernel(x_ptr, out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    acc = tl.zeros([BLOCK_M], dtype=tl.float32)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        m = (rows[:, None] < M) & (cols[None, :] < N)
+        acc += tl.sum(tl.load(x_ptr + rows[:, None] * N + cols[None, :], mask=m, other=0.0), axis=1)
+    tl.store(out_ptr + rows, acc, mask=rows < M)
+
+
+def launch(x):
+    M, N = x.shape
+    out = torch.empty(M, device=x.device, dtype=torch.float32)
+    BLOCK = 16
+    block_rowsum_kernel[(triton.cdiv(M, BLOCK),)](x, out, M, N, BLOCK_M=BLOCK, BLOCK_N=BLOCK)
+    return out
+
+
+def reference(x):
+    return x.float().sum(dim=1)
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
+
+
+CHECK_SHAPES = [(37, 50)]
+BENCH_SHAPES = [(4096, 512)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-4, "rtol": 1e-4}}
+'''
+
+
+def test_two_tiles_of_one_launch_from_one_definition_are_two_knobs(tmp_path):
+    """``BLOCK_M=BLOCK, BLOCK_N=BLOCK`` (lightllm's and the Triton tutorial's attention launchers): the second tile
+    is its own knob, scaled at its argument; the definition, and the grid that reads it, follow the first."""
+    sp = spacemod.build(SHARED_TILE_TASK)
+    m, n = sp.knob("block_rowsum_kernel.BLOCK_M"), sp.knob("block_rowsum_kernel.BLOCK_N")
+    assert m.grid_tied and not n.grid_tied and m.params == ["block_rowsum_kernel.BLOCK_M"]
+    emitted = spacemod.emit(SHARED_TILE_TASK, {"block_rowsum_kernel.BLOCK_N": 1, "block_rowsum_kernel.BLOCK_M": -1})
+    assert "BLOCK = 8" in emitted and "BLOCK_M=BLOCK, BLOCK_N=BLOCK * 2)" in emitted
+    task = tmp_path / "shared.py"
+    task.write_text(SHARED_TILE_TASK)
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    ns = [t for t in res.trials if "block_rowsum_kernel.BLOCK_N" in t["config"]]
+    assert {t["config"]["block_rowsum_kernel.BLOCK_N"] for t in ns} >= {1, -1}
+    assert all(t["status"] == "ok" for t in res.trials), [t for t in res.trials if t["status"] != "ok"]
