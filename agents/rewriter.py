@@ -31,7 +31,7 @@ from tritondx.tools.task.spec import TaskSpec, load_task
 TUNED_FAMILIES = {"launch_config", "autotune", "autotune_widen"}
 
 
-def tuned_avoid(state: DXState, cfg: RunConfig, can_time: bool) -> set[str]:
+def tuner_covered(state: DXState, cfg: RunConfig, can_time: bool) -> set[str]:
     """The families the tuner's search made redundant for the version being rewritten: it timed that version's
     launch space (``tuned_for``) or the version is one of its winners; none where nothing was timed."""
     best = state.get("best") or {}
@@ -113,7 +113,7 @@ def beside_tune(state: DXState, cfg: RunConfig, winner: str, parent: str, extra:
     if cfg.rewrites_beside_tune <= 0:
         return [], []
     ctx = _context(state, cfg, spec=load_task(winner), extra=tuple(extra))
-    ctx.avoid |= TUNED_FAMILIES
+    ctx.covered = set(TUNED_FAMILIES)
     trail: list[dict] = []
     proposals = propose(ctx, limit=cfg.rewrites_beside_tune, trail=trail)
     records = candidate_records(proposals, state, rnd, highest_tier(state), parent, first)
@@ -128,7 +128,7 @@ def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCo
     note = state.get("human_feedback")
     plan = read_feedback(note, CATALOG)
     ctx.avoid, ctx.prefer = set(plan.avoid), ctx.prefer | set(plan.prefer)
-    ctx.avoid |= tuned_avoid(state, cfg, backend_of(state, cfg).can_time)
+    ctx.covered = tuner_covered(state, cfg, backend_of(state, cfg).can_time)
     proposals: list[Proposal] = []
     update: dict = {}
     if cfg.llm:

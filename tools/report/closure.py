@@ -30,7 +30,8 @@ OUTCOME_TEXT = {"nothing_new": "proposed only candidates already tried",
                 "proposed_nothing": "proposed nothing (preconditions do not hold)",
                 "skipped_unmeasured": "skipped: its last candidate could not be timed on this backend",
                 "not_reached": "not reached (the round's candidate limit was used by earlier families)",
-                "avoided_by_person": "not proposed: a person's feedback asked to avoid it"}
+                "avoided_by_person": "not proposed: a person's feedback asked to avoid it",
+                "covered_by_tuner": "not proposed: the tuner's search covered it (launch values timed in its job)"}
 
 
 class ClosureRow(BaseModel):
@@ -96,7 +97,7 @@ def close_findings(findings: list[dict[str, Any]], candidates: list[dict[str, An
     outcome: dict[str, str] = {}
     for a in attempts:   # the most telling outcome per family over the run
         order = ("proposed", "nothing_new", "proposed_nothing", "skipped_unmeasured", "not_reached",
-                 "avoided_by_person")
+                 "covered_by_tuner", "avoided_by_person")
         cur = outcome.get(a["family"])
         if cur is None or order.index(a["outcome"]) < order.index(cur):
             outcome[a["family"]] = a["outcome"]

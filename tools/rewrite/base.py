@@ -27,6 +27,8 @@ class RewriteContext:
     prefer: set[str] = field(default_factory=set)
     #: families a person's feedback said not to propose (tools/rewrite/feedback.py)
     avoid: set[str] = field(default_factory=set)
+    #: families whose whole job the tuner's search did for this version (agents/rewriter.py ``TUNED_FAMILIES``)
+    covered: set[str] = field(default_factory=set)
 
     #: the backend times candidates (a GPU): a batch family's proposals are timed side by side in one bench job
     can_time: bool = False

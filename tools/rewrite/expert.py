@@ -52,7 +52,7 @@ def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None
             per_family: int | None = None) -> list[Proposal]:
     """Up to ``limit`` new proposals (at most ``per_family`` of one family, when given). ``trail`` (when given) receives one record per motivated family:
     what it gave this round (``proposed``, ``nothing_new``, ``proposed_nothing``, ``not_reached``,
-    ``skipped_unmeasured``, ``avoided_by_person``), the input of the closed-findings table (tools/report/closure.py)."""
+    ``skipped_unmeasured``, ``avoided_by_person``, ``covered_by_tuner``), the input of the closed-findings table (tools/report/closure.py)."""
     out: list[Proposal] = []
     seen_sources = {ctx.spec.source}
     by_id = {f.id: f for f in ctx.findings}
@@ -63,6 +63,9 @@ def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None
             continue
         if family.id in ctx.avoid:
             _note(trail, family.id, "avoided_by_person", 0)
+            continue
+        if family.id in ctx.covered:
+            _note(trail, family.id, "covered_by_tuner", 0)
             continue
         if family.id in ctx.unmeasured_families:
             _note(trail, family.id, "skipped_unmeasured", 0)

@@ -162,7 +162,7 @@ def test_where_the_tuner_timed_the_version_the_autotune_families_are_not_propose
     launch space on a backend that times (its configs included), the rewriter leaves the family out. Without a
     timing backend, or before the tuner ran, it is proposed."""
     from pathlib import Path
-    from tritondx.agents.rewriter import _context, tuned_avoid
+    from tritondx.agents.rewriter import _context, tuner_covered
     from tritondx.config import RunConfig
     from tritondx.tools.evidence.triage import triage
     from tritondx.tools.rewrite.expert import propose
@@ -177,9 +177,13 @@ def test_where_the_tuner_timed_the_version_the_autotune_families_are_not_propose
     for state, can_time, avoided in ((base, True, False), ({**base, "tuned_for": ["initial"]}, False, False),
                                      ({**base, "tuned_for": ["initial"]}, True, True)):
         ctx = _context(state, cfg)
-        ctx.avoid |= tuned_avoid(state, cfg, can_time)
-        families = {p.family for p in propose(ctx, limit=8)}
+        ctx.covered = tuner_covered(state, cfg, can_time)
+        trail: list[dict] = []
+        families = {p.family for p in propose(ctx, limit=8, trail=trail)}
         assert ("autotune_widen" not in families) is avoided, (can_time, families)
+        # the closed-findings table says why: the tuner's search, not a person's feedback
+        assert ({"family": "autotune_widen", "outcome": "covered_by_tuner"} in
+                [{k: t[k] for k in ("family", "outcome")} for t in trail]) is avoided
 
 
 def test_a_batch_deadline_near_ends_the_run_and_shrinks_the_search():
