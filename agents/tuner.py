@@ -9,11 +9,9 @@ configurations for correctness only and proposes nothing (speed not measured).
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Literal
 
-import libcst as cst
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -26,9 +24,9 @@ from tritondx.tools.records.run import Candidate
 from tritondx.tools.run.phases import entries
 from tritondx.tools.records.evidence import ArtifactRef, Finding
 from tritondx.tools.rewrite.base import family_signature
+from tritondx.tools.tune.candidates import search_candidates
 from tritondx.tools.tune.run import table, tune_task
 from tritondx.tools.tune.search import EXTEND, WALL_CAP
-from tritondx.tools.tune.space import launch_shape
 
 #: findings that motivate a launch configuration change (what the winners cite)
 LAUNCH_FAMILIES = ("launch_config", "autotune", "autotune_widen", "grid_to_cores", "persistent",
@@ -41,8 +39,6 @@ TUNE_RESERVE_S = 45.0
 MIN_TUNE_S = 5.0
 #: seconds of search for one structural candidate's launch configuration (``tune_candidates``)
 CANDIDATE_TUNE_S = 8.0
-#: a number in a source (``tune_candidates``: siblings that differ only in numbers)
-NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")   # e.g. ``min(64, 2048 // w)`` vs ``min(128, 8192 // w)``
 
 
 def tune_budget(budget_s: float, finish_by: float | None, now: float) -> tuple[float, bool, float | None]:
@@ -88,81 +84,29 @@ def _summary(res, rnd: int, subject: str, sid: str) -> dict:
             "winners": [w.model_dump(exclude={"source"}) for w in res.winners]}
 
 
-def _numbers_masked(source: str) -> str:
-    return NUMBER.sub("#", source)
-
-
 def tune_candidates(state: DXState, cfg, backend, records: list[dict], rnd: int, log, parents: dict[str, str]
                     ) -> tuple[list[dict], dict]:
-    """Each structural candidate's own launch configuration, searched before it is verified: a rewrite changes
-    how much work a program does (rows per program, a split, a fused pass), so the configuration it inherited is
-    rarely its best (H100 corpus batch_l of 2026-12-06: lightllm's KV quantize copy took ``rows_per_program`` with
-    its original ``num_warps=1``, 64 rows of 128 elements per program, 1.19x where torch.compile ran 1.33x faster
-    still). One job per candidate (``CANDIDATE_TUNE_S`` of search, side by side), the candidate as written its
-    baseline and its outputs the screen's reference; a winner replaces the candidate's source (same id, the
-    configuration named in its description). A sibling of the same family and parent whose source differs from a
-    tuned candidate's only in numbers (another size of the same rewrite) is dropped: the search covered it. A
-    candidate whose launch space is its parent's (``parents``: id -> source path; only a kernel's body changed,
-    ``space.launch_shape``) is not searched: its parent's search covered it (H100 corpus batch_m: kernl llama_ff's
-    ``cheap_math`` candidate of a tuned matmul searched its 30 configurations again, 70 s of a run's wall).
-    Returns the records and the state update (tune summaries, cost)."""
-    from concurrent.futures import ThreadPoolExecutor
-    from pathlib import Path
-
-    def same_space(r: dict) -> bool:
-        parent = parents.get(r.get("parent", ""))
-        try:
-            return parent is not None and launch_shape(Path(r["path"]).read_text()) == \
-                launch_shape(Path(parent).read_text())
-        except (OSError, SyntaxError, ValueError, cst.ParserSyntaxError):
-            return False
-
+    """The structural candidates among ``records``, each one's launch searched before it is verified
+    (``tools/tune/candidates.py``; ``parents``: id -> source path). Returns the records and the state update (tune
+    summaries, what counts as searched, cost)."""
     if not cfg.tune_candidates:
         return records, {}
-    structural = [r for r in records if r.get("family") != "tune"]
-    inherited = [r["id"] for r in structural if same_space(r)]   # searched as their parent: not again next round
-    todo = [r for r in structural if r["id"] not in inherited]
-    if not todo:
-        return records, {"tune": [], "tuned_for": inherited, "cost": {}} if inherited else {}
-    firsts: dict[tuple, dict] = {}
-    for r in todo:
-        firsts.setdefault((r["family"], r.get("parent")), r)
     budget, _, wall_cap = tune_budget(min(cfg.tune_budget_s, CANDIDATE_TUNE_S), cfg.finish_by, time.time())
 
-    def one(r: dict):
-        folder = run_dir(state) / "tune" / f"r{rnd}_{r['id']}"
-        return tune_task(r["path"], folder, backend, budget_s=budget, extend=False, wall_cap_s=wall_cap)
+    def search(r: dict):
+        return tune_task(r["path"], run_dir(state) / "tune" / f"r{rnd}_{r['id']}", backend, budget_s=budget,
+                         extend=False, wall_cap_s=wall_cap)
 
-    heads = list(firsts.values())
-    with ThreadPoolExecutor(max_workers=len(heads)) as pool:
-        results = dict(zip([r["id"] for r in heads], pool.map(one, heads)))
-    covered = {(r["family"], r.get("parent")): _numbers_masked(Path(r["path"]).read_text())
-               for r in heads if results[r["id"]].timed and results[r["id"]].knobs}
-    out, dropped, summaries, jobs, held = [], [], [], 0.0, 0.0
-    for r in records:
-        key = (r.get("family"), r.get("parent"))
-        res = results.get(r["id"])
-        if res is None:
-            if key in covered and r in todo and r.get("family") != "tune" and \
-                    _numbers_masked(Path(r["path"]).read_text()) == covered[key]:
-                dropped.append(r["id"])
-                continue
-            out.append(r)
-            continue
-        summaries.append(_summary(res, rnd, r["id"], f"tune_r{rnd}_{r['id']}"))
-        jobs, held = jobs + res.seconds, held + res.device_seconds
-        if res.winners:
-            w = res.winners[0]
-            path = Path(r["path"]).with_name(Path(r["path"]).stem + "_tuned.py")
-            path.write_text(w.source)
-            r = {**r, "path": str(path), "params": {**(r.get("params") or {}), "tuned": w.label},
-                 "description": f"{r['description']}; its launch tuned: {w.label} ({w.speedup:.2f}x over the "
-                                f"rewrite as written in the tuner's screen)"}
-        out.append(r)
-    log.info("tuned_candidates", round=rnd, tuned={s["subject"]: [w["label"] for w in s["winners"]]
-                                                   for s in summaries}, dropped=dropped)
-    return out, {"tune": summaries, "tuned_for": [s["subject"] for s in summaries] + inherited,
-                 "cost": entries(device_jobs=jobs, device_held=held)}
+    got = search_candidates(records, parents, search)
+    if not got.results and not got.inherited:
+        return records, {}
+    summaries = [_summary(res, rnd, cid, f"tune_r{rnd}_{cid}") for cid, res in got.results.items()]
+    log.info("tuned_candidates", round=rnd, tuned={cid: [w.label for w in res.winners]
+                                                   for cid, res in got.results.items()},
+             dropped=got.dropped, inherited=got.inherited)
+    return got.records, {"tune": summaries, "tuned_for": list(got.results) + got.inherited,
+                         "cost": entries(device_jobs=sum(r.seconds for r in got.results.values()),
+                                         device_held=sum(r.device_seconds for r in got.results.values()))}
 
 
 def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None
