@@ -363,20 +363,25 @@ def remove_call_kwargs(call: cst.Call, names: set[str]) -> cst.Call:
 
 
 class ReplaceNode(cst.CSTTransformer):
-    """Replace specific nodes (by identity) with new ones."""
+    """Replace specific nodes (by identity) with new ones; put a statement before each line of ``before``."""
 
-    def __init__(self, mapping: dict[int, cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel]):
-        self.mapping = mapping
+    def __init__(self, mapping: dict[int, cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel],
+                 before: dict[int, cst.BaseStatement] | None = None):
+        self.mapping, self.before = mapping, before or {}
 
     def on_leave(self, original, updated):
         rep = self.mapping.get(id(original))
         if rep is not None:
             return rep
+        if id(original) in self.before:
+            return cst.FlattenSentinel([self.before[id(original)], updated])
         return updated
 
 
-def replace_nodes(node, mapping: dict[int, object]):
-    return node.visit(ReplaceNode(mapping))
+def replace_nodes(node, mapping: dict[int, object], before: dict[int, cst.BaseStatement] | None = None):
+    """``node`` with the nodes of ``mapping`` replaced and the statements of ``before`` put before their lines
+    (both by the identity of the original node; ``statement_lines`` finds a line)."""
+    return node.visit(ReplaceNode(mapping, before))
 
 
 def dependent_names(fn: cst.FunctionDef, seeds) -> set[str]:

@@ -43,6 +43,7 @@ from tritondx.tools.rewrite.cst_util import (
     names_in,
     param_names,
     parse,
+    replace_nodes,
     statement_lines,
     stmt,
     with_prelude,
@@ -355,23 +356,8 @@ def rows_source(source: str, kernel: str, elems: int, max_rows: int) -> tuple[st
             slice=[sl[0].with_changes(slice=cst.Index(value=g[1](els)))]))
         call_repl[id(site.call)] = new_call
     kernel_new = rows_kernel(fn, axis) if ranks is None else rows_nd.rows_kernel(fn, axis, ranks)
-    out = module.visit(_Replace({id(fn): kernel_new, **call_repl}, line_repl))
+    out = replace_nodes(module, {id(fn): kernel_new, **call_repl}, line_repl)
     return out.code, f"{kernel}: up to {max_rows} rows of program axis {axis} per program (~{elems} elements)"
-
-
-class _Replace(cst.CSTTransformer):
-    """Nodes replaced by identity (``replace_nodes``), and a statement put before each line of ``before``."""
-
-    def __init__(self, mapping: dict[int, object], before: dict[int, cst.BaseStatement]) -> None:
-        self.mapping, self.before = mapping, before
-
-    def on_leave(self, original, updated):
-        rep = self.mapping.get(id(original))
-        if rep is not None:
-            return rep
-        if id(original) in self.before:
-            return cst.FlattenSentinel([self.before[id(original)], updated])
-        return updated
 
 
 @rewrite("rows_per_program", "a grid of tiny programs (one row/token/head each) -> several rows per program as a "

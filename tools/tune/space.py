@@ -20,9 +20,10 @@ from typing import Literal
 import libcst as cst
 from pydantic import BaseModel, Field
 
-from tritondx.tools.rewrite.cst_util import add_call_kwargs, code_of, dotted, kwarg
+from tritondx.tools.rewrite.cst_util import add_call_kwargs, code_of, dotted, jit_functions, kwarg, param_names
 from tritondx.tools.rewrite.launch_edit import _cdiv_divisors
 from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs, free_names, meta_keys
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
 from tritondx.tools.tune.knob import split
 from tritondx.tools.tune.tunables import dot_operands, host_semantic, kernel_roles
@@ -490,8 +491,6 @@ def launch_shape(source: str) -> tuple:
     decorators (an autotuner's configs), and the host code that launches them (grids, blocks, options). Two sources
     of one shape have the same knobs at the same values: a rewrite that changed only a kernel's body (``cheap_math``)
     has its parent's launch space, which the parent's search covered (``agents/tuner.py`` ``tune_candidates``)."""
-    from tritondx.tools.rewrite.cst_util import jit_functions, param_names
-    from tritondx.tools.rewrite.launch_sites import host_launch_sites
     module = cst.parse_module(source)
     jit = jit_functions(module)
     launched = sorted({s.kernel for _, s in host_launch_sites(module)})
