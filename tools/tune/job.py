@@ -38,6 +38,11 @@ from tritondx.tools.tune.search import EXTEND, WALL_CAP, Searcher, Trial, domain
 HOT_SHARE = 0.10
 #: the device time one configuration's timed calls aim at
 TIME_TARGET_MS = 10.0
+#: the most calls a configuration is timed with in the search's waves (the final interleaved timing takes up to 100):
+#: at 100 a 20-us kernel's wave held the device exclusively ~0.3 s a configuration (the flush and the host pad per
+#: call), and the tune jobs' exclusive holds were 215 s of the 314 s the H100 corpus batch of 2026-12-06 held the
+#: device exclusively, its 8 tasks' jobs waiting 20-50 s each for the lock; the search's steps need 2% (``MIN_STEP_GAIN``)
+SEARCH_CALLS = 30
 #: fastest configurations timed again, interleaved with the initial kernel
 FINAL_TOP = 5
 #: a configuration must lead the launched one by this much in the search for the final timing to run (``contenders``)
@@ -107,11 +112,12 @@ class _Env:
         knobmod.CURRENT = dict(cfg)
         return mod.launch(*self.inputs)
 
-    def time_held(self, fn, est_ms: float | None = None) -> float:
-        """The median device time of ``fn``'s calls, inside an exclusive hold the caller already has."""
+    def time_held(self, fn, est_ms: float | None = None, most: int = 100) -> float:
+        """The median device time of ``fn``'s calls (at most ``most``), inside an exclusive hold the caller already
+        has."""
         if est_ms is None:
             est_ms = statistics.median(self.timer.calls(fn, 3))
-        n = max(5, min(100, int(TIME_TARGET_MS / max(est_ms, 1e-3))))
+        n = max(5, min(most, int(TIME_TARGET_MS / max(est_ms, 1e-3))))
         return statistics.median(self.timer.calls(fn, n))
 
 
@@ -243,7 +249,7 @@ class Waves:
                     self.log("start", {"config": c})
                 with _watch(f"timing {_label(c)}", self.limit_s):
                     self.results[tuple(sorted(c.items()))] = self.env.time_held(
-                        lambda m=mod, k=kc: self.env.call(m, k))
+                        lambda m=mod, k=kc: self.env.call(m, k), most=SEARCH_CALLS)
         if self.log:   # the wave's first configuration is the search's: it logs that one's trial itself
             self.log("start", {"config": wave[0]})
         self.stats["waves"] += 1

@@ -32,6 +32,12 @@ MAX_TILE_ELEMS = 1 << 17
 #: 256; an attention kernel's BLOCK_M 128 -> 512 beside fixed 128-wide K/V tiles compiled for over 45 s and the tune
 #: job was killed as hung, H100 corpus batch_j of 2026-12-05, slora_context_attn_nopad)
 MAX_DOT_TILE = 256
+#: a ``tl.dot`` kernel's accumulator elements per thread (its block over 32 x num_warps threads) may not pass this
+#: unless they did as launched: Triton's own matmul configs stop at 128 (128x128 at 4 warps, 128x256 at 8); past it
+#: the accumulator spills. An attention kernel's 128x128 tiles at 2 warps timed 50-71 ms against 1.1 ms, and at one
+#: warp its compile ran past the job's 45-s limit, killing the job (H100 corpus batch of 2026-12-06,
+#: slora_context_attn_nopad: 155 s of a 245-s tune job)
+MAX_ACC_PER_THREAD = 128
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
 #: an improvement smaller than this is noise for the search's own decisions (the verifier's bench decides later)
@@ -63,6 +69,7 @@ class Domain:
     absolute: bool = False         # values are the tile's values, not exponents (an autotuned kernel's config)
     #: a grid-tied tile of a kernel whose grid leaves SMs idle: the value whose grid fills them (prefetched first)
     fill_step: int | None = None
+    dot: bool = False              # a tile that shapes a ``tl.dot`` operand
 
 
 class Trial(BaseModel):
@@ -92,7 +99,7 @@ def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, 
             vals = [v << e if e >= 0 else v >> -e for e in range(-4, 5)]
             vals = sorted({x for x in vals if lo_val <= x <= hi_val and x >= 1} | {v})
             if len(vals) > 1:
-                out.append(Domain(k["key"], k["kind"], vals, v, kernel, v, 1, True))
+                out.append(Domain(k["key"], k["kind"], vals, v, kernel, v, 1, True, dot=bool(k.get("dot"))))
             continue
         if k["how"] == "split":        # a split count: only smaller (fewer programs, each a larger share)
             v = launched.get(k["key"]) or k.get("value")
@@ -130,26 +137,42 @@ def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, 
                 want = -math.ceil(math.log2(1.0 / f))
                 step = max((e for e in exps if e <= want), default=min(exps))
                 step = step if step <= -2 else None     # one halving: the descent's own first step
-            out.append(Domain(k["key"], k["kind"], exps, 0, kernel, v, first, fill_step=step))
+            out.append(Domain(k["key"], k["kind"], exps, 0, kernel, v, first, fill_step=step, dot=bool(k.get("dot"))))
     return out
 
 
+def _block(vals: list[int]) -> int:
+    """A kernel's block: the product of its two largest tiles (a GEMM's accumulator, a 2-D tile)."""
+    top = sorted(vals)[-2:]
+    return top[0] * (top[1] if len(top) > 1 else 1)
+
+
 def _tile_ok(cfg: dict[str, int], doms: list[Domain]) -> bool:
-    """Each kernel's block (the product of its two largest tiles: a GEMM's accumulator, a 2-D tile) stays under
-    ``MAX_TILE_ELEMS``, or under what it was as launched."""
+    """Each kernel's block stays under ``MAX_TILE_ELEMS`` (or what it was as launched), and a ``tl.dot`` kernel's
+    accumulator per thread under ``MAX_ACC_PER_THREAD`` at its warps (or what it was as launched)."""
     per: dict[str, list[int]] = {}
     start: dict[str, list[int]] = {}
+    dots: dict[str, list[int]] = {}
+    dots0: dict[str, list[int]] = {}
+    warps: dict[str, tuple[int, int]] = {}
     for d in doms:
+        if d.kind == "warps":
+            warps[d.kernel] = (cfg.get(d.key, d.start), d.start)
         if d.kind != "tile" or d.launched is None:
             continue
         e = cfg.get(d.key, d.start)
-        per.setdefault(d.kernel, []).append(e if d.absolute else max(1, d.launched << e if e >= 0 else d.launched >> -e))
+        v = e if d.absolute else max(1, d.launched << e if e >= 0 else d.launched >> -e)
+        per.setdefault(d.kernel, []).append(v)
         start.setdefault(d.kernel, []).append(d.launched)
-
-    def block(vals: list[int]) -> int:
-        top = sorted(vals)[-2:]
-        return top[0] * (top[1] if len(top) > 1 else 1)
-    return all(block(v) <= max(MAX_TILE_ELEMS, block(start[k])) for k, v in per.items())
+        if d.dot:
+            dots.setdefault(d.kernel, []).append(v)
+            dots0.setdefault(d.kernel, []).append(d.launched)
+    if not all(_block(v) <= max(MAX_TILE_ELEMS, _block(start[k])) for k, v in per.items()):
+        return False
+    for k, (w, w0) in warps.items():
+        if k in dots and _block(dots[k]) / (32 * w) > max(MAX_ACC_PER_THREAD, _block(dots0[k]) / (32 * w0)):
+            return False
+    return True
 
 
 @dataclass
@@ -246,7 +269,8 @@ class Searcher:
         if not _tile_ok(cfg, self.doms):
             self._seen[key] = None
             self.trials.append(Trial(config=cfg, status="too_large", phase=phase,
-                                     note=f"a kernel's tile over {MAX_TILE_ELEMS} elements"))
+                                     note=f"a kernel's tile over {MAX_TILE_ELEMS} elements, or its "
+                                          f"dot accumulator over {MAX_ACC_PER_THREAD} per thread"))
             return None
         if not self.left():
             return None

@@ -541,15 +541,16 @@ def test_waves_screen_and_time_the_asked_and_prefetched_configurations_under_one
     """The search's asked configuration and the ones it handed to prefetch are screened and the correct ones timed
     in one exclusive hold (one wait behind the batch's other holds, not two); a later ask for one of them takes no
     hold; one the screen fails is None; measured-but-never-asked ones come back as trials."""
-    from tritondx.tools.tune.job import Waves
+    from tritondx.tools.tune.job import SEARCH_CALLS, Waves
     timed: list[int] = []
 
     class Env:
         def call(self, mod, kc):
             timed.append(mod)
 
-        def time_held(self, fn, est_ms=None):
+        def time_held(self, fn, est_ms=None, most=100):
             assert holds[-1] == "exclusive"
+            assert most == SEARCH_CALLS < 100   # the search's waves time fewer calls than the final timing
             fn()
             return float(timed[-1])
 
@@ -603,7 +604,7 @@ def test_a_wave_takes_the_prefetches_compiled_by_the_time_its_hold_is_granted_an
         def call(self, mod, kc):
             pass
 
-        def time_held(self, fn, est_ms=None):
+        def time_held(self, fn, est_ms=None, most=100):
             fn()
             return 1.0
 
@@ -713,7 +714,7 @@ def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_share
         def call(self, mod, kc):
             return torch.ones(4) * (2 if kc["k.B"][1] < 3 else 3)
 
-        def time_held(self, fn, est_ms=None):
+        def time_held(self, fn, est_ms=None, most=100):
             assert holds[-1] == "exclusive"
             fn()
             timed.append("x")
@@ -997,6 +998,31 @@ def test_a_dot_tile_grows_to_256_at_most_and_other_tiles_further():
     assert top("k.BLOCK_M", 128, True, how="set") == 256      # an autotune config's tile, around its pick
     assert top("k.BLOCK_M", 512, True) == 512                 # launched larger: never cut below the author's value
     assert top("k.BLOCK", 128, False) > 256
+
+
+def test_a_dot_kernels_warps_keep_its_accumulator_in_registers():
+    """A ``tl.dot`` kernel's accumulator per thread (its block over 32 x num_warps) stays at or under
+    ``MAX_ACC_PER_THREAD`` (an attention kernel's 128x128 tiles at one warp compiled past the job's 45-s limit); a
+    kernel launched above it keeps what it had; a kernel without a dot tile is not bound by it."""
+    from tritondx.tools.tune.search import MAX_ACC_PER_THREAD, Domain, _tile_ok
+    assert MAX_ACC_PER_THREAD == 128
+    tiles = [Domain("k.BLOCK_M", "tile", list(range(-3, 2)), 0, "k", 128, dot=True),
+             Domain("k.BLOCK_N", "tile", list(range(-3, 2)), 0, "k", 128, dot=True),
+             Domain("k.num_warps", "warps", [1, 2, 4, 8, 16], 4, "k")]
+    assert _tile_ok({}, tiles)                                     # 128x128 at 4 warps: 128 per thread
+    assert not _tile_ok({"k.num_warps": 2}, tiles) and not _tile_ok({"k.num_warps": 1}, tiles)
+    assert _tile_ok({"k.num_warps": 2, "k.BLOCK_M": -1}, tiles)   # 64x128 at 2 warps: 128
+    assert not _tile_ok({"k.BLOCK_N": 1}, tiles)                   # 128x256 at 4 warps: 256
+    assert _tile_ok({"k.BLOCK_N": 1, "k.num_warps": 8}, tiles)
+    wide = [Domain("k.BLOCK_M", "tile", [0, 1], 0, "k", 256, dot=True), *tiles[1:]]   # launched at 256 per thread
+    assert _tile_ok({}, wide) and not _tile_ok({"k.num_warps": 2}, wide)
+    plain = [Domain("k.BLOCK", "tile", list(range(-3, 2)), 0, "k", 128), Domain("k.R", "tile", [0], 0, "k", 128),
+             tiles[2]]
+    assert _tile_ok({"k.num_warps": 1}, plain)
+    # the space the search builds carries which tiles feed a dot
+    knobs = [{"key": "k.BLOCK_M", "kind": "tile", "how": "scale", "params": ["k.BLOCK_M"], "value": 128, "dot": True},
+             {"key": "k.num_warps", "kind": "warps", "how": "set", "params": ["k.num_warps"], "value": 4}]
+    assert [d.dot for d in domains(knobs, {"k.BLOCK_M": 128})] == [True, False]
 
 
 def test_a_retry_after_a_fault_keeps_half_its_budget():
