@@ -1,7 +1,8 @@
 """Verifier node: the round's pending candidates through the judge (``tools/verify/verification.py``): every
 listed shape, fresh inputs, integrity checks, each candidate in its own runner. On a timing backend with
 ``verify_screen`` this is the screen (the listed shapes); the would-be winners get the full checks in the bench
-node. Next: ``bench`` when something passed on a backend that times kernels, else ``select``."""
+node. A tuned structural candidate that fails is checked again as written (``candidates.fallback``). Next: ``bench``
+when something passed on a backend that times kernels, else ``select``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tritondx.state import DXState
 from tritondx.tools.records.run import Verification
 from tritondx.tools.records.verify import Verdict
 from tritondx.tools.run.phases import Phases, entries
+from tritondx.tools.tune.candidates import fallback
 from tritondx.tools.verify.staged import screen_note
 from tritondx.tools.verify.timing import unused_device_seconds
 from tritondx.tools.verify.verification import verify_all
@@ -37,11 +39,23 @@ def verifier_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCo
     pending = [cands[i] for i in state.get("pending", []) if i in cands]
     ph = Phases()
     screen = backend.can_time and cfg.verify_screen   # listed shapes first, full checks for would-be winners
-    with ph.time("verify"):
-        verdicts = verify_all(state["task_path"], pending, backend, state.get("probe", {}).get("ops", []),
+
+    def verify(cands: list[dict]) -> list[Verdict]:
+        with ph.time("verify"):
+            return verify_all(state["task_path"], cands, backend, state.get("probe", {}).get("ops", []),
                               cfg.verify_timeout_s, cfg.verify_parallel, scope="screen" if screen else "full")
+    verdicts = verify(pending)
     # with the device seconds of early hardware measurements an earlier round discarded, ended since
     jobs, held = 0.0, unused_device_seconds(run_dir(state))
+    # a person approved the tuned source (--interactive): nothing else runs in its place
+    failed_tuned = [i for i, (c, v) in enumerate(zip(pending, verdicts))
+                    if not v.passed and c.get("as_written") and not cfg.interactive]
+    reverted = [fallback(pending[i], verdicts[i].klass or "rejected") for i in failed_tuned]
+    for i, c, v in zip(failed_tuned, reverted, verify(reverted) if reverted else []):
+        log.info("verified_as_written", candidate=c["id"], tuned_failed=verdicts[i].klass, passed=v.passed)
+        if backend.can_time:
+            jobs, held = jobs + verdicts[i].seconds, held + verdicts[i].device_s
+        pending[i], verdicts[i] = c, v
     verifications, passed = [], []
     for c, v in zip(pending, verdicts):
         if backend.can_time:
@@ -52,7 +66,8 @@ def verifier_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCo
         if v.passed:
             passed.append(c["id"])
     insufficient = [fid for c in pending if c["id"] not in passed for fid in c["motivated_by"]]
-    return Command(goto="bench" if passed and backend.can_time else "select", update={
+    update = {"candidates": reverted} if reverted else {}
+    return Command(goto="bench" if passed and backend.can_time else "select", update={**update,
         "verifications": verifications, "insufficient": insufficient, "pending": [],
         "round_result": {"checked": [c["id"] for c in pending], "passed": passed, "gain": None},
         "cost": entries(ph.seconds, jobs, held)})

@@ -35,6 +35,8 @@ class Candidate(BaseModel):
     origin: Literal["expert", "llm", "tuner", "human-edit"] = "expert"
     human_feedback: str | None = None
     edited_from: str | None = Field(None, description="the file a person's edit replaced (--interactive)")
+    as_written: str | None = Field(None, description="the rewrite as written, where the tuner replaced its source "
+                                                     "with a tuned launch: verified in its place if the tuned one fails")
 
 
 class Verification(BaseModel):

@@ -12,6 +12,9 @@ screen's reference; a winner replaces the candidate's source (same id, the confi
 - A candidate whose launch space is its parent's (only a kernel's body changed, ``space.launch_shape``) is not
   searched: its parent's search covered it (batch_m: kernl llama_ff's ``cheap_math`` candidate of a tuned matmul
   searched its 30 configurations again, 70 s of a run's wall).
+- A tuned candidate keeps the rewrite as written (``as_written``): if the tuned one fails verification, the verifier
+  checks the one as written in its place (``fallback``). In batch_m absmax_norm's tuned launch failed (a tuner
+  defect since fixed) and the task lost a 1.7x rewrite that had verified as written the batch before.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import libcst as cst
 from tritondx.tools.tune.run import TuneResult
 from tritondx.tools.tune.space import launch_shape
 
+#: what a tuned candidate's description adds to the rewrite's (``search_candidates``; ``fallback`` takes it off)
+TUNED_NOTE = "; its launch tuned: "
 #: a number in a source (siblings that differ only in numbers), e.g. ``min(64, 2048 // w)`` vs ``min(128, 8192 // w)``
 NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 
@@ -86,7 +91,19 @@ def search_candidates(records: list[dict], parents: dict[str, str],
             path = Path(r["path"]).with_name(Path(r["path"]).stem + "_tuned.py")
             path.write_text(w.source)
             r = {**r, "path": str(path), "params": {**(r.get("params") or {}), "tuned": w.label},
-                 "description": f"{r['description']}; its launch tuned: {w.label} ({w.speedup:.2f}x over the "
+                 "as_written": r["path"],
+                 "description": f"{r['description']}{TUNED_NOTE}{w.label} ({w.speedup:.2f}x over the "
                                 f"rewrite as written in the tuner's screen)"}
         out.append(r)
     return Searched(records=out, results=results, inherited=inherited, dropped=dropped)
+
+
+def fallback(record: dict, why: str) -> dict:
+    """The rewrite as written in place of its tuned launch that failed verification (``why``: the verdict's class):
+    same id, the tuned configuration named in its description."""
+    params = {k: v for k, v in (record.get("params") or {}).items() if k != "tuned"}
+    desc = record.get("description", "")
+    base, _, tuned = desc.partition(TUNED_NOTE)
+    label = tuned.split(" (", 1)[0] if tuned else "its tuned launch"
+    return {**record, "path": record["as_written"], "as_written": None, "params": params,
+            "description": f"{base}; as written: its tuned launch ({label}) failed verification ({why})"}

@@ -307,3 +307,45 @@ def test_two_tiles_of_one_launch_from_one_definition_are_two_knobs(tmp_path):
     ns = [t for t in res.trials if "block_rowsum_kernel.BLOCK_N" in t["config"]]
     assert {t["config"]["block_rowsum_kernel.BLOCK_N"] for t in ns} >= {1, -1}
     assert all(t["status"] == "ok" for t in res.trials), [t for t in res.trials if t["status"] != "ok"]
+
+
+def test_a_tuned_candidate_that_fails_is_verified_as_written(tmp_path, monkeypatch, cuda_like):
+    """A structural candidate whose tuned launch fails verification is checked again as written, same id, and the
+    one that passes is what the state keeps (batch_m: absmax_norm's tuned launch failed and the task lost a 1.7x
+    rewrite that had verified as written); a candidate the tuner did not change gets no second check."""
+    from tritondx.agents import verifier as verifier_mod
+    from tritondx.tools.records.verify import Verdict
+    rows64, _ = rows_source(TASK, "row_scale_kernel", 2048, 64)
+    other = TASK.replace("x * 2.0 + 1.0, mask", "tl.fma(x, 2.0, 1.0), mask")
+    to_tune = [_cand(tmp_path, "r1c1", "rows_per_program", rows64), _cand(tmp_path, "r1c2", "cheap_math", other)]
+    tuned_src = rows64.replace("min(64, 2048", "min(64, 4096")
+    monkeypatch.setattr(tuner_mod, "tune_task", _fake_tune([], {"r1c1_rows_per_program.py": tuned_src}))
+    state = {"run_dir": str(tmp_path), "task_path": str(tmp_path / "t.py"), "round": 1, "to_tune": to_tune,
+             "candidates": [], "backend": "cuda"}
+    cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
+    cands = {c["id"]: c for c in cmd.update["candidates"]}
+    assert cands["r1c1"]["as_written"].endswith("r1c1_rows_per_program.py") and not cands["r1c2"].get("as_written")
+    seen: list[list[str]] = []
+
+    def fake_verify_all(task, pending, backend, ops, timeout, parallel, scope="full"):
+        seen.append([Path(c["path"]).name for c in pending])
+        ok = ["_tuned" not in Path(c["path"]).name and "cheap" not in Path(c["path"]).name for c in pending]
+        return [Verdict(candidate_id=c["id"], passed=k, klass="" if k else "mismatch", backend="cuda")
+                for c, k in zip(pending, ok)]
+    monkeypatch.setattr(verifier_mod, "verify_all", fake_verify_all)
+    monkeypatch.setattr(verifier_mod, "backend_of", lambda state, cfg: cuda_like)
+    vstate = {**state, "to_tune": [], "candidates": list(cands.values()), "pending": cmd.update["pending"]}
+    out = verifier_mod.verifier_node(vstate, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
+    assert seen == [["r1c1_rows_per_program_tuned.py", "r1c2_cheap_math.py"], ["r1c1_rows_per_program.py"]]
+    assert out.update["round_result"]["passed"] == ["r1c1"] and out.goto == "bench"
+    kept = out.update["candidates"]
+    assert [c["id"] for c in kept] == ["r1c1"] and kept[0]["path"].endswith("r1c1_rows_per_program.py")
+    assert "tuned" not in kept[0]["params"] and kept[0]["as_written"] is None
+    assert kept[0]["description"] == ("rows_per_program idea; as written: its tuned launch (TDX_BLOCK_R x2) failed "
+                                      "verification (mismatch)")
+    assert {v["id"]: v["passed"] for v in out.update["verifications"]} == {"r1c1": True, "r1c2": False}
+    # a person approved the tuned source: nothing else is checked in its place
+    seen.clear()
+    out = verifier_mod.verifier_node(vstate, {"configurable": {"thread_id": "t"}},
+                                     runtime_for(RunConfig(interactive=True)))
+    assert len(seen) == 1 and out.update["round_result"]["passed"] == [] and "candidates" not in out.update
