@@ -350,7 +350,8 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
         searcher = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
                             log=log, prefetch=waves.prefetch, explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)),
                             measured=lambda: waves.results, extend=float(job.get("extend", EXTEND)),
-                            clock=own_seconds, wall_cap_s=float(job.get("wall_cap_s") or budget * WALL_CAP))
+                            clock=own_seconds, wall_cap_s=float(job.get("wall_cap_s") or budget * WALL_CAP),
+                            why_failed=lambda cfg: errors.get(_label(cfg)))
         waited = _usage()["wait_s"]
         trials = searcher.search()
         trials += waves.unasked({tuple(sorted(t.config.items())) for t in trials})

@@ -38,6 +38,9 @@ MAX_DOT_TILE = 256
 #: warp its compile ran past the job's 45-s limit, killing the job (H100 corpus batch of 2026-12-06,
 #: slora_context_attn_nopad: 155 s of a 245-s tune job)
 MAX_ACC_PER_THREAD = 128
+#: what Triton's compile error says when a configuration's buffers exceed the device's shared memory, e.g.
+#: "OutOfResources: out of resource: shared memory, Required: 294912, Hardware limit: 232448. Reducing block ..."
+SMEM_FAILURE = "out of resource: shared memory"
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
 #: an improvement smaller than this is noise for the search's own decisions (the verifier's bench decides later)
@@ -203,8 +206,12 @@ class Searcher:
     #: clock leaves out its waits for the device lock), the wall cap bounds what it leaves out
     wall: Callable[[], float] = time.monotonic
     wall_cap_s: float = float("inf")
+    #: why a configuration that ran failed (the job's screen errors), or None: a configuration that ran out of shared
+    #: memory bounds every one that needs at least as much (``fits``)
+    why_failed: Callable[[dict[str, int]], str] | None = None
 
     def __post_init__(self) -> None:
+        self.out_of_smem: list[dict[str, int]] = []   # configurations that ran out of shared memory
         self.stopped = ""    # why ``left`` first said no ("": the search ran out of moves first)
         self.t0 = self.clock()
         self.wall0 = self.wall()
@@ -250,12 +257,33 @@ class Searcher:
             if k not in self._seen:
                 self._seen[k] = ms
                 self._note(ms)
+                if ms is None:
+                    self._failed(dict(k))
         keep = set(self.norm(cur).items())
         pool = [(ms, dict(k)) for k, ms in self._seen.items() if ms is not None and keep <= set(k)]
         if not pool:
             return None
         ms, cfg = min(pool, key=lambda x: x[0])
         return (self.norm(cfg), ms) if ms < cur_t * (1 - MIN_STEP_GAIN) else None
+
+    def fits(self, cfg: dict[str, int]) -> bool:
+        """Under the static bounds (``_tile_ok``) and not needing the shared memory of a configuration that ran out
+        of it: every tile and ``num_stages`` at least that one's, its loop stages the same (warps, grid and counts do
+        not size the pipeline's buffers). On the H100 corpus batch of 2026-12-06, 17 of an attention kernel's 85
+        configurations compiled only to fail on shared memory, 7 of them with the tiles and stages of one before."""
+        if not _tile_ok(cfg, self.doms):
+            return False
+        sized = [d for d in self.doms if d.kind in ("tile", "stages")]
+        loops = [d for d in self.doms if d.kind == "loop"]
+        for bad in self.out_of_smem:
+            if all(cfg.get(d.key, d.start) >= bad.get(d.key, d.start) for d in sized) and \
+                    all(cfg.get(d.key, d.start) == bad.get(d.key, d.start) for d in loops):
+                return False
+        return True
+
+    def _failed(self, cfg: dict[str, int]) -> None:
+        if self.why_failed is not None and SMEM_FAILURE in (self.why_failed(cfg) or ""):
+            self.out_of_smem.append(cfg)
 
     def norm(self, cfg: dict[str, int]) -> dict[str, int]:
         starts = {d.key: d.start for d in self.doms}
@@ -266,11 +294,12 @@ class Searcher:
         key = tuple(cfg.items())
         if key in self._seen:
             return self._seen[key]
-        if not _tile_ok(cfg, self.doms):
+        if not self.fits(cfg):
             self._seen[key] = None
             self.trials.append(Trial(config=cfg, status="too_large", phase=phase,
-                                     note=f"a kernel's tile over {MAX_TILE_ELEMS} elements, or its "
-                                          f"dot accumulator over {MAX_ACC_PER_THREAD} per thread"))
+                                     note=f"a kernel's tile over {MAX_TILE_ELEMS} elements, its dot accumulator "
+                                          f"over {MAX_ACC_PER_THREAD} per thread, or at least the tiles and stages of "
+                                          f"a configuration that ran out of shared memory"))
             return None
         if not self.left():
             return None
@@ -279,6 +308,8 @@ class Searcher:
         t = self.evaluate(cfg)
         self._seen[key] = t
         self._note(t)
+        if t is None:
+            self._failed(cfg)
         trial = Trial(config=cfg, status="ok" if t is not None else "failed", ms=t, phase=phase)
         self.trials.append(trial)
         if self.log:
@@ -301,7 +332,7 @@ class Searcher:
             for d in doms:
                 if d.fill_step is not None and d.fill_step in d.values:
                     cfg = self.norm({d.key: d.fill_step})
-                    if tuple(cfg.items()) not in self._seen and _tile_ok(cfg, self.doms):
+                    if tuple(cfg.items()) not in self._seen and self.fits(cfg):
                         out.append(cfg)
         for j in range(1, steps + 1):
             for way in (1, -1):
@@ -309,7 +340,7 @@ class Searcher:
                     i = d.values.index(cur.get(d.key, d.start)) + way * d.first * j
                     if 0 <= i < len(d.values):
                         cfg = self.norm(dict(cur, **{d.key: d.values[i]}))
-                        if tuple(cfg.items()) not in self._seen and _tile_ok(cfg, self.doms) and cfg not in out:
+                        if tuple(cfg.items()) not in self._seen and self.fits(cfg) and cfg not in out:
                             out.append(cfg)
         if out:
             self.prefetch(out)
@@ -320,7 +351,7 @@ class Searcher:
             return
         cfgs = [self.norm(dict(cur, **{d.key: d.values[i + step * j]})) for j in range(n)
                 if 0 <= i + step * j < len(d.values)]
-        cfgs = [c for c in cfgs if tuple(c.items()) not in self._seen and _tile_ok(c, self.doms)]
+        cfgs = [c for c in cfgs if tuple(c.items()) not in self._seen and self.fits(c)]
         if cfgs:
             self.prefetch(cfgs)
 
@@ -392,7 +423,7 @@ class Searcher:
             if len(moved) < 2:          # single moves: the descent's own ground
                 continue
             cfg = self.norm(dict(cur, **{k: v for k, v, _ in pick}))
-            if tuple(cfg.items()) in self._seen or not _tile_ok(cfg, self.doms):
+            if tuple(cfg.items()) in self._seen or not self.fits(cfg):
                 continue
             combos.append((len(moved), sum(x[2] for x in moved), cfg))
             if len(combos) > 20000:

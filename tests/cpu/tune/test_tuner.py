@@ -1025,6 +1025,30 @@ def test_a_dot_kernels_warps_keep_its_accumulator_in_registers():
     assert [d.dot for d in domains(knobs, {"k.BLOCK_M": 128})] == [True, False]
 
 
+def test_a_configuration_out_of_shared_memory_bounds_the_ones_needing_more():
+    """After a configuration fails on shared memory, the search runs none whose tiles and stages are all at least
+    its own (whatever their warps); smaller ones and other failures (a mismatch) bound nothing."""
+    from tritondx.tools.tune.search import SMEM_FAILURE, Domain, Searcher
+    doms = [Domain("k.BLOCK_N", "tile", [-1, 0, 1], 0, "k", 64), Domain("k.num_warps", "warps", [4, 8], 4, "k"),
+            Domain("k.num_stages", "stages", [2, 3, 4], 2, "k")]
+    ran: list[dict] = []
+
+    def evaluate(cfg):
+        ran.append(cfg)
+        return None if cfg.get("k.num_stages", 2) >= 3 or cfg.get("k.BLOCK_N", 0) == 1 else 1.0
+    errors = {(("k.num_stages", 3),): "OutOfResources: " + SMEM_FAILURE + ", Required: 294912"}
+    s = Searcher(doms, evaluate, budget_s=1e9, explore_steps=2,
+                 why_failed=lambda cfg: errors.get(tuple(sorted(cfg.items())), "mismatch: output 0"))
+    s.search()
+    assert {"k.num_stages": 3} in ran and s.out_of_smem == [{"k.num_stages": 3}]
+    assert {"k.num_stages": 4} not in ran and {"k.num_stages": 3, "k.num_warps": 8} not in ran
+    assert {"k.BLOCK_N": -1, "k.num_stages": 3} in ran          # a smaller tile may fit
+    assert {"k.BLOCK_N": 1} in ran and {"k.BLOCK_N": 1, "k.num_warps": 8} in ran   # a mismatch bounds nothing
+    ran.clear()
+    Searcher(doms, evaluate, budget_s=1e9, explore_steps=2).search()   # without the errors: both are run
+    assert {"k.num_stages": 4} in ran or {"k.num_stages": 3, "k.num_warps": 8} in ran
+
+
 def test_a_retry_after_a_fault_keeps_half_its_budget():
     from tritondx.tools.tune.run import retry_budget
     assert retry_budget(25.0, 85.0) == 12.5      # a 45 s hang inside the faulted job does not eat the search
