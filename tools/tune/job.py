@@ -7,8 +7,9 @@
    (``knob.CURRENT``): its first call compiles, its outputs are compared with the initial kernel's on the same
    inputs (a mismatch fails it), then it is timed like the bench times: L2 flushed before every call, device events,
    the median of ``calls`` calls, with the device held exclusively while it is timed.
-3. The fastest few and the initial kernel are timed again, interleaved over three rounds in a shuffled order, and
-   their outputs of the last timed call compared again.
+3. The fastest few and the initial kernel (for an autotuned kernel, also the autotuner's own configurations: the
+   bar a winner must clear) are timed again, interleaved over three rounds in a shuffled order, and their outputs
+   of the last timed call compared again.
 
 Without a GPU nothing is timed: the as-launched configuration and each tile knob one step either way are run for
 correctness only, and the result says speed was not measured. The screen only chooses what the verifier's full
@@ -372,7 +373,8 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
         checks = check_shapes(env, trials, how, pins, FINAL_TOP, log)
     marks["checked"] = round(time.monotonic() - t_start, 2)
     if env.cuda and contenders(trials):
-        final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins)
+        final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins,
+                       autotuner_configs(env.orig, {k.split(".", 1)[0] for k in pins}, how))
     marks["final"] = round(time.monotonic() - t_start, 2)
     return {"ok": True, "launches": [r.model_dump() for r in launches], "hot": sorted(hot),
             "domains": [{"key": d.key, "kind": d.kind, "values": d.values, "start": d.start, "launched": d.launched}
@@ -505,10 +507,39 @@ def _screen_only(doms, evaluate, budget_s: float, known: list[Trial] | None = No
     return out
 
 
-def _final(env: _Env, best: list[Trial], how: dict[str, str], refs: list[torch.Tensor], pins: dict[str, int]
-           ) -> dict[str, Any]:
+#: the most of an autotuner's own configurations timed beside the winners (``autotuner_configs``)
+AUTOTUNER_BASELINES = 8
+
+
+def autotuner_configs(mod: Any, kernels: set[str], how: dict[str, str]) -> list[dict[str, int]]:
+    """Each of the autotuner's own configurations of ``kernels`` (an autotuned task's hot kernels), as the knob
+    values that run it. The autotuner picks by timing in the process it runs in; on a host loaded by a batch its
+    pick in the tune job and in the bench differ, and a winner measured against the tune job's pick lost its gain
+    against the bench's: H100 corpus batch_p of 2026-12-06, vmamba_swiglu_fwd predicted 1.91x (the tune job's
+    autotuner kept ``BLOCK_N 128``, 44 us) and measured 1.02x (the bench's, 23.5 us); fly_softmax 1.17x -> 1.00x,
+    slora_int8_perrow_quant 1.17x -> 1.00x. ``_final`` times them beside the winners, and a winner is held to the
+    fastest (``run.tune_task``)."""
+    out: list[dict[str, int]] = []
+    for kern in sorted(kernels):
+        obj = getattr(mod, kern, None)
+        while obj is not None and not hasattr(obj, "configs") and hasattr(obj, "fn"):
+            obj = obj.fn    # @triton.heuristics over @triton.autotune
+        for c in getattr(obj, "configs", None) or []:
+            vals = {**getattr(c, "kwargs", {}), "num_warps": getattr(c, "num_warps", None),
+                    "num_stages": getattr(c, "num_stages", None)}
+            cfg = {f"{kern}.{p}": int(v) for p, v in vals.items()
+                   if f"{kern}.{p}" in how and isinstance(v, int) and not isinstance(v, bool)}
+            if cfg and cfg not in out:
+                out.append(cfg)
+    return out[:AUTOTUNER_BASELINES]
+
+
+def _final(env: _Env, best: list[Trial], how: dict[str, str], refs: list[torch.Tensor], pins: dict[str, int],
+           baselines: list[dict[str, int]] | None = None) -> dict[str, Any]:
     """The initial kernel and the fastest configurations, timed again interleaved (3 shuffled rounds); the last
-    timed call's outputs of each compared with the initial kernel's."""
+    timed call's outputs of each compared with the initial kernel's. ``baselines``: an autotuner's own
+    configurations (``autotuner_configs``), timed beside them and marked ``baseline``: the author's options, what a
+    winner must beat, never a winner."""
     from tritondx.tools.exec.gpulock import phase
     fns: dict[str, Any] = {"initial": lambda: env.orig.launch(*env.inputs)}
     labels: dict[str, dict[str, int]] = {}
@@ -517,6 +548,19 @@ def _final(env: _Env, best: list[Trial], how: dict[str, str], refs: list[torch.T
         mod = env.module(kc)
         fns[f"c{i}"] = (lambda m=mod, c=kc: env.call(m, c))
         labels[f"c{i}"] = t.config
+    with phase("shared") if baselines else contextlib.nullcontext():
+        for i, cfg in enumerate(baselines or []):
+            kc = _as_knobs(cfg, how, pins)
+            try:
+                mod = env.module(kc)
+                env.call(mod, kc)     # one that cannot run at this shape is no baseline
+                env.sync()
+            except Exception:  # noqa: BLE001
+                env.mods.pop(tuple(sorted(kc.items())), None)
+                env.sync()
+                continue
+            fns[f"a{i}"] = (lambda m=mod, c=kc: env.call(m, c))
+            labels[f"a{i}"] = cfg
     rounds: dict[str, list[float]] = {k: [] for k in fns}
     rng = random.Random(0)
     ests = {k: None for k in fns}
@@ -543,4 +587,6 @@ def _final(env: _Env, best: list[Trial], how: dict[str, str], refs: list[torch.T
         med = statistics.median(meds)
         out[k] = {"config": labels.get(k, {}), "median_ms": med, "rounds_ms": meds,
                   "spread": (max(meds) - min(meds)) / med if med > 0 else 0.0, "timed_output": checked[k] or "equal"}
+        if k.startswith("a"):
+            out[k]["baseline"] = True
     return out

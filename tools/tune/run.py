@@ -159,14 +159,15 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     values = out.values = {k: v for k, v in (res.get("launched_values") or {}).items() if v is not None}
     init = out.final.get("initial")
     if out.timed and init:
-        # the initial kernel, or the configuration as launched where it timed faster (an autotuner's pick, a noisy
-        # round): a winner is held to the faster of the two
-        same = [v for v in out.final.values() if not v["config"]]
+        # the initial kernel, the configuration as launched where it timed faster (a noisy round), or an autotuner's
+        # own configuration (``job.autotuner_configs``: its pick differs between processes): a winner is held to the
+        # fastest of them
+        same = [v for v in out.final.values() if not v["config"] or v.get("baseline")]
         base = min(v["median_ms"] for v in same)
         init = min(same, key=lambda v: v["median_ms"])
         ranked = sorted((v for k, v in out.final.items() if k != "initial"), key=lambda v: v["median_ms"])
         for v in ranked:
-            if v["timed_output"] != "equal" or not v["config"]:
+            if v["timed_output"] != "equal" or not v["config"] or v.get("baseline"):
                 continue
             noise = max(v["spread"], init["spread"], MIN_GAIN - 1)
             if base / v["median_ms"] < 1 + noise:
@@ -219,7 +220,9 @@ def table(res: TuneResult, limit: int = 5) -> str:
         rows = sorted(res.final.items(), key=lambda kv: kv[1]["median_ms"])[:limit + 1]
         for k, v in rows:
             ratio = f"{init / v['median_ms']:.2f}x" if init else "-"
-            lines.append(f"| {'initial' if k == 'initial' else _cfg(res, v['config'])} | {v['median_ms']:.4f} | {ratio} | "
+            name = "initial" if k == "initial" else _cfg(res, v["config"]) + (" (the autotuner's own)"
+                                                                                if v.get("baseline") else "")
+            lines.append(f"| {name} | {v['median_ms']:.4f} | {ratio} | "
                          f"{100 * v['spread']:.0f}% | {v['timed_output'][:40]} |")
     return "\n".join(lines)
 

@@ -352,6 +352,41 @@ def test_an_autotuned_kernel_is_searched_from_its_pick_and_pinned_in_the_winner(
     _run_emitted(out)
 
 
+def test_an_autotuned_kernels_own_configs_are_the_bar_a_winner_must_clear(tmp_path, monkeypatch):
+    """The autotuner's own configurations are read as knob values (``job.autotuner_configs``) and timed beside the
+    winners; a winner is held to the fastest of them, not to the pick the tune job's autotuner made (batch_p of
+    2026-12-06: vmamba_swiglu_fwd predicted 1.91x against the tune job's pick, measured 1.02x in the bench)."""
+    from types import SimpleNamespace
+
+    from tritondx.tools.exec import jobs as jobsmod
+    from tritondx.tools.task.module import load_module
+    from tritondx.tools.tune.job import autotuner_configs
+    task = _write(tmp_path, "autotuned", AUTOTUNED_TASK)
+    how = {"twice.BLOCK": "set", "twice.num_warps": "set", "twice.num_stages": "set"}
+    got = autotuner_configs(load_module(str(task), "t"), {"twice"}, how)
+    assert [(c["twice.BLOCK"], c["twice.num_warps"]) for c in got] == [(64, 2), (128, 4)]
+    assert autotuner_configs(load_module(str(task), "t2"), {"absent"}, how) == []
+
+    def entry(cfg, ms, baseline=False):
+        return {"config": cfg, "median_ms": ms, "rounds_ms": [ms] * 3, "spread": 0.0, "timed_output": "equal",
+                **({"baseline": True} if baseline else {})}
+
+    def run_with(final):
+        result = {"ok": True, "timed": True, "launches": [], "hot": ["twice"], "trials": [], "final": final,
+                  "launched_values": {"twice.BLOCK": 64, "twice.num_warps": 2, "twice.num_stages": 3}}
+        monkeypatch.setattr(jobsmod, "run_device_job",
+                            lambda *a, **k: (SimpleNamespace(ok=True, result=result), 1.0, 0.5))
+        return tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=5)
+    slow_pick = {"initial": entry({}, 1.0), "c0": entry({"twice.BLOCK": 256}, 0.5),
+                 "a1": entry({"twice.BLOCK": 128, "twice.num_warps": 4}, 0.51, baseline=True)}
+    res = run_with(slow_pick)
+    assert res.winners == []                        # 2x over the tune job's pick, 1.02x over the autotuner's best
+    assert "(the autotuner's own)" in table(res)
+    res = run_with({**slow_pick, "a1": entry({"twice.BLOCK": 128, "twice.num_warps": 4}, 0.75, baseline=True)})
+    assert [w.speedup for w in res.winners] == [1.5]   # held to the fastest of its own configurations
+    assert all(w.config != {"twice.BLOCK": 128, "twice.num_warps": 4} for w in res.winners)
+
+
 def test_the_tuners_records_become_grid_evidence(tmp_path):
     """On a GPU the tune job's records are at the benchmark size: 2 programs on 132 SMs is a finding of the run."""
     from tritondx.agents.tuner import _launch_evidence
@@ -731,6 +766,14 @@ def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_share
     assert holds == ["exclusive", "shared"] and len(timed) == 12
     assert [out[k]["timed_output"] == "equal" for k in ("initial", "c0", "c1", "c2")] == [True, True, True, False]
     assert all(len(v["rounds_ms"]) == 3 for v in out.values())
+    # an autotuner's own configurations are timed beside them, marked baseline; one that cannot run is left out
+    env = Env()
+    env.mods = {}
+    plain_call = env.call
+    env.call = lambda mod, kc: (_ for _ in ()).throw(RuntimeError("no")) if kc["k.B"][1] == 9 else plain_call(mod, kc)
+    holds.clear()
+    out = jobmod._final(env, best[:1], {"k.B": "set"}, [torch.ones(4) * 2], {}, [{"k.B": 0}, {"k.B": 9}])
+    assert sorted(out) == ["a0", "c0", "initial"] and out["a0"]["baseline"] and "baseline" not in out["c0"]
 
 
 def test_a_tile_whose_grid_leaves_sms_idle_gets_the_filling_value_in_the_first_prefetch():
