@@ -152,8 +152,9 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
                   else k: v for k, v in w.config.items()}
         records.append(Candidate(
             id=cid, round=rnd, tier=highest_tier(state), family="tune", params=params,
-            description=f"launch configuration {w.label}: the tuner's screen timed it {w.speedup:.2f}x vs {subject} "
-                        f"({w.median_ms * 1e3:.1f} vs {w.initial_ms * 1e3:.1f} us, spread {100 * w.spread:.0f}%)",
+            description=f"launch configuration {w.label}: the tuner's screen timed it {w.speedup:.2f}x vs {subject}"
+                        + (f" at its autotuner's fastest own configuration ({w.against})" if w.against else "")
+                        + f" ({w.median_ms * 1e3:.1f} vs {w.initial_ms * 1e3:.1f} us, spread {100 * w.spread:.0f}%)",
             motivated_by=motivated, prediction=f"{w.speedup:.2f}x (the screen's interleaved timing)", path=str(path),
             parent=subject, signature=family_signature("tune", w.config, w.source), origin="tuner").model_dump())
     if backend.can_time:   # the structural rewrites the evidence suggests, of the best winner, in the same round

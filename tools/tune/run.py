@@ -61,6 +61,9 @@ class Winner(BaseModel):
     speedup: float
     spread: float
     source: str = ""
+    #: what ``initial_ms`` timed: "" (the initial kernel or its launched configuration), else the label of the
+    #: autotuner's own configuration that was fastest (``job.autotuner_configs``)
+    against: str = ""
 
 
 class TuneResult(BaseModel):
@@ -177,9 +180,10 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
             except Exception as exc:  # noqa: BLE001 - an emit that fails loses this winner only
                 log.warning("tune_emit_failed", config=v["config"], error=str(exc)[:200])
                 continue
+            against = spacemod.describe(space, init["config"], values) if init.get("baseline") else ""
             out.winners.append(Winner(config=v["config"], label=spacemod.describe(space, v["config"], values),
                                       median_ms=v["median_ms"], initial_ms=base, speedup=base / v["median_ms"],
-                                      spread=v["spread"], source=src))
+                                      spread=v["spread"], source=src, against=against))
             if len(out.winners) >= MAX_WINNERS:
                 break
     (folder / "tune.json").write_text(json.dumps({**out.model_dump(exclude={"winners"}),

@@ -384,6 +384,7 @@ def test_an_autotuned_kernels_own_configs_are_the_bar_a_winner_must_clear(tmp_pa
     assert "(the autotuner's own)" in table(res)
     res = run_with({**slow_pick, "a1": entry({"twice.BLOCK": 128, "twice.num_warps": 4}, 0.75, baseline=True)})
     assert [w.speedup for w in res.winners] == [1.5]   # held to the fastest of its own configurations
+    assert "BLOCK 64->128" in res.winners[0].against and "num_warps" in res.winners[0].against
     assert all(w.config != {"twice.BLOCK": 128, "twice.num_warps": 4} for w in res.winners)
 
 
