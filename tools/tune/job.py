@@ -42,8 +42,13 @@ TIME_TARGET_MS = 10.0
 #: the most calls a configuration is timed with in the search's waves (the final interleaved timing takes up to 100):
 #: at 100 a 20-us kernel's wave held the device exclusively ~0.3 s a configuration (the flush and the host pad per
 #: call), and the tune jobs' exclusive holds were 215 s of the 314 s the H100 corpus batch of 2026-12-06 held the
-#: device exclusively, its 8 tasks' jobs waiting 20-50 s each for the lock; the search's steps need 2% (``MIN_STEP_GAIN``)
+#: device exclusively, its 8 tasks' jobs waiting 20-50 s each for the lock; the search's steps need 2%
+#: (``MIN_STEP_GAIN``)
 SEARCH_CALLS = 30
+#: configurations a search may run at most; its budget of seconds is what ends it. At 120, with the waves' timings
+#: made cheaper (``SEARCH_CALLS``), 7 of the H100 corpus batch_p's searches (2026-12-06) stopped at the cap with
+#: budget left; triton_matmul_fp16 stopped at ``num_stages 3->4`` (1.37x) where batch_m's had reached ``3->5`` (1.48x)
+MAX_TRIALS = 200
 #: fastest configurations timed again, interleaved with the initial kernel
 FINAL_TOP = 5
 #: a configuration must lead the launched one by this much in the search for the final timing to run (``contenders``)
@@ -348,8 +353,9 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     budget = float(job.get("budget_s", 60.0))
     known = [Trial(**t) for t in job.get("known") or []]
     if env.cuda:
-        searcher = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", 120)), known=known,
-                            log=log, prefetch=waves.prefetch, explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)),
+        searcher = Searcher(doms, waves.evaluate, budget, max_trials=int(job.get("max_trials", MAX_TRIALS)),
+                            known=known, log=log, prefetch=waves.prefetch,
+                            explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)),
                             measured=lambda: waves.results, extend=float(job.get("extend", EXTEND)),
                             clock=own_seconds, wall_cap_s=float(job.get("wall_cap_s") or budget * WALL_CAP),
                             why_failed=lambda cfg: errors.get(_label(cfg)))
