@@ -371,16 +371,20 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     for t in trials:
         if t.status == "failed":
             t.note = errors.get(_label(t.config), "")
-    precompiled = pre.close() if pre is not None else {}
     marks["searched"] = round(time.monotonic() - t_start, 2)
     final: dict[str, Any] = {}
     checks: dict[str, Any] = {}
+    baselines = autotuner_configs(env.orig, {k.split(".", 1)[0] for k in pins}, how) if env.cuda else []
+    if pre is not None and baselines and contenders(trials):   # compiled while the check shapes run, not in a hold
+        pre.submit(baselines)
     if env.cuda and contenders(trials):
         checks = check_shapes(env, trials, how, pins, FINAL_TOP, log)
     marks["checked"] = round(time.monotonic() - t_start, 2)
     if env.cuda and contenders(trials):
-        final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins,
-                       autotuner_configs(env.orig, {k.split(".", 1)[0] for k in pins}, how))
+        for cfg in baselines if pre is not None else []:
+            pre.wait(cfg)
+        final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins, baselines)
+    precompiled = pre.close() if pre is not None else {}
     marks["final"] = round(time.monotonic() - t_start, 2)
     return {"ok": True, "launches": [r.model_dump() for r in launches], "hot": sorted(hot),
             "domains": [{"key": d.key, "kind": d.kind, "values": d.values, "start": d.start, "launched": d.launched}
@@ -518,13 +522,11 @@ AUTOTUNER_BASELINES = 8
 
 
 def autotuner_configs(mod: Any, kernels: set[str], how: dict[str, str]) -> list[dict[str, int]]:
-    """Each of the autotuner's own configurations of ``kernels`` (an autotuned task's hot kernels), as the knob
-    values that run it. The autotuner picks by timing in the process it runs in; on a host loaded by a batch its
-    pick in the tune job and in the bench differ, and a winner measured against the tune job's pick lost its gain
-    against the bench's: H100 corpus batch_p of 2026-12-06, vmamba_swiglu_fwd predicted 1.91x (the tune job's
-    autotuner kept ``BLOCK_N 128``, 44 us) and measured 1.02x (the bench's, 23.5 us); fly_softmax 1.17x -> 1.00x,
-    slora_int8_perrow_quant 1.17x -> 1.00x. ``_final`` times them beside the winners, and a winner is held to the
-    fastest (``run.tune_task``)."""
+    """The autotuner's own configurations of ``kernels`` (an autotuned task's hot kernels) as knob values. Its pick
+    differs between processes on a loaded host, and a winner timed against the tune job's pick lost its gain against
+    the bench's (H100 corpus batch_p of 2026-12-06: vmamba_swiglu_fwd 1.91x predicted, the tune job's autotuner on
+    ``BLOCK_N 128``, 44 us; 1.02x measured, the bench's at 23.5 us). ``_final`` times them beside the winners, and a
+    winner is held to the fastest (``run.tune_task``)."""
     out: list[dict[str, int]] = []
     for kern in sorted(kernels):
         obj = getattr(mod, kern, None)
