@@ -116,11 +116,13 @@ def test_the_baselines_job_runs_beside_the_run_and_the_final_bench_has_no_torch(
     # started once the run was triaged (not beside its probe), well before the run ended
     assert run["triaged"] <= ev["baselines-started"][0]["start"] < run["triaged"] + 1.0
     assert base["start"] < run["end"] and final["start"] >= run["end"]  # overlapped it; final after it
-    # the task took about max(run + final, baselines), not run + baselines + final (4.8 s serially)
+    # the task took about max(run + final, baselines), not run + baselines + final (4.8 s serially); against the
+    # jobs' own measured seconds, not a fixed bound (a loaded CI machine stretched a 4.0-s bound to 4.04 s)
     e = res["results"][0]
-    assert e["status"] == "done" and e["wall_s"] < 4.0, e["wall_s"]
     tm = e["timing"]
     assert tm["run_s"] >= 2.0 and tm["final_bench_s"] >= 0.3 and tm["baselines_s"] >= 2.5
+    serial = tm["run_s"] + tm["final_bench_s"] + tm["baselines_s"]
+    assert e["status"] == "done" and e["wall_s"] < serial - 1.0, (e["wall_s"], serial)
     assert tm["baselines_overlapped_s"] >= 1.5 and tm["baselines_stopped"] == ""  # from triage to the run's end
     assert abs(tm["wall_without_baselines_s"] - (tm["wall_s"] - tm["baselines_wait_s"])) < 0.01
     assert abs(tm["baselines_overlapped_s"] + tm["baselines_wait_s"] - tm["baselines_s"]) < 0.05
