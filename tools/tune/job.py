@@ -18,27 +18,19 @@ checks and bench see; it decides nothing.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import random
-import statistics
-import sys
-import threading
 import time
 from typing import Any
 
 import torch
 
-from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype, tolerance_entries
-from tritondx.tools.tune import knob as knobmod
+from tritondx.tools.tune.env import CONFIG_LIMIT_S, Env, as_knobs, label, mismatch, outputs, own_seconds, usage, watch
+from tritondx.tools.tune.final import FINAL_TOP, autotuner_configs, check_shapes, contenders, final_timing
 from tritondx.tools.tune.precompile import PRECOMPILE_THREADS, Precompiler, install_compile_only
 from tritondx.tools.tune.record import recording
 from tritondx.tools.tune.search import EXTEND, WALL_CAP, Searcher, Trial, domains, top
 
 #: a kernel's knobs are searched when it carries this share of the recorded device time (or of the calls, on CPU)
 HOT_SHARE = 0.10
-#: the device time one configuration's timed calls aim at
-TIME_TARGET_MS = 10.0
 #: the most calls a configuration is timed with in the search's waves (the final interleaved timing takes up to 100):
 #: at 100 a 20-us kernel's wave held the device exclusively ~0.3 s a configuration (the flush and the host pad per
 #: call), and the tune jobs' exclusive holds were 215 s of the 314 s the H100 corpus batch of 2026-12-06 held the
@@ -49,134 +41,10 @@ SEARCH_CALLS = 30
 #: made cheaper (``SEARCH_CALLS``), 7 of the H100 corpus batch_p's searches (2026-12-06) stopped at the cap with
 #: budget left; triton_matmul_fp16 stopped at ``num_stages 3->4`` (1.37x) where batch_m's had reached ``3->5`` (1.48x)
 MAX_TRIALS = 200
-#: fastest configurations timed again, interleaved with the initial kernel
-FINAL_TOP = 5
-#: a configuration must lead the launched one by this much in the search for the final timing to run (``contenders``)
-FINAL_MIN_LEAD = 0.01
-#: the task's check shapes each of the fastest configurations must also match the launched kernel on, and how many
-#: configurations are checked at most (``check_shapes``)
-CHECK_SHAPES_AT_MOST, CHECKED_AT_MOST = 3, 12
-#: input draws per check shape: a configuration that leaves part of the data unread can match on one draw by luck
-#: (H100 corpus batch_m of 2026-12-06: absmax_norm's partial-max kernel tuned to half its blocks matched at the check
-#: shape where the largest value fell in the half it read; the verifier's other seeds rejected it)
-CHECK_DRAWS = 2
-
-
-def _outputs(x: Any) -> list[torch.Tensor]:
-    return [t for t in as_tuple(x) if isinstance(t, torch.Tensor)]
-
-
-def _mismatch(outs: list[torch.Tensor], refs: list[torch.Tensor], tols: dict[int, tuple[float, float]]) -> str:
-    from tritondx.tools.verify.judge.compare import compare
-    if len(outs) != len(refs):
-        return f"{len(outs)} outputs, the initial kernel returns {len(refs)}"
-    for i, (o, r) in enumerate(zip(outs, refs)):
-        atol, rtol = tols.get(i, tols.get(-1, (1e-5, 1e-5)))
-        bad = compare(o, r, atol, rtol)
-        if bad:
-            return f"output {i}: {bad['reason']}"
-    return ""
-
-
-class _Env:
-    """What every configuration is run and checked against."""
-
-    def __init__(self, job: dict[str, Any]) -> None:
-        self.cuda = job.get("device", "cpu").startswith("cuda")
-        self.device = job.get("device", "cpu")
-        self.orig = load_module(job["task"], "orig")
-        self.inst_path = job["instrumented"]
-        shapes = self.orig.BENCH_SHAPES if self.cuda else self.orig.CHECK_SHAPES
-        self.shape = norm_shape(shapes[0])
-        self.dtype = to_dtype(self.orig.DTYPES[0])
-        self.inputs = as_tuple(self.orig.make_inputs(self.shape, self.dtype, 1, self.device))
-        self.tols = tolerance_entries(self.orig, self.dtype)
-        if self.cuda:
-            from tritondx.tools.bench.bench import Timer
-            self.timer = Timer(self.device, pad_host=True)
-        self.mods: dict[tuple, Any] = {}
-
-    def sync(self) -> None:
-        if self.cuda:
-            torch.cuda.synchronize()
-
-    def poison(self, refs: list[torch.Tensor]) -> None:
-        """Fill the allocator's free blocks of the outputs' sizes, so an output a configuration does not write
-        holds no earlier answer."""
-        for r in refs:
-            junk = torch.full((max(r.numel() * r.element_size(), 1),), 0x7F, dtype=torch.uint8, device=r.device)
-            del junk
-
-    def module(self, cfg: dict[str, tuple[str, int]]):
-        key = tuple(sorted(cfg.items()))
-        if key not in self.mods:
-            knobmod.CURRENT = dict(cfg)
-            self.mods[key] = load_module(self.inst_path, "tune")
-        return self.mods[key]
-
-    def call(self, mod, cfg: dict[str, tuple[str, int]]):
-        knobmod.CURRENT = dict(cfg)
-        return mod.launch(*self.inputs)
-
-    def time_held(self, fn, est_ms: float | None = None, most: int = 100) -> float:
-        """The median device time of ``fn``'s calls (at most ``most``), inside an exclusive hold the caller already
-        has."""
-        if est_ms is None:
-            est_ms = statistics.median(self.timer.calls(fn, 3))
-        n = max(5, min(most, int(TIME_TARGET_MS / max(est_ms, 1e-3))))
-        return statistics.median(self.timer.calls(fn, n))
-
-
-def _as_knobs(cfg: dict[str, int], how: dict[str, str], pins: dict[str, int] | None = None
-              ) -> dict[str, tuple[str, int]]:
-    """``knob.CURRENT`` for ``cfg``: an autotuned hot kernel's values not in it at the autotuner's pick (``pins``)."""
-    out = {k: ("set", v) for k, v in (pins or {}).items()}
-    out.update({k: (how[k], int(v)) for k, v in cfg.items()})
-    return out
-
-
 #: configurations screened in one shared hold and timed in one exclusive hold (``Waves``)
 WAVE = 8
 #: after the descent, the search buys combinations within this many values of its best (``Searcher.explore``)
 EXPLORE_STEPS = 1
-#: a configuration's screen (its compile where none was done ahead, a call, the comparison) and its timing may take
-#: this long (s); past it the job ends itself and ``run.tune_task`` runs it again without that configuration. On the
-#: H200 corpus batch of 2026-12-05 one attention kernel's 512-row tile hung its job until the job's timeout
-#: (195 s): the task's whole search bought 4 configurations in 240 s.
-CONFIG_LIMIT_S = 45.0
-HUNG_EXIT = 75
-
-
-def own_seconds() -> float:
-    """A clock of the job's own work: wall time less the seconds it waited for the device lock."""
-    return time.monotonic() - _usage()["wait_s"]
-
-
-@contextlib.contextmanager
-def _watch(what: str, limit_s: float):
-    """End the process (exit ``HUNG_EXIT``) when the block runs longer than ``limit_s``: a kernel that hangs or
-    runs for minutes holds the device and the task; the progress file names the configuration that was running."""
-    def fire() -> None:
-        sys.stderr.write(f"tune: {what} ran over {limit_s:.0f} s (a hang or a runaway kernel): the job ends and is "
-                         "run again without it\n")
-        sys.stderr.flush()
-        os._exit(HUNG_EXIT)
-    t = threading.Timer(limit_s, fire)
-    t.daemon = True
-    t.start()
-    try:
-        yield
-    finally:
-        t.cancel()
-
-
-def _label(cfg: dict[str, int]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(cfg.items())) or "as launched"
-
-
-def _usage() -> dict[str, float]:
-    from tritondx.tools.exec.gpulock import usage
-    return usage()
 
 
 class Waves:
@@ -198,7 +66,7 @@ class Waves:
     budget's end after a 40 s wait: the job timed 2 configurations (on the H200 the day before: 17
     configurations, 23.5x)."""
 
-    def __init__(self, screen, env: "_Env", pre: "Precompiler | None", log, size: int,
+    def __init__(self, screen, env: Env, pre: "Precompiler | None", log, size: int,
                  limit_s: float = CONFIG_LIMIT_S) -> None:
         self.screen, self.env, self.pre, self.log, self.size = screen, env, pre, log, max(1, size)
         self.limit_s = limit_s
@@ -245,7 +113,7 @@ class Waves:
             for c in wave:
                 if self.log and c is not wave[0]:
                     self.log("start", {"config": c})
-                with _watch(f"configuration {_label(c)}", self.limit_s):
+                with watch(f"configuration {label(c)}", self.limit_s):
                     ok = self.screen(c)
                 self.results[tuple(sorted(c.items()))] = None
                 if ok is not None:
@@ -253,7 +121,7 @@ class Waves:
             for c, (mod, kc) in passed:
                 if self.log:
                     self.log("start", {"config": c})
-                with _watch(f"timing {_label(c)}", self.limit_s):
+                with watch(f"timing {label(c)}", self.limit_s):
                     self.results[tuple(sorted(c.items()))] = self.env.time_held(
                         lambda m=mod, k=kc: self.env.call(m, k), most=SEARCH_CALLS)
         if self.log:   # the wave's first configuration is the search's: it logs that one's trial itself
@@ -270,7 +138,7 @@ class Waves:
 def tune(job: dict[str, Any]) -> dict[str, Any]:
     from tritondx.tools.exec.gpulock import autotune_exclusive, phase
     t_start = time.monotonic()
-    env = _Env(job)
+    env = Env(job)
     marks = {"loaded": round(time.monotonic() - t_start, 2)}   # seconds from the job's start to each stage's end
     how = {k["key"]: k["how"] for k in job["knobs"]}
     threads = int(job.get("precompile_threads", PRECOMPILE_THREADS))
@@ -280,11 +148,11 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     # compiles its configs in threads and times them alone
     with autotune_exclusive(env.cuda), phase("shared"):
         with recording(cuda=env.cuda) as rec:
-            refs = [t.detach().clone() for t in _outputs(env.orig.launch(*env.inputs))]
+            refs = [t.detach().clone() for t in outputs(env.orig.launch(*env.inputs))]
             env.sync()
         if env.cuda:   # a second recorded call: the first one compiled (its device time includes nothing of that,
             with recording(cuda=True) as rec:   # but autotuners time their configs in it)
-                _outputs(env.orig.launch(*env.inputs))
+                outputs(env.orig.launch(*env.inputs))
                 env.sync()
     launches = rec.launches
     marks["recorded"] = round(time.monotonic() - t_start, 2)
@@ -319,25 +187,25 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     errors: dict[str, str] = {}
 
     if pre is not None:
-        pre.knobs_of = lambda cfg: _as_knobs(cfg, how, pins)
+        pre.knobs_of = lambda cfg: as_knobs(cfg, how, pins)
 
     def screen(cfg: dict[str, int]):
         """Load, run and compare one configuration (inside a shared hold): its module and knobs, or None."""
-        kc = _as_knobs(cfg, how, pins)
-        label = _label(cfg)
+        kc = as_knobs(cfg, how, pins)
+        lab = label(cfg)
         try:
             mod = env.module(kc)
             env.poison(refs)
-            outs = _outputs(env.call(mod, kc))
+            outs = outputs(env.call(mod, kc))
             env.sync()
-            bad = _mismatch(outs, refs, env.tols)
+            bad = mismatch(outs, refs, env.tols)
         except Exception as exc:  # a configuration that does not compile or faults is screened out
-            errors[label] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:240] if str(exc) else ''}"
+            errors[lab] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:240] if str(exc) else ''}"
             env.mods.pop(tuple(sorted(kc.items())), None)
             env.sync()   # a CUDA fault poisons the context: this raises, the job ends, the parent classifies it
             return None
         if bad:
-            errors[label] = "mismatch: " + bad[:300]
+            errors[lab] = "mismatch: " + bad[:300]
             return None
         return mod, kc
 
@@ -358,19 +226,19 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
                             explore_steps=int(job.get("explore_steps", EXPLORE_STEPS)),
                             measured=lambda: waves.results, extend=float(job.get("extend", EXTEND)),
                             clock=own_seconds, wall_cap_s=float(job.get("wall_cap_s") or budget * WALL_CAP),
-                            why_failed=lambda cfg: errors.get(_label(cfg)))
-        waited = _usage()["wait_s"]
+                            why_failed=lambda cfg: errors.get(label(cfg)))
+        waited = usage()["wait_s"]
         trials = searcher.search()
         trials += waves.unasked({tuple(sorted(t.config.items())) for t in trials})
         search_info = {"stopped": searcher.stopped or "no move left",
-                       "waited_s": round(_usage()["wait_s"] - waited, 2),
+                       "waited_s": round(usage()["wait_s"] - waited, 2),
                        "wall_s": round(searcher.wall() - searcher.wall0, 2), "wall_cap_s": searcher.wall_cap_s}
     else:
         trials = _screen_only(doms, screened, budget, known, log)
         search_info = {}
     for t in trials:
         if t.status == "failed":
-            t.note = errors.get(_label(t.config), "")
+            t.note = errors.get(label(t.config), "")
     marks["searched"] = round(time.monotonic() - t_start, 2)
     final: dict[str, Any] = {}
     checks: dict[str, Any] = {}
@@ -383,7 +251,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     if env.cuda and contenders(trials):
         for cfg in baselines if pre is not None else []:
             pre.wait(cfg)
-        final = _final(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins, baselines)
+        final = final_timing(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins, baselines)
     precompiled = pre.close() if pre is not None else {}
     marks["final"] = round(time.monotonic() - t_start, 2)
     return {"ok": True, "launches": [r.model_dump() for r in launches], "hot": sorted(hot),
@@ -394,88 +262,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
             "dtype": str(env.dtype), "wall_s": round(time.monotonic() - t_start, 2), "budget_s": budget,
             "precompiled": precompiled, "waves": waves.stats if waves is not None else {}, "search": search_info,
             "check_shapes": checks,
-            "device_usage": _usage(), "marks": marks}
-
-
-def check_shapes(env: "_Env", trials: list[Trial], how: dict[str, str], pins: dict[str, int], n: int,
-                 log=None) -> dict[str, Any]:
-    """The ``n`` fastest configurations that also match the launched kernel on the task's check shapes (its
-    ``CHECK_SHAPES``, the ones the verifier checks first), the others marked failed with the shape that showed it.
-    The search screens every configuration at the benchmark size only; a tile wider than a small shape's row can
-    be right there and wrong on the small one (H100 corpus batch of 2026-12-05, batch_j: optimize_softmax_online's
-    two winners, TILE_N 4096 -> 16384 at 1.23x, both gave NaN at the check shape and the verifier rejected them; the
-    task ended at 1.00x where batch_g had kept a smaller tile at 1.12x). Checked after the search, on at most
-    ``CHECKED_AT_MOST`` configurations, so the search itself stays cheap."""
-    from tritondx.tools.exec.gpulock import autotune_exclusive, phase
-    shapes = [norm_shape(x) for x in getattr(env.orig, "CHECK_SHAPES", [])]
-    shapes = [x for x in shapes if x != env.shape][:CHECK_SHAPES_AT_MOST]
-    info: dict[str, Any] = {"shapes": [list(x) if isinstance(x, tuple) else x for x in shapes], "checked": 0,
-                            "failed": {}}
-    if not shapes:
-        return info
-    # an autotuned launcher meets new shapes here: it times its configs with the device to itself, as in the recording
-    with autotune_exclusive(env.cuda), phase("shared"):
-        cases = []
-        for i, shape, draw in ((i, x, d) for i, x in enumerate(shapes) for d in range(CHECK_DRAWS)):
-            try:
-                inputs = as_tuple(env.orig.make_inputs(shape, env.dtype, 7 + i + 1000 * draw, env.device))
-                refs = [t.detach().clone() for t in _outputs(env.orig.launch(*[_copy(x) for x in inputs]))]
-                env.sync()
-            except Exception:   # a check shape the launched kernel itself cannot run says nothing of a configuration
-                continue
-            cases.append((shape, inputs, refs))
-        if not cases:
-            return info
-        passed = 0
-        for t in top(trials, len(trials)):   # the fastest first
-            if passed >= n or info["checked"] >= CHECKED_AT_MOST:
-                break
-            if not t.config:   # the configuration launched: the reference itself
-                passed += 1
-                continue
-            info["checked"] += 1
-            kc = _as_knobs(t.config, how, pins)
-            if log:
-                log("start", {"config": t.config})
-            bad = ""
-            for shape, inputs, refs in cases:
-                try:
-                    with _watch(f"configuration {_label(t.config)} at check shape {shape}", CONFIG_LIMIT_S):
-                        mod = env.module(kc)
-                        knobmod.CURRENT = dict(kc)
-                        env.poison(refs)
-                        outs = _outputs(mod.launch(*[_copy(x) for x in inputs]))
-                        env.sync()
-                    bad = _mismatch(outs, refs, env.tols)
-                except Exception as exc:   # a fault poisons the context: sync raises, the job ends (run.tune_task)
-                    env.sync()
-                    bad = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                if bad:
-                    bad = f"check shape {shape}: {bad}"[:300]
-                    break
-            if bad:
-                info["failed"][_label(t.config)] = bad
-                t.status, t.ms, t.note = "failed", None, bad
-            else:
-                passed += 1
-    return info
-
-
-def _copy(x: Any) -> Any:
-    """A fresh copy of a tensor input (a launcher that writes an input in place leaves the next call its answer)."""
-    return x.clone() if isinstance(x, torch.Tensor) else x
-
-
-def contenders(trials: list[Trial]) -> bool:
-    """Whether a configuration other than the one launched ran faster in the search by ``FINAL_MIN_LEAD``: else the
-    final timing, which holds a winner to a 3% gain (``run.MIN_GAIN``), has nothing to decide (it took 10-22 s of
-    the tune jobs of unchanged tasks in the H100 corpus batch of 2026-12-05, batch_f: unsloth_rms_layernorm,
-    quantize_kv_copy, 2by4_masked_add)."""
-    launched = [t.ms for t in trials if not t.config and t.ms is not None]
-    others = [t.ms for t in trials if t.config and t.ms is not None]
-    if not others:
-        return False
-    return not launched or min(others) < min(launched) * (1 - FINAL_MIN_LEAD)
+            "device_usage": usage(), "marks": marks}
 
 
 def _progress(path: str | None):
@@ -517,84 +304,3 @@ def _screen_only(doms, evaluate, budget_s: float, known: list[Trial] | None = No
     return out
 
 
-#: the most of an autotuner's own configurations timed beside the winners (``autotuner_configs``)
-AUTOTUNER_BASELINES = 8
-
-
-def autotuner_configs(mod: Any, kernels: set[str], how: dict[str, str]) -> list[dict[str, int]]:
-    """The autotuner's own configurations of ``kernels`` (an autotuned task's hot kernels) as knob values. Its pick
-    differs between processes on a loaded host, and a winner timed against the tune job's pick lost its gain against
-    the bench's (H100 corpus batch_p of 2026-12-06: vmamba_swiglu_fwd 1.91x predicted, the tune job's autotuner on
-    ``BLOCK_N 128``, 44 us; 1.02x measured, the bench's at 23.5 us). ``_final`` times them beside the winners, and a
-    winner is held to the fastest (``run.tune_task``)."""
-    out: list[dict[str, int]] = []
-    for kern in sorted(kernels):
-        obj = getattr(mod, kern, None)
-        while obj is not None and not hasattr(obj, "configs") and hasattr(obj, "fn"):
-            obj = obj.fn    # @triton.heuristics over @triton.autotune
-        for c in getattr(obj, "configs", None) or []:
-            vals = {**getattr(c, "kwargs", {}), "num_warps": getattr(c, "num_warps", None),
-                    "num_stages": getattr(c, "num_stages", None)}
-            cfg = {f"{kern}.{p}": int(v) for p, v in vals.items()
-                   if f"{kern}.{p}" in how and isinstance(v, int) and not isinstance(v, bool)}
-            if cfg and cfg not in out:
-                out.append(cfg)
-    return out[:AUTOTUNER_BASELINES]
-
-
-def _final(env: _Env, best: list[Trial], how: dict[str, str], refs: list[torch.Tensor], pins: dict[str, int],
-           baselines: list[dict[str, int]] | None = None) -> dict[str, Any]:
-    """The initial kernel and the fastest configurations, timed again interleaved (3 shuffled rounds); the last
-    timed call's outputs of each compared with the initial kernel's. ``baselines``: an autotuner's own
-    configurations (``autotuner_configs``), timed beside them and marked ``baseline``: the author's options, what a
-    winner must beat, never a winner."""
-    from tritondx.tools.exec.gpulock import phase
-    fns: dict[str, Any] = {"initial": lambda: env.orig.launch(*env.inputs)}
-    labels: dict[str, dict[str, int]] = {}
-    for i, t in enumerate(best):
-        kc = _as_knobs(t.config, how, pins)
-        mod = env.module(kc)
-        fns[f"c{i}"] = (lambda m=mod, c=kc: env.call(m, c))
-        labels[f"c{i}"] = t.config
-    with phase("shared") if baselines else contextlib.nullcontext():
-        for i, cfg in enumerate(baselines or []):
-            kc = _as_knobs(cfg, how, pins)
-            try:
-                mod = env.module(kc)
-                env.call(mod, kc)     # one that cannot run at this shape is no baseline
-                env.sync()
-            except Exception:  # noqa: BLE001
-                env.mods.pop(tuple(sorted(kc.items())), None)
-                env.sync()
-                continue
-            fns[f"a{i}"] = (lambda m=mod, c=kc: env.call(m, c))
-            labels[f"a{i}"] = cfg
-    rounds: dict[str, list[float]] = {k: [] for k in fns}
-    rng = random.Random(0)
-    ests = {k: None for k in fns}
-    # every round under one exclusive hold and every check under one shared hold: with a hold per timing (18 for
-    # five configurations) each queued behind the other tasks' jobs, this step took 20-54 s of a tune job on the
-    # H200 corpus batch of 2026-12-05 (batch_b, tune.json marks) for well under a second of device time
-    with phase("exclusive"):
-        for _ in range(3):
-            order = list(fns)
-            rng.shuffle(order)
-            for k in order:
-                ms = env.time_held(fns[k], ests[k])
-                ests[k] = ests[k] or ms
-                rounds[k].append(ms)
-    checked: dict[str, str] = {}
-    with phase("shared"):
-        for k, fn in fns.items():
-            env.poison(refs)
-            outs = _outputs(fn())
-            env.sync()
-            checked[k] = _mismatch(outs, refs, env.tols)
-    out = {}
-    for k, meds in rounds.items():
-        med = statistics.median(meds)
-        out[k] = {"config": labels.get(k, {}), "median_ms": med, "rounds_ms": meds,
-                  "spread": (max(meds) - min(meds)) / med if med > 0 else 0.0, "timed_output": checked[k] or "equal"}
-        if k.startswith("a"):
-            out[k]["baseline"] = True
-    return out

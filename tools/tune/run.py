@@ -62,7 +62,7 @@ class Winner(BaseModel):
     spread: float
     source: str = ""
     #: what ``initial_ms`` timed: "" (the initial kernel or its launched configuration), else the label of the
-    #: autotuner's own configuration that was fastest (``job.autotuner_configs``)
+    #: autotuner's own configuration that was fastest (``final.autotuner_configs``)
     against: str = ""
 
 
@@ -163,7 +163,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
     init = out.final.get("initial")
     if out.timed and init:
         # the initial kernel, the configuration as launched where it timed faster (a noisy round), or an autotuner's
-        # own configuration (``job.autotuner_configs``: its pick differs between processes): a winner is held to the
+        # own configuration (``final.autotuner_configs``: its pick differs between processes): a winner is held to the
         # fastest of them
         same = [v for v in out.final.values() if not v["config"] or v.get("baseline")]
         base = min(v["median_ms"] for v in same)

@@ -353,14 +353,14 @@ def test_an_autotuned_kernel_is_searched_from_its_pick_and_pinned_in_the_winner(
 
 
 def test_an_autotuned_kernels_own_configs_are_the_bar_a_winner_must_clear(tmp_path, monkeypatch):
-    """The autotuner's own configurations are read as knob values (``job.autotuner_configs``) and timed beside the
+    """The autotuner's own configurations are read as knob values (``final.autotuner_configs``) and timed beside the
     winners; a winner is held to the fastest of them, not to the pick the tune job's autotuner made (batch_p of
     2026-12-06: vmamba_swiglu_fwd predicted 1.91x against the tune job's pick, measured 1.02x in the bench)."""
     from types import SimpleNamespace
 
     from tritondx.tools.exec import jobs as jobsmod
     from tritondx.tools.task.module import load_module
-    from tritondx.tools.tune.job import autotuner_configs
+    from tritondx.tools.tune.final import autotuner_configs
     task = _write(tmp_path, "autotuned", AUTOTUNED_TASK)
     how = {"twice.BLOCK": "set", "twice.num_warps": "set", "twice.num_stages": "set"}
     got = autotuner_configs(load_module(str(task), "t"), {"twice"}, how)
@@ -483,7 +483,7 @@ def test_the_precompiler_threads_see_their_own_knobs_and_leave_the_searchs_alone
     search's own (``knob.CURRENT``) stay as they are; a launcher that raises counts as failed, the rest as
     compiled."""
     import torch
-    from tritondx.tools.tune import job as jobmod, knob as knobmod
+    from tritondx.tools.tune import env as envmod, knob as knobmod
     from tritondx.tools.tune.precompile import Precompiler
     task = tmp_path / "inst.py"
     task.write_text(textwrap.dedent(f'''
@@ -500,7 +500,7 @@ def test_the_precompiler_threads_see_their_own_knobs_and_leave_the_searchs_alone
     knobmod.CURRENT = {"k.BLOCK": ("set", 7)}
     try:
         pre = Precompiler(str(task), (torch.ones(4),), threads=2,
-                          knobs_of=lambda cfg: jobmod._as_knobs(cfg, {"k.BLOCK": "scale"}))
+                          knobs_of=lambda cfg: envmod.as_knobs(cfg, {"k.BLOCK": "scale"}))
         pre.submit([{"k.BLOCK": 1}, {"k.BLOCK": -6}, {"k.BLOCK": -1}])
         for cfg in ({"k.BLOCK": 1}, {"k.BLOCK": -6}, {"k.BLOCK": -1}, {"k.BLOCK": 3}):
             pre.wait(cfg)
@@ -661,9 +661,9 @@ def test_a_wave_takes_the_prefetches_compiled_by_the_time_its_hold_is_granted_an
 def test_a_configuration_that_runs_past_its_limit_ends_the_job_process_with_a_message():
     """A hung configuration ends its job (exit 75, a line on stderr naming it) instead of holding the task until the
     job's timeout; a block under the limit is untouched."""
-    code = ("import time\nfrom tritondx.tools.tune.job import _watch\n"
-            "with _watch('configuration fast', 5.0):\n    time.sleep(0.1)\n"
-            "with _watch('configuration BLOCK_M=512', 0.5):\n    time.sleep(30)\n")
+    code = ("import time\nfrom tritondx.tools.tune.env import watch\n"
+            "with watch('configuration fast', 5.0):\n    time.sleep(0.1)\n"
+            "with watch('configuration BLOCK_M=512', 0.5):\n    time.sleep(30)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 75, r.stderr[-500:]
     assert "configuration BLOCK_M=512 ran over 0 s" in r.stderr or "configuration BLOCK_M=512 ran over 1 s" in r.stderr
@@ -733,7 +733,7 @@ def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_share
     exclusive hold, and their outputs checked under one shared hold (a hold per timing queued 18 times behind the
     other tasks' jobs: 20-54 s of a tune job on the H200 batch of 2026-12-05)."""
     import torch
-    from tritondx.tools.tune import job as jobmod
+    from tritondx.tools.tune import final as finalmod
     timed: list[str] = []
 
     class Orig:
@@ -762,8 +762,8 @@ def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_share
         def sync(self):
             pass
 
-    best = [jobmod.Trial(config={"k.B": v}, status="ok", ms=1.0) for v in (1, 2, 3)]
-    out = jobmod._final(Env(), best, {"k.B": "set"}, [torch.ones(4) * 2], {})
+    best = [finalmod.Trial(config={"k.B": v}, status="ok", ms=1.0) for v in (1, 2, 3)]
+    out = finalmod.final_timing(Env(), best, {"k.B": "set"}, [torch.ones(4) * 2], {})
     assert holds == ["exclusive", "shared"] and len(timed) == 12
     assert [out[k]["timed_output"] == "equal" for k in ("initial", "c0", "c1", "c2")] == [True, True, True, False]
     assert all(len(v["rounds_ms"]) == 3 for v in out.values())
@@ -773,7 +773,7 @@ def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_share
     plain_call = env.call
     env.call = lambda mod, kc: (_ for _ in ()).throw(RuntimeError("no")) if kc["k.B"][1] == 9 else plain_call(mod, kc)
     holds.clear()
-    out = jobmod._final(env, best[:1], {"k.B": "set"}, [torch.ones(4) * 2], {}, [{"k.B": 0}, {"k.B": 9}])
+    out = finalmod.final_timing(env, best[:1], {"k.B": "set"}, [torch.ones(4) * 2], {}, [{"k.B": 0}, {"k.B": 9}])
     assert sorted(out) == ["a0", "c0", "initial"] and out["a0"]["baseline"] and "baseline" not in out["c0"]
 
 
@@ -889,14 +889,14 @@ def test_the_descent_does_not_jump_to_a_wave_configuration_that_drops_a_move_it_
 def test_the_final_timing_runs_only_where_another_configuration_led_the_launched_one():
     """Nothing but the launched configuration timed, or nothing faster than it by 1% in the search: the final timing
     (which holds a winner to 3%) has nothing to decide and the job ends without it."""
-    from tritondx.tools.tune import job as jobmod
+    from tritondx.tools.tune import final as finalmod
     from tritondx.tools.tune.search import Trial
     launched = Trial(config={}, status="ok", ms=1.0)
-    assert not jobmod.contenders([launched])
-    assert not jobmod.contenders([launched, Trial(config={"k.B": 1}, status="ok", ms=0.995),
+    assert not finalmod.contenders([launched])
+    assert not finalmod.contenders([launched, Trial(config={"k.B": 1}, status="ok", ms=0.995),
                                   Trial(config={"k.B": -1}, status="failed")])
-    assert jobmod.contenders([launched, Trial(config={"k.B": 1}, status="ok", ms=0.95)])
-    assert jobmod.contenders([Trial(config={"k.B": 1}, status="ok", ms=0.95)])   # the launched one failed to time
+    assert finalmod.contenders([launched, Trial(config={"k.B": 1}, status="ok", ms=0.95)])
+    assert finalmod.contenders([Trial(config={"k.B": 1}, status="ok", ms=0.95)])   # the launched one failed to time
 
 
 def test_the_search_says_why_it_ended():
@@ -959,16 +959,16 @@ def test_the_budget_leaves_out_waits_for_the_device_and_the_wall_is_capped():
 
 
 def test_the_job_clock_leaves_out_lock_waits(tmp_path, monkeypatch):
-    """``job.own_seconds`` is wall time less the process's waits for the device lock, as ``gpulock`` counts them."""
+    """``env.own_seconds`` is wall time less the process's waits for the device lock, as ``gpulock`` counts them."""
     import time
 
     from tritondx.tools.exec import gpulock
-    from tritondx.tools.tune import job
+    from tritondx.tools.tune import env as envmod
     monkeypatch.setitem(gpulock._USAGE, "wait_s", 0.0)
-    a = job.own_seconds()
+    a = envmod.own_seconds()
     monkeypatch.setitem(gpulock._USAGE, "wait_s", 30.0)
-    b = job.own_seconds()
-    assert -31.0 < b - a < -29.0 and abs(job.own_seconds() + 30.0 - time.monotonic()) < 1.0
+    b = envmod.own_seconds()
+    assert -31.0 < b - a < -29.0 and abs(envmod.own_seconds() + 30.0 - time.monotonic()) < 1.0
 
 
 def _check_env(orig, launch):
@@ -1003,7 +1003,7 @@ def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_f
     import torch
 
     from tritondx.tools.tune import knob as knobmod
-    from tritondx.tools.tune.job import check_shapes
+    from tritondx.tools.tune.final import check_shapes
     from tritondx.tools.tune.search import Trial, top
 
     def launch(x):
@@ -1157,7 +1157,7 @@ def test_a_configuration_right_on_one_draw_by_luck_is_caught_by_the_second():
     import torch
 
     from tritondx.tools.tune import knob as knobmod
-    from tritondx.tools.tune.job import check_shapes
+    from tritondx.tools.tune.final import check_shapes
     from tritondx.tools.tune.search import Trial
 
     def make_inputs(shape, dtype, seed, device):
