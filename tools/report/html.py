@@ -269,6 +269,9 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
                   f"<b>{report['speedup']:.2f}x</b> faster than the initial kernel "
                   f"({(b.get('median_ms') or 0) * 1e3:.1f} us, {b.get('roofline_fraction') or 0:.0%} of roofline), "
                   f"measured side by side on {_e(report.get('backend'))}.")
+    elif b.get("id") in (None, "initial") and not report.get("candidates"):
+        result = ("The initial kernel, unchanged: no candidate came out of the rewriter or the launch search's "
+                  "screen, so nothing was timed against it.")
     elif b.get("id") in (None, "initial"):
         result = (f"The initial kernel, unchanged: speed not measured on <code>{_e(report.get('backend'))}</code> "
                   "(no timing backend), so no candidate is claimed faster.")

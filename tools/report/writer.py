@@ -173,6 +173,9 @@ def _md(report: dict[str, Any], diff: str) -> str:
                      f"**{report['speedup']:.2f}x** faster than the initial kernel "
                      f"({b.get('median_ms', 0) * 1e3:.1f} us, {b.get('roofline_fraction') or 0:.0%} of roofline), "
                      f"measured side by side on {report['backend']}.")
+    elif b.get("id") in (None, "initial") and not report["candidates"]:
+        lines.append("**Result**: the initial kernel, unchanged: no candidate came out of the rewriter or the launch "
+                     "search's screen, so nothing was timed against it.")
     elif b.get("id") in (None, "initial"):
         waiting = [c["id"] for c in report["candidates"] if c.get("verified")]
         lines.append(f"**Result**: the initial kernel, unchanged: speed not measured on `{report['backend']}` "

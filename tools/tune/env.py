@@ -55,6 +55,10 @@ class Env:
         self.shape = norm_shape(shapes[0])
         self.dtype = to_dtype(self.orig.DTYPES[0])
         self.inputs = as_tuple(self.orig.make_inputs(self.shape, self.dtype, 1, self.device))
+        self.kept_inputs = Kept([x for x in self.inputs if isinstance(x, torch.Tensor)])
+        self.kept_refs = Kept([])
+        #: whether the initial kernel's call changes its inputs (``keep``): then a configuration's doing so is no fault
+        self.inplace = False
         self.tols = tolerance_entries(self.orig, self.dtype)
         if self.cuda:
             from tritondx.tools.bench.bench import Timer
@@ -64,6 +68,21 @@ class Env:
     def sync(self) -> None:
         if self.cuda:
             torch.cuda.synchronize()
+
+    def keep(self, refs: list[torch.Tensor]) -> None:
+        """After the initial kernel's first call: copies of its outputs, whether it changed its inputs (an in-place
+        task), and its inputs put back as they were made."""
+        self.kept_refs = Kept(refs)
+        self.inplace = self.kept_inputs.put_back()
+        self.sync()
+
+    def repair(self) -> bool:
+        """Put back any input or reference output that changed since ``keep``; whether one had."""
+        changed = self.kept_inputs.put_back()
+        changed = self.kept_refs.put_back() or changed
+        if changed:
+            self.sync()
+        return changed
 
     def poison(self, refs: list[torch.Tensor]) -> None:
         """Fill the allocator's free blocks of the outputs' sizes, so an output a configuration does not write
@@ -90,6 +109,50 @@ class Env:
             est_ms = statistics.median(self.timer.calls(fn, 3))
         n = max(5, min(most, int(TIME_TARGET_MS / max(est_ms, 1e-3))))
         return statistics.median(self.timer.calls(fn, n))
+
+
+class Kept:
+    """Copies of tensors (on their device) to find and undo writes a configuration made outside its outputs: a tile
+    past a tensor's end without a mask writes into whatever lies there, and what lay there was often the task's
+    inputs. H100 corpus batch_q of 2026-12-06: a ``BLOCK_MODEL`` wider than lightning_attn2's head dimension wrote
+    into ``q``; every later configuration, and the initial kernel in the final timing, then differed from the
+    reference on one row, and the task kept 1.00x where batch_p had found 1.07x."""
+
+    def __init__(self, tensors: list[torch.Tensor]) -> None:
+        self.pairs = [(t, t.detach().clone()) for t in tensors]
+
+    def put_back(self) -> bool:
+        """Whether any tensor differs bit for bit from its copy; each that does is restored."""
+        changed = False
+        for t, copy in self.pairs:
+            if not _bitwise_equal(t, copy):
+                changed = True
+                with contextlib.suppress(RuntimeError):   # an expanded view cannot be written element by element
+                    t.detach().copy_(copy)
+        return changed
+
+
+def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    x, y = a.detach().reshape(-1).contiguous(), b.reshape(-1).contiguous()
+    return x.numel() == y.numel() and torch.equal(x.view(torch.uint8), y.view(torch.uint8))
+
+
+#: the note of a configuration whose call changed the task's inputs or the reference outputs
+WROTE_OUTSIDE = "it wrote outside its outputs (the task's inputs or the initial kernel's outputs changed; put back)"
+
+
+def run_checked(env: Env, fn, refs: list[torch.Tensor]) -> str:
+    """``fn``'s outputs compared with ``refs`` (empty where equal). Inputs and reference outputs are put back as
+    kept before the call; one the call itself changes fails it (a write outside its outputs), unless the initial
+    kernel changes its inputs too (an in-place task: its inputs are put back after every call)."""
+    env.repair()
+    env.poison(refs)
+    outs = outputs(fn())
+    env.sync()
+    bad = mismatch(outs, refs, env.tols)
+    if env.repair() and not env.inplace:
+        return WROTE_OUTSIDE + (f"; {bad}" if bad else "")
+    return bad
 
 
 def as_knobs(cfg: dict[str, int], how: dict[str, str], pins: dict[str, int] | None = None

@@ -12,7 +12,8 @@ import torch
 
 from tritondx.tools.task.module import as_tuple, norm_shape
 from tritondx.tools.tune import knob as knobmod
-from tritondx.tools.tune.env import CONFIG_LIMIT_S, Env, as_knobs, fresh, label, mismatch, outputs, watch
+from tritondx.tools.tune.env import (CONFIG_LIMIT_S, WROTE_OUTSIDE, Env, Kept, as_knobs, fresh, label, mismatch,
+                                    outputs, run_checked, watch)
 from tritondx.tools.tune.search import Trial, top
 
 #: fastest configurations timed again, interleaved with the initial kernel
@@ -54,7 +55,7 @@ def check_shapes(env: Env, trials: list[Trial], how: dict[str, str], pins: dict[
                 env.sync()
             except Exception:   # a check shape the launched kernel itself cannot run says nothing of a configuration
                 continue
-            cases.append((shape, inputs, refs))
+            cases.append((shape, inputs, refs, Kept([x for x in inputs if isinstance(x, torch.Tensor)] + refs)))
         if not cases:
             return info
         passed = 0
@@ -69,7 +70,7 @@ def check_shapes(env: Env, trials: list[Trial], how: dict[str, str], pins: dict[
             if log:
                 log("start", {"config": t.config})
             bad = ""
-            for shape, inputs, refs in cases:
+            for shape, inputs, refs, kept in cases:
                 try:
                     with watch(f"configuration {label(t.config)} at check shape {shape}", CONFIG_LIMIT_S):
                         mod = env.module(kc)
@@ -78,6 +79,8 @@ def check_shapes(env: Env, trials: list[Trial], how: dict[str, str], pins: dict[
                         outs = outputs(mod.launch(*[fresh(x) for x in inputs]))
                         env.sync()
                     bad = mismatch(outs, refs, env.tols)
+                    if kept.put_back():   # the call's inputs are copies: a change to these is a write outside
+                        bad = WROTE_OUTSIDE + (f"; {bad}" if bad else "")
                 except Exception as exc:   # a fault poisons the context: sync raises, the job ends (run.tune_task)
                     env.sync()
                     bad = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
@@ -173,10 +176,7 @@ def final_timing(env: Env, best: list[Trial], how: dict[str, str], refs: list[to
     checked: dict[str, str] = {}
     with phase("shared"):
         for k, fn in fns.items():
-            env.poison(refs)
-            outs = outputs(fn())
-            env.sync()
-            checked[k] = mismatch(outs, refs, env.tols)
+            checked[k] = run_checked(env, fn, refs)
     out = {}
     for k, meds in rounds.items():
         med = statistics.median(meds)

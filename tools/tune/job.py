@@ -23,7 +23,8 @@ from typing import Any
 
 import torch
 
-from tritondx.tools.tune.env import CONFIG_LIMIT_S, Env, as_knobs, label, mismatch, outputs, own_seconds, usage, watch
+from tritondx.tools.tune.env import (CONFIG_LIMIT_S, WROTE_OUTSIDE, Env, as_knobs, label, outputs, own_seconds,
+                                    run_checked, usage, watch)
 from tritondx.tools.tune.final import FINAL_TOP, autotuner_configs, check_shapes, contenders, final_timing
 from tritondx.tools.tune.precompile import PRECOMPILE_THREADS, Precompiler, install_compile_only
 from tritondx.tools.tune.record import recording
@@ -150,6 +151,7 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
         with recording(cuda=env.cuda) as rec:
             refs = [t.detach().clone() for t in outputs(env.orig.launch(*env.inputs))]
             env.sync()
+            env.keep(refs)
         if env.cuda:   # a second recorded call: the first one compiled (its device time includes nothing of that,
             with recording(cuda=True) as rec:   # but autotuners time their configs in it)
                 outputs(env.orig.launch(*env.inputs))
@@ -195,17 +197,14 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
         lab = label(cfg)
         try:
             mod = env.module(kc)
-            env.poison(refs)
-            outs = outputs(env.call(mod, kc))
-            env.sync()
-            bad = mismatch(outs, refs, env.tols)
+            bad = run_checked(env, lambda: env.call(mod, kc), refs)
         except Exception as exc:  # a configuration that does not compile or faults is screened out
             errors[lab] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:240] if str(exc) else ''}"
             env.mods.pop(tuple(sorted(kc.items())), None)
             env.sync()   # a CUDA fault poisons the context: this raises, the job ends, the parent classifies it
             return None
         if bad:
-            errors[lab] = "mismatch: " + bad[:300]
+            errors[lab] = ("" if bad.startswith(WROTE_OUTSIDE) else "mismatch: ") + bad[:300]
             return None
         return mod, kc
 

@@ -100,3 +100,13 @@ def test_a_progress_line_is_never_cut_mid_word():
     assert value.endswith("…") and reason.startswith(value[:-1]) and reason[len(value) - 1] == " "
     long = progress_line(None, "", {"event": "x " + "word " * 60})
     assert len(long) <= LINE_MAX and long.endswith("word…")
+
+
+def test_a_run_with_no_candidate_says_so_not_that_speed_could_not_be_measured():
+    """With no candidate at all the result line says nothing came out to time, not "no timing backend" (H100 batch_q
+    of 2026-12-06: lightning_attn2's report on a GPU blamed a timing backend it had)."""
+    r = _report("not measured") | {"best": {"id": "initial"}, "candidates": [], "backend": "cuda"}
+    for text in (_md(r, ""), render_run_html(r, "")):
+        assert "no candidate came out of the rewriter or the launch" in text and "no timing backend" not in text
+    waiting = _report("not measured") | {"best": {"id": "initial"}}
+    assert "no timing backend" in _md(waiting, "") and "awaiting timing on a GPU: r1c1" in _md(waiting, "")

@@ -762,6 +762,11 @@ def test_the_final_timing_takes_one_exclusive_hold_for_every_round_and_one_share
         def sync(self):
             pass
 
+        def repair(self):
+            return False
+
+        inplace = False
+
     best = [finalmod.Trial(config={"k.B": v}, status="ok", ms=1.0) for v in (1, 2, 3)]
     out = finalmod.final_timing(Env(), best, {"k.B": "set"}, [torch.ones(4) * 2], {})
     assert holds == ["exclusive", "shared"] and len(timed) == 12
@@ -1175,3 +1180,58 @@ def test_a_configuration_right_on_one_draw_by_luck_is_caught_by_the_second():
     trials = [Trial(config={}, status="ok", ms=1.0), Trial(config={"k.B": 1}, status="ok", ms=0.5)]
     info = check_shapes(_check_env(orig, tuned_launch)(), trials, {"k.B": "set"}, {}, 2)
     assert list(info["failed"]) == ["k.B=1"] and trials[1].status == "failed", info
+
+
+def test_a_configuration_that_writes_into_its_inputs_fails_and_the_inputs_are_put_back(tmp_path):
+    """A configuration whose call changes the task's inputs (or the kept reference outputs) fails with a note saying
+    so, and what it changed is put back, so the next configurations and the initial kernel's final check run on the
+    inputs as made (H100 batch_q of 2026-12-06: a tile past lightning_attn2's head dimension wrote into ``q``, and
+    every later configuration and the initial kernel itself then differed from the reference). An in-place task's
+    own writes are no fault: its inputs are put back before every call."""
+    import torch
+
+    from tritondx.tools.tune.env import WROTE_OUTSIDE, Env, outputs, run_checked
+    task = tmp_path / "task.py"
+    task.write_text(textwrap.dedent('''
+        import torch
+        CHECK_SHAPES = [(16,)]
+        BENCH_SHAPES = [(16,)]
+        DTYPES = ["float32"]
+        TOLERANCE = {"float32": {"atol": 1e-6, "rtol": 1e-6}}
+
+        def make_inputs(shape, dtype, seed, device):
+            g = torch.Generator().manual_seed(seed)
+            return (torch.randn(*shape, generator=g, dtype=dtype).to(device),)
+
+        def launch(x):
+            return x * 2
+    '''))
+    env = Env({"task": str(task), "instrumented": str(task), "device": "cpu"})
+    refs = [t.clone() for t in outputs(env.orig.launch(*env.inputs))]
+    env.keep(refs)
+    assert not env.inplace
+    x = env.inputs[0]
+    made = x.clone()
+
+    def clobber():              # the right output, and a write into its input
+        out = x * 2
+        x[3] = 1e9
+        return out
+    assert run_checked(env, clobber, refs) == WROTE_OUTSIDE
+    assert torch.equal(x, made)
+    assert run_checked(env, lambda: x * 2, refs) == ""        # the next one runs on the inputs as made
+
+    def clobber_ref():          # a write into the kept reference outputs
+        refs[0][0] = -1.0
+        return x * 2
+    note = run_checked(env, clobber_ref, refs)
+    assert note.startswith(WROTE_OUTSIDE) and "output 0" in note and torch.equal(refs[0], made * 2)
+    assert "output 0" in run_checked(env, lambda: x * 3, refs)   # a plain mismatch is still one
+
+    task.write_text(task.read_text().replace("return x * 2", "return x.mul_(2)"))
+    env = Env({"task": str(task), "instrumented": str(task), "device": "cpu"})
+    refs = [t.clone() for t in outputs(env.orig.launch(*env.inputs))]
+    env.keep(refs)
+    assert env.inplace
+    call = lambda: env.orig.launch(*env.inputs)   # noqa: E731
+    assert run_checked(env, call, refs) == "" and run_checked(env, call, refs) == ""   # not 4x on the second call
