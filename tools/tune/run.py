@@ -94,6 +94,25 @@ class TuneResult(BaseModel):
         return out
 
 
+#: a shape knob (a tile, a grid or count value: what indexes memory) in this many faulted configurations is kept as
+#: launched in the job run again: H100 corpus batch_r of 2026-12-06, lightning_attn2's ``BLOCK_MODEL`` (its kernel
+#: indexes ``v`` and the output without a mask on it): its changed values faulted all three attempts, and the search
+#: that had found ``num_stages 5`` (1.07x, batch_p) never ran
+FAULTS_TO_DROP = 2
+SHAPE_KINDS = ("tile", "grid", "count")
+
+
+def drop_faulting(knobs: list[dict[str, Any]], faulted: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """``knobs`` without the shape knobs changed in ``FAULTS_TO_DROP`` or more of the ``faulted`` configurations, and
+    the keys of those dropped (warps and stages do not move an index: never dropped)."""
+    strikes: dict[str, int] = {}
+    for cfg in faulted:
+        for key in cfg:
+            strikes[key] = strikes.get(key, 0) + 1
+    drop = [k["key"] for k in knobs if k.get("kind") in SHAPE_KINDS and strikes.get(k["key"], 0) >= FAULTS_TO_DROP]
+    return [k for k in knobs if k["key"] not in drop], drop
+
+
 def retry_budget(budget_s: float, faulted_s: float) -> float:
     """The search budget of the job run again without a faulted configuration: what is left, but at least half:
     the faulted job's seconds include a hang's watchdog (45 s) or a crash's restart, not search (H100 batch_j of
@@ -148,6 +167,12 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
         job["known"] = job["known"] + done + [{"config": faulted, "status": "failed", "phase": "fault",
                                                 "note": f"{klass}: {reason}"[:300]}]
         job["budget_s"] = retry_budget(job["budget_s"], seconds)
+        job["knobs"], dropped = drop_faulting(job["knobs"], [k["config"] for k in job["known"] if k["phase"] == "fault"])
+        if dropped:   # what the earlier attempts measured with those knobs changed is no configuration of this one
+            job["known"] = [k for k in job["known"] if not set(k["config"]) & set(dropped)]
+            log.info("tune_knobs_dropped", knobs=dropped, faults=FAULTS_TO_DROP)
+            out.skipped += [{"param": k, "why": f"its changed values faulted {FAULTS_TO_DROP} times (an index past "
+                                                "a tensor's end): kept as launched"} for k in dropped]
     else:
         out.error = f"tune job: {FAULT_RETRIES + 1} attempts ended in faults"
         (folder / "tune.json").write_text(out.model_dump_json(indent=1))

@@ -692,6 +692,32 @@ def test_explore_buys_combinations_the_descent_cannot_reach_within_the_budget():
     assert len(trials) > len(plain) and 8 in handed
 
 
+def test_the_descent_runs_again_from_a_better_configuration_explore_found():
+    """A block that pays only with more warps, twice over (slora_softmax_reducev in H100 batch_q of 2026-12-06:
+    ``BLOCK_N +2, num_warps 2`` found by explore, ``BLOCK_N +3, num_warps 4`` one step from it, never tried): the
+    descent runs again from explore's best and finds the next step, then explore around that."""
+    knobs = [{"key": "k.BLOCK", "kind": "tile", "how": "scale", "params": ["k.BLOCK"], "value": 64},
+             {"key": "k.num_warps", "kind": "warps", "how": "set", "params": ["k.num_warps"], "value": 1}]
+    doms = domains(knobs, {"k.BLOCK": 64, "k.num_warps": 1})
+
+    def cost(cfg):
+        b, w = cfg.get("k.BLOCK", 0), cfg.get("k.num_warps", 1)
+        want = {0: 1, 1: 1, 2: 2, 3: 4}.get(b, 8)      # each larger block pays only with its warps
+        return (1.0 - 0.2 * min(b, 3) if w == want and b >= 0 else 1.3) + 0.001 * abs(b)
+
+    trials = Searcher(doms, cost, budget_s=60, explore_steps=1).search()
+    best = min((t for t in trials if t.ms is not None), key=lambda t: t.ms)
+    assert best.config == {"k.BLOCK": 3, "k.num_warps": 4}, best
+    from tritondx.tools.tune import search as searchmod
+    once = Searcher(doms, cost, budget_s=60, explore_steps=1)
+    searchmod.RECENTER, saved = 0, searchmod.RECENTER
+    try:
+        stuck = min((t for t in once.search() if t.ms is not None), key=lambda t: t.ms)
+    finally:
+        searchmod.RECENTER = saved
+    assert stuck.config != {"k.BLOCK": 3, "k.num_warps": 4}   # without the second descent it stops short
+
+
 def test_the_tune_job_reads_the_probes_trusted_compiles_of_the_initial_kernel_and_a_candidate_does_not(
         tmp_path, monkeypatch):
     """The tune job of the task gets the task's trusted Triton cache layer (the probe's compiles: an autotuned
@@ -1235,3 +1261,49 @@ def test_a_configuration_that_writes_into_its_inputs_fails_and_the_inputs_are_pu
     assert env.inplace
     call = lambda: env.orig.launch(*env.inputs)   # noqa: E731
     assert run_checked(env, call, refs) == "" and run_checked(env, call, refs) == ""   # not 4x on the second call
+
+
+def test_a_tile_whose_changed_values_fault_twice_is_kept_as_launched_in_the_next_attempt(tmp_path, monkeypatch):
+    """Each fault's configuration is skipped in the job run again; a shape knob changed in two faulted
+    configurations is dropped from the third attempt's knobs (with what earlier attempts measured with it changed),
+    and the report's skipped list says why; warps never are (H100 batch_r of 2026-12-06: lightning_attn2's
+    ``BLOCK_MODEL`` faulted all three attempts and its search never ran)."""
+    import json
+
+    from tritondx.tools.exec import jobs
+    from tritondx.tools.tune import run as runmod
+    jobs_seen: list[dict] = []
+
+    class R:
+        def __init__(self, ok, result=None):
+            self.ok, self.result = ok, result
+
+    def fake(job, backend, timeout, extra_env=None, **kw):
+        jobs_seen.append(json.loads(json.dumps(job)))
+        keys = [k["key"] for k in job["knobs"]]
+        tile = next((k for k in keys if "BLOCK" in k), None)
+        warps = next(k for k in keys if "num_warps" in k)
+        with open(job["progress_file"], "a") as f:
+            f.write(json.dumps({"kind": "trial", "config": {warps: 8}, "status": "ok", "ms": 1.0,
+                                "phase": "sweep"}) + "\n")
+            if len(jobs_seen) < 3:   # two attempts die on a tile change (with warps changed too)
+                f.write(json.dumps({"kind": "trial", "config": {tile: 1}, "status": "ok", "ms": 0.5,
+                                    "phase": "sweep"}) + "\n")
+                f.write(json.dumps({"kind": "start", "config": {tile: -len(jobs_seen), warps: 2}}) + "\n")
+                return R(False), 1.0, 0.0
+        return R(True, {"ok": True, "timed": False, "launches": [], "hot": [], "trials": [], "final": {}}), 1.0, 0.0
+    monkeypatch.setattr(jobs, "run_device_job", fake)
+    monkeypatch.setattr(jobs, "job_error", lambda r: ("illegal_memory_access", "CUDA error"))
+    task = _write(tmp_path, "apply_task", APPLY_TASK)
+    out = runmod.tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=5)
+    assert len(jobs_seen) == 3 and out.ran and not out.error
+    tile = next(k["key"] for k in jobs_seen[0]["knobs"] if "BLOCK" in k["key"])
+    assert tile in {k["key"] for k in jobs_seen[1]["knobs"]}           # one fault: the tile is still searched
+    third = jobs_seen[2]
+    assert tile not in {k["key"] for k in third["knobs"]} and any("num_warps" in k["key"] for k in third["knobs"])
+    assert all(tile not in k["config"] for k in third["known"])        # no configuration of the dropped knob
+    assert any(k["config"] == {next(k["key"] for k in third["knobs"] if "num_warps" in k["key"]): 8}
+               for k in third["known"])
+    assert any(s["param"] == tile and "faulted 2 times" in s["why"] for s in out.skipped)
+    assert runmod.drop_faulting([{"key": "k.num_warps", "kind": "warps"}],
+                                [{"k.num_warps": 1}, {"k.num_warps": 1}])[1] == []
