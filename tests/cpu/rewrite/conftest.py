@@ -67,12 +67,60 @@ def proposals(name: str, family: str, **kw) -> tuple[RewriteContext, list[Propos
     return ctx, props
 
 
-def verify(name: str, source: str, tmp_path: Path, label: str = "cand") -> None:
-    """Run the original task's reference against the candidate under the interpreter (sandboxed)."""
+def verify(name: str, source: str, tmp_path: Path, label: str = "cand", full: bool = False) -> None:
+    """The candidate against the original task's reference under the interpreter. By default in a plain process, at
+    every check shape and dtype of the task with one input draw: what a rewrite test asks (is the rewritten kernel
+    right where the task is checked); ``full``: the sandboxed judge with all its checks (seeds, poisoned outputs,
+    repeated calls, coverage), 20-60 s a candidate here; the judge itself is tested in tests/cpu/verifier."""
     path = tmp_path / f"{label}.py"
     path.write_text(source)
-    r = verify_candidate(str(task_path(name)), str(path), label, get_backend("interpreter"))
-    assert r.passed, f"{r.klass}: {r.reason}"
+    if full:
+        r = verify_candidate(str(task_path(name)), str(path), label, get_backend("interpreter"))
+        assert r.passed, f"{r.klass}: {r.reason}"
+        return
+    bad = check_light(task_path(name), path)
+    assert not bad, bad
+
+
+#: the light check's program (``check_light``): Triton reads ``TRITON_INTERPRET`` when it is imported, so it runs in
+#: a process of its own
+_LIGHT = """
+import sys
+import torch
+from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype, tolerance_entries
+from tritondx.tools.verify.judge.compare import compare
+
+orig, cand = load_module(sys.argv[1], "orig"), load_module(sys.argv[2], "cand")
+for shape in orig.CHECK_SHAPES:
+    for dt in orig.DTYPES:
+        dtype = to_dtype(dt)
+        inputs = as_tuple(orig.make_inputs(norm_shape(shape), dtype, 11, "cpu"))
+        fresh = lambda: [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        refs = [r for r in as_tuple(orig.reference(*fresh())) if isinstance(r, torch.Tensor)]
+        outs = [o for o in as_tuple(cand.launch(*fresh())) if isinstance(o, torch.Tensor)]
+        if len(outs) != len(refs):
+            sys.exit(f"{shape} {dt}: {len(outs)} outputs, the reference returns {len(refs)}")
+        tols = tolerance_entries(orig, dtype)
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            atol, rtol = tols.get(i, tols.get(-1, (1e-5, 1e-5)))
+            bad = compare(o, r, atol, rtol)
+            if bad:
+                sys.exit(f"{shape} {dt}: output {i}: {bad['reason']}")
+"""
+
+
+def check_light(task: Path, candidate: Path) -> str:
+    """The candidate's outputs against the task's ``reference`` at each check shape and dtype (one draw, the task's
+    tolerances, the judge's comparison) under the Triton interpreter, in a plain process; "" where equal."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    r = subprocess.run([sys.executable, "-c", _LIGHT, str(task), str(candidate)], env=env, capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode == 0:
+        return ""
+    return (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
 
 
 def ir_findings(task: Path, out: Path, tier: str = "ir") -> list[Finding]:
@@ -120,7 +168,7 @@ def rw():
         pass
     h = H()
     for f in (task_path, make_context, proposals, verify, tree, kernel_names, function, calls, ir_findings,
-              context_from):
+              context_from, check_light):
         setattr(h, f.__name__, staticmethod(f))
     h.CATALOG = CATALOG
     h.SUITE = SUITE
