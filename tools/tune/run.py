@@ -100,11 +100,14 @@ class TuneResult(BaseModel):
 #: that had found ``num_stages 5`` (1.07x, batch_p) never ran
 FAULTS_TO_DROP = 2
 SHAPE_KINDS = ("tile", "grid", "count")
+#: the job's fault class that counts toward ``FAULTS_TO_DROP`` (a hang or a crash says nothing of an index)
+ADDRESS_FAULT = "illegal_memory_access"
 
 
 def drop_faulting(knobs: list[dict[str, Any]], faulted: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """``knobs`` without the shape knobs changed in ``FAULTS_TO_DROP`` or more of the ``faulted`` configurations, and
-    the keys of those dropped (warps and stages do not move an index: never dropped)."""
+    """``knobs`` without the shape knobs changed in ``FAULTS_TO_DROP`` or more of the ``faulted`` configurations (the
+    ones that ended in an illegal address), and the keys of those dropped (warps and stages do not move an index:
+    never dropped)."""
     strikes: dict[str, int] = {}
     for cfg in faulted:
         for key in cfg:
@@ -167,7 +170,8 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
         job["known"] = job["known"] + done + [{"config": faulted, "status": "failed", "phase": "fault",
                                                 "note": f"{klass}: {reason}"[:300]}]
         job["budget_s"] = retry_budget(job["budget_s"], seconds)
-        job["knobs"], dropped = drop_faulting(job["knobs"], [k["config"] for k in job["known"] if k["phase"] == "fault"])
+        job["knobs"], dropped = drop_faulting(job["knobs"], [k["config"] for k in job["known"] if k["phase"] == "fault"
+                                                             and k["note"].startswith(ADDRESS_FAULT)])
         if dropped:   # what the earlier attempts measured with those knobs changed is no configuration of this one
             job["known"] = [k for k in job["known"] if not set(k["config"]) & set(dropped)]
             log.info("tune_knobs_dropped", knobs=dropped, faults=FAULTS_TO_DROP)

@@ -1293,8 +1293,12 @@ def test_a_tile_whose_changed_values_fault_twice_is_kept_as_launched_in_the_next
                 return R(False), 1.0, 0.0
         return R(True, {"ok": True, "timed": False, "launches": [], "hot": [], "trials": [], "final": {}}), 1.0, 0.0
     monkeypatch.setattr(jobs, "run_device_job", fake)
-    monkeypatch.setattr(jobs, "job_error", lambda r: ("illegal_memory_access", "CUDA error"))
+    monkeypatch.setattr(jobs, "job_error", lambda r: ("timeout", "hung"))
     task = _write(tmp_path, "apply_task", APPLY_TASK)
+    runmod.tune_task(str(task), tmp_path / "hung", get_backend("interpreter"), budget_s=5)
+    assert len(jobs_seen) == 3 and "BLOCK" in str(jobs_seen[2]["knobs"])   # hangs say nothing of an index
+    jobs_seen.clear()
+    monkeypatch.setattr(jobs, "job_error", lambda r: ("illegal_memory_access", "CUDA error"))
     out = runmod.tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=5)
     assert len(jobs_seen) == 3 and out.ran and not out.error
     tile = next(k["key"] for k in jobs_seen[0]["knobs"] if "BLOCK" in k["key"])
