@@ -22,5 +22,5 @@ fi
 cores=$(nproc 2>/dev/null || echo 2)
 workers=${TRITONDX_TEST_WORKERS:-$(( cores * 2 > 8 ? 8 : cores * 2 ))}
 echo "tests: the CPU suite takes about 20-40 minutes on 2 cores with $workers workers (Triton interpreter, sandboxed" \
-     "jobs; measured: 17 minutes on 2026-12-05, 36 on 2026-12-06; longer beside other work: 48 minutes seen) ..." >&2
+     "jobs; measured: 17 minutes on 2026-12-05, 28 on 2026-12-06; longer beside other work: 48 minutes seen) ..." >&2
 exec "$py" -m pytest tests/cpu -n "$workers" -q --durations=25 "$@"
