@@ -380,10 +380,10 @@ class Searcher:
             if not self.explore_steps or not self.left():
                 break
             self.explore(cur)
-            best = min((t for t in self.trials if t.ms is not None and t.config is not None), key=lambda t: t.ms)
-            if best.ms >= cur_t * (1 - MIN_STEP_GAIN):
+            best, best_t = self.best()
+            if best_t is None or best_t >= cur_t * (1 - MIN_STEP_GAIN):
                 break
-            cur, cur_t = self.norm(dict(best.config)), best.ms   # the descent again, from what explore found
+            cur, cur_t = self.norm(best), best_t   # the descent again, from what explore found
         return self.trials
 
     def descend(self, cur: dict[str, int], cur_t: float, order: list[Domain], first: str

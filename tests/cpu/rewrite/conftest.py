@@ -86,32 +86,25 @@ def verify(name: str, source: str, tmp_path: Path, label: str = "cand", full: bo
 #: a process of its own
 _LIGHT = """
 import sys
-import torch
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype, tolerance_entries
-from tritondx.tools.verify.judge.compare import compare
+from tritondx.tools.tune.env import fresh, mismatch, outputs
 
 orig, cand = load_module(sys.argv[1], "orig"), load_module(sys.argv[2], "cand")
 for shape in orig.CHECK_SHAPES:
     for dt in orig.DTYPES:
         dtype = to_dtype(dt)
         inputs = as_tuple(orig.make_inputs(norm_shape(shape), dtype, 11, "cpu"))
-        fresh = lambda: [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        refs = [r for r in as_tuple(orig.reference(*fresh())) if isinstance(r, torch.Tensor)]
-        outs = [o for o in as_tuple(cand.launch(*fresh())) if isinstance(o, torch.Tensor)]
-        if len(outs) != len(refs):
-            sys.exit(f"{shape} {dt}: {len(outs)} outputs, the reference returns {len(refs)}")
-        tols = tolerance_entries(orig, dtype)
-        for i, (o, r) in enumerate(zip(outs, refs)):
-            atol, rtol = tols.get(i, tols.get(-1, (1e-5, 1e-5)))
-            bad = compare(o, r, atol, rtol)
-            if bad:
-                sys.exit(f"{shape} {dt}: output {i}: {bad['reason']}")
+        refs = outputs(orig.reference(*map(fresh, inputs)))
+        bad = mismatch(outputs(cand.launch(*map(fresh, inputs))), refs, tolerance_entries(orig, dtype))
+        if bad:
+            sys.exit(f"{shape} {dt}: {bad}")
 """
 
 
 def check_light(task: Path, candidate: Path) -> str:
     """The candidate's outputs against the task's ``reference`` at each check shape and dtype (one draw, the task's
-    tolerances, the judge's comparison) under the Triton interpreter, in a plain process; "" where equal."""
+    tolerances, the tune job's comparison: ``tune.env.mismatch``) under the Triton interpreter, in a plain process;
+    "" where equal."""
     import os
     import subprocess
     import sys

@@ -14,4 +14,4 @@ def test_the_light_check_passes_the_original_and_fails_a_wrong_candidate(rw, tmp
     assert "output 0" in rw.check_light(task, wrong) and "elements off" in rw.check_light(task, wrong)
     two = tmp_path / "two.py"
     two.write_text(src + "\n\n_launch = launch\n\n\ndef launch(*a):\n    return _launch(*a), _launch(*a)\n")
-    assert "2 outputs, the reference returns 1" in rw.check_light(task, two)
+    assert "2 outputs, the initial kernel returns 1" in rw.check_light(task, two)
