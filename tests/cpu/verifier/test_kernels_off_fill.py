@@ -2,7 +2,9 @@
 Triton) where one tolerance entry covers an int8 output and its small float scales: atol 1 is wider than every
 scale, so the scale buffer's untouched zeros are "correct" too. An output the kernels changed from an untouched
 fill is the kernels' output (the task's own kernel passes; it was rejected, as was every candidate of such a task);
-a kernel that leaves that output untouched is still rejected (``tools/verify/judge/candidate.py``)."""
+a kernel that leaves that output untouched is still rejected (``tools/verify/judge/candidate.py``): as not from
+Triton where the judge's kernels-off call skipped its launch, or as a mismatch where a prefilled destination case
+came first (the judge picks the kernels-off mode at random, so either can be the first to catch it)."""
 
 from __future__ import annotations
 
@@ -74,4 +76,8 @@ def test_a_kernel_that_leaves_the_scales_untouched_is_rejected(tmp_path):
     old = "    tl.store(s_ptr + row, s)\n"
     assert old in TASK
     r = _verify(tmp_path, TASK.replace(old, ""))
-    assert not r.passed and r.klass == "not_from_triton" and "output 1" in r.reason, (r.klass, r.reason)
+    assert not r.passed and "output 1" in r.reason, (r.klass, r.reason)
+    if r.klass == "mismatch":   # caught by the prefilled-destination case: the untouched scales kept its fill
+        assert "prefilled" in r.reason, r.reason
+    else:
+        assert r.klass == "not_from_triton", (r.klass, r.reason)
