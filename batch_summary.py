@@ -140,6 +140,8 @@ def summarize_task(task: str, run_dir: Path, rc: int, wall: float, final: dict[s
                       "run_best": (r.get("best") or {}).get("id"),
                       "rewrites_applied": _lineage(r), "speed": r["speed"],
                       "cost": dict(r.get("cost") or {})})
+        if r.get("verifier", "judge") != "judge":   # a test setting: nothing of this run was checked
+            entry["verifier"] = r["verifier"]
         cands = [c for c in r["candidates"] if c.get("measurement")]
         # per-tier ablation: best measured speedup using evidence up to each tier
         entry["best_by_tier"] = {t: max([1.0] + [c["measurement"]["speedup"] for c in cands

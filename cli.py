@@ -75,8 +75,13 @@ def _print_summary(report: dict, out_dir: str) -> None:
     elif report["speed"] == "measured":
         typer.echo(f"best: {b.get('id')} ({b.get('family', 'initial')}) speedup {report['speedup']:.2f}x "
                    f"({(b.get('roofline_fraction') or 0):.0%} of roofline)")
+    elif report.get("verifier") == "noop" and b.get("id") not in (None, "initial"):
+        typer.echo(f"best: {b.get('id')} ({b.get('family', 'initial')}) NOT VERIFIED (no-op verifier); "
+                   "speed not measured")
     else:
         typer.echo(f"best: {b.get('id')} ({b.get('family', 'initial')}) verified correct; speed not measured")
+    if report.get("verifier") == "noop":
+        typer.echo("verifier: no-op (TRITONDX_VERIFIER=noop): no candidate of this run was checked")
     typer.echo(f"run folder: {out_dir}")
 
 

@@ -27,6 +27,7 @@ ENV_KNOBS = {
     "full_verify_top": "TRITONDX_FULL_VERIFY_TOP",
     "rewrites_beside_tune": "TRITONDX_REWRITES_BESIDE_TUNE",
     "tune_candidates": "TRITONDX_TUNE_CANDIDATES",
+    "verifier": "TRITONDX_VERIFIER",
 }
 
 
@@ -64,6 +65,9 @@ class RunConfig(BaseModel):
                                     description="a time (epoch seconds) the run ends by, set by a batch from its "
                                                 "deadline: no round starts that cannot end before it, and the "
                                                 "tuner's search shrinks to fit")
+    verifier: Literal["judge", "noop"] = Field("judge", description="who checks the candidates: the trusted judge, "
+                                               "or 'noop' (nothing runs, nothing is called verified): for the tests "
+                                               "of what surrounds the judge (tools/verify/interface.py)")
     verify_timeout_s: float = 600.0
     bench_timeout_s: float = 900.0
     bench_rounds: int = 3

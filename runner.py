@@ -11,6 +11,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+import structlog
+
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
@@ -122,6 +124,9 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     thread_id = thread_id or thread_id_for(run_dir)
     (run_dir / "run.json").write_text(json.dumps({"task": str(Path(task_path).resolve()), "thread_id": thread_id,
                                                   "config": cfg.model_dump(), "started": time.time()}, indent=1))
+    if cfg.verifier != "judge":   # a test setting (tools/verify/interface.py): said in the log, report and result
+        structlog.get_logger("runner").warning("verifier_not_the_judge", verifier=cfg.verifier,
+                                               note="nothing this run makes is checked")
     saver = open_checkpointer(run_dir)
     graph = builder.compile(checkpointer=saver)
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 200}

@@ -1,4 +1,5 @@
-"""Verifier node: the round's pending candidates through the judge (``tools/verify/verification.py``): every
+"""Verifier node: the round's pending candidates through the judge (``tools/verify/verification.py``, behind
+``tools/verify/interface.py``'s ``Verifier``): every
 listed shape, fresh inputs, integrity checks, each candidate in its own runner. On a timing backend with
 ``verify_screen`` this is the screen (the listed shapes); the would-be winners get the full checks in the bench
 node. A tuned structural candidate that fails is checked again as written (``candidates.fallback``). Next: ``bench``
@@ -21,7 +22,7 @@ from tritondx.tools.run.phases import Phases, entries
 from tritondx.tools.tune.candidates import fallback
 from tritondx.tools.verify.staged import screen_note
 from tritondx.tools.verify.timing import unused_device_seconds
-from tritondx.tools.verify.verification import verify_all
+from tritondx.tools.verify.interface import verifier_named
 
 
 def judged(candidate_id: str, v: Verdict) -> dict:
@@ -39,11 +40,12 @@ def verifier_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCo
     pending = [cands[i] for i in state.get("pending", []) if i in cands]
     ph = Phases()
     screen = backend.can_time and cfg.verify_screen   # listed shapes first, full checks for would-be winners
+    checker = verifier_named(cfg.verifier)   # the judge (a no-op one in tests of what surrounds it)
 
     def verify(cands: list[dict]) -> list[Verdict]:
         with ph.time("verify"):
-            return verify_all(state["task_path"], cands, backend, state.get("probe", {}).get("ops", []),
-                              cfg.verify_timeout_s, cfg.verify_parallel, scope="screen" if screen else "full")
+            return checker.verify(state["task_path"], cands, backend, state.get("probe", {}).get("ops", []),
+                                  cfg.verify_timeout_s, cfg.verify_parallel, scope="screen" if screen else "full")
     verdicts = verify(pending)
     # with the device seconds of early hardware measurements an earlier round discarded, ended since
     jobs, held = 0.0, unused_device_seconds(run_dir(state))

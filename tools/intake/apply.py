@@ -357,6 +357,9 @@ def apply_one(run: Path, commit: bool = False, speed: dict[str, Any] | None = No
     if not report_p.exists() or not opt_p.exists():
         raise ApplyError(str(run), "not a finished run folder (no report.json / optimized_task.py)")
     report = json.loads(report_p.read_text())
+    if report.get("verifier") == "noop" and (report.get("best") or {}).get("id") not in (None, "initial"):
+        raise ApplyError(str(run), "its candidates were not checked (the run used the no-op verifier): nothing to "
+                                   "write back")
     task_path = Path(report.get("task_path") or "")
     initial = run / "task_initial.py"
     task_src = (initial if initial.exists() else task_path).read_text()

@@ -47,8 +47,8 @@ class Verdict(BaseModel):
     steps: dict[str, float] = Field(default_factory=dict)
     speed_measured: bool = False
     #: "full": every check of the plan; "screen": the listed shapes only (before timing: verify/staged.py),
-    #: which no report calls verified
-    scope: Literal["full", "screen"] = "full"
+    #: which no report calls verified; "noop": nothing ran (``verify.interface.NoopVerifier``), never verified either
+    scope: Literal["full", "screen", "noop"] = "full"
 
 
 class VariantTiming(BaseModel):

@@ -280,6 +280,9 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
                   f"verification on <code>{_e(report.get('backend'))}</code>; speed not measured (no timing backend).")
     result += f"<br><span class='meta'>How the result was chosen: {_e(report.get('best_rule'))}</span>" \
         if report.get("best_rule") else ""
+    if report.get("verifier") == "noop":
+        result += ("<br><span class='bad'>Not verified: the no-op verifier ran in place of the judge (a test "
+                   "setting): no candidate of this run was checked.</span>")
     parts = [f"<h1>tritondx report: {_e(report.get('task'))}</h1>",
              f'<div class="result{"" if measured else " unmeasured"}">{result}</div>',
              f'<p class="meta">kernel class {_e(report.get("kernel_class"))} · target {_e(report.get("target"))} · '
@@ -343,6 +346,8 @@ def render_run_html(report: dict[str, Any], diff: str, cand_diffs: dict[str, str
             ok = '<span class="ok">yes</span>'
         elif c.get("screened"):
             ok = '<span class="human">listed shapes only (not faster: no full checks)</span>'
+        elif c.get("unchecked"):
+            ok = '<span class="bad">not checked (no-op verifier)</span>'
         elif c.get("rejection") == "rejected_by_human":
             ok = '<span class="human">rejected by a person</span>'
         elif c.get("rejection") == "dropped_for_feedback":

@@ -22,6 +22,11 @@ def screened(v: dict[str, Any]) -> bool:
     return bool(v.get("passed")) and v.get("scope") == "screen"
 
 
+def unchecked(v: dict[str, Any]) -> bool:
+    """A candidate the no-op verifier passed without running it (tools/verify/interface.py): never verified."""
+    return v.get("scope") == "noop"
+
+
 def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nodes: tuple[str, ...] = (),
                  recheck: dict[str, list[dict[str, Any]]] | None = None, catalog: frozenset[str] = frozenset()
                  ) -> dict[str, Any]:
@@ -42,7 +47,8 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nod
         candidates.append({k: c[k] for k in ("id", "round", "tier", "family", "params", "description",
                                              "motivated_by", "prediction", "path", "parent")} |
                           # None where checked on the listed shapes only (timed, not faster): never "verified"
-                          {"verified": None if screened(v) else v.get("passed"), "screened": screened(v),
+                          {"verified": None if screened(v) or unchecked(v) else v.get("passed"),
+                           "screened": screened(v), "unchecked": unchecked(v),
                            "rejection": v.get("klass"), "reason": v.get("reason"),
                            "coverage": (verifs.get(c["id"]) or {}).get("coverage") or [], "measurement": m,
                            # the judge's time on it (``judge.candidate.STEPS``; the last, fullest verification)
@@ -56,6 +62,8 @@ def build_report(run_dir: Path, state: dict[str, Any], wall: float, analysis_nod
         "task": state.get("task_name"), "task_path": state.get("task_path"), "backend": state.get("backend"),
         "target": state.get("target"), "kernel_class": state.get("kernel_class"),
         "mode": (state.get("config") or {}).get("mode"), "status": state.get("status"),
+        # who checked the candidates: "judge", or "noop" (nothing ran: no candidate is called verified)
+        "verifier": (state.get("config") or {}).get("verifier", "judge"),
         "tiers_used": [t for t in TIERS if t in set(state.get("tiers_done", []))],
         "rounds": state.get("round", 0),
         "best": best, "speedup": best.get("speedup") if measured else None,
@@ -184,6 +192,9 @@ def _md(report: dict[str, Any], diff: str) -> str:
     else:
         lines.append(f"**Result**: candidate `{b.get('id')}` ({b.get('family', 'initial')}) passed "
                      f"verification on `{report['backend']}`; speed not measured (no timing backend).")
+    if report.get("verifier") == "noop":
+        lines.append("**Not verified**: the no-op verifier ran in place of the judge (`verifier = 'noop'`, a test "
+                     "setting): no candidate of this run was checked.")
     lines += ["", f"- kernel class: {report['kernel_class']}", f"- target: {report['target']}",
               f"- tiers used: {', '.join(report['tiers_used'])}", f"- rewrite rounds: {report['rounds']}",
               _cost_line(report.get("cost")),
@@ -217,7 +228,7 @@ def _md(report: dict[str, Any], diff: str) -> str:
         t = f"{m['median_ms'] * 1e3:.1f}" if m else "-"
         s = f"{m['speedup']:.2f}x" if m else "-"
         ok = ("yes" if c["verified"] else "listed shapes only (not faster: no full checks)" if c.get("screened")
-              else f"no ({c.get('rejection')})")
+              else "not checked (no-op verifier)" if c.get("unchecked") else f"no ({c.get('rejection')})")
         lines.append(f"| {c['id']} | {c['tier']} | {c['family']} | {ok} | {t} | {s} | "
                      f"{clip(c['description'], 100).replace('|', '/')} |")
     lines += [""] + checked_md(report) + ["## Decisions", ""]

@@ -23,7 +23,7 @@ from typing import Any
 from tritondx.tools.backends.base import Backend
 from tritondx.tools.records.verify import Verdict
 from tritondx.tools.verify.select import beats
-from tritondx.tools.verify.verification import verify_all
+from tritondx.tools.verify.interface import verifier_named
 
 
 def contenders(result: dict, summary: dict, measured: list[dict], screened: set[str], prev_id: str,
@@ -36,11 +36,13 @@ def contenders(result: dict, summary: dict, measured: list[dict], screened: set[
 
 def confirm(task_path: str, ranked: list[dict], backend: Backend, allowed_ops: list[str], cfg: Any) -> list[Verdict]:
     """The full checks for ``ranked`` (fastest first), one judge job each, until one passes: the verdicts
-    of those checked (the last one the winner when it passed). ``cfg``: the run's timeout and parallelism."""
+    of those checked (the last one the winner when it passed). ``cfg``: the run's verifier, timeout and
+    parallelism."""
     out: list[Verdict] = []
+    checker = verifier_named(cfg.verifier)
     for c in ranked:
-        (v,) = verify_all(task_path, [c], backend, allowed_ops, cfg.verify_timeout_s, cfg.verify_parallel,
-                          scope="full")
+        (v,) = checker.verify(task_path, [c], backend, allowed_ops, cfg.verify_timeout_s, cfg.verify_parallel,
+                              scope="full")
         out.append(v)
         if v.passed:
             break

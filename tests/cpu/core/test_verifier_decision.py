@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tritondx.tools.verify.interface import JudgeVerifier
 from tritondx.tools.verify.select import beats, summarize_bench as _summarize_bench
+
+
+def judge_is(monkeypatch, fn):
+    """The judge's answers for these tests (the verifier node and the bench's full checks both ask it)."""
+    monkeypatch.setattr(JudgeVerifier, "verify", lambda self, *a, **k: fn(*a, **k))
 
 #: where a round stops: the nodes after the verify loop (verifier -> [bench ->] select)
 AFTER_ROUND = ["rewriter", "tuner", "profiler", "ir_analyst", "compiler_expert", "report", "final_approval"]
@@ -127,7 +133,7 @@ def test_a_hardware_check_that_cannot_measure_the_initial_kernel_keeps_the_winne
              "findings": [], "candidates": [cand], "pending": ["r1c1"], "round": 1, "rounds_at_tier": 1,
              "best": {"id": "initial", "path": str(task)}, "family_attempts": []}
     on_cuda(monkeypatch)
-    monkeypatch.setattr(V, "verify_all", lambda *a, **k: [Verdict(candidate_id="r1c1", passed=True, backend="cuda")])
+    judge_is(monkeypatch, lambda *a, **k: [Verdict(candidate_id="r1c1", passed=True, backend="cuda")])
     monkeypatch.setattr(B, "time_round", lambda *a, **k: TimedRound(result={"shapes": []}, survivors=["r1c1"],
                                                                     variants=[{"id": "initial"}, {"id": "r1c1"}]))
     monkeypatch.setattr(B, "summarize_bench", lambda r, ids: {"initial": {"median_ms": 2.0, "roofline_fraction": .3},
@@ -185,8 +191,7 @@ def test_on_a_timing_backend_only_the_would_be_winners_get_the_full_checks(tmp_p
     result = _result({"initial": [1.0, 1.0, 1.0], "r1c1": [0.5, 0.5, 0.5], "r1c2": [0.6, 0.6, 0.6],
                       "r1c3": [1.0, 1.01, 0.99]})
     on_cuda(monkeypatch)
-    monkeypatch.setattr(V, "verify_all", fake_verify)
-    monkeypatch.setattr(staged, "verify_all", fake_verify)
+    judge_is(monkeypatch, fake_verify)
     monkeypatch.setattr(B, "time_round", lambda *a, **k: TimedRound(
         result=result, survivors=ids, variants=[{"id": v} for v in ["initial", *ids]]))
     upd = run_round(dict(state))
@@ -260,8 +265,7 @@ def test_the_fastest_contenders_hardware_check_starts_beside_its_full_checks(tmp
 
         monkeypatch.setattr(timing, "run_device_job", job)
         monkeypatch.setattr(timing, "_initial", {})
-        monkeypatch.setattr(V, "verify_all", fake_verify)
-        monkeypatch.setattr(staged, "verify_all", fake_verify)
+        judge_is(monkeypatch, fake_verify)
         result = _result({"initial": [1.0, 1.0, 1.0], "r1c1": [0.5, 0.5, 0.5], "r1c2": [0.6, 0.6, 0.6]})
         monkeypatch.setattr(B, "time_round", lambda *a, **k: TimedRound(
             result=result, survivors=ids, variants=[{"id": v} for v in ["initial", *ids]]))
@@ -344,8 +348,7 @@ def test_the_winners_hardware_check_runs_at_that_case_and_confirms_a_gain_the_fi
 
     monkeypatch.setattr(timing, "run_device_job", job)
     monkeypatch.setattr(timing, "_initial", {})
-    monkeypatch.setattr(V, "verify_all", fake_verify)
-    monkeypatch.setattr(staged, "verify_all", fake_verify)
+    judge_is(monkeypatch, fake_verify)
     on_cuda(monkeypatch)
     result = _two_shapes({"initial": 0.1308, "r1c1": 0.1307}, {"initial": 2.8466, "r1c1": 2.0273})
     monkeypatch.setattr(B, "time_round", lambda *a, **k: TimedRound(

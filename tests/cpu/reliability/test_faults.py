@@ -153,7 +153,9 @@ def _batch_killed_then_resumed(tmp: Path):
     out = tmp / "batch"
     marker = f"batch-{uuid.uuid4().hex}"
     args = ("batch", str(BATCH_SUITE), "--backend", "interpreter", "--out", str(out), "--max-rounds", "1")
-    env = base_env(tmp, TRITONDX_CANDIDATES_PER_ROUND="1", TRITONDX_JOB_MARK=marker)
+    # what the batch's runs verify is not what this tests: the no-op verifier (tools/verify/interface.py) checks
+    # nothing, so no judge job runs beside them
+    env = base_env(tmp, TRITONDX_CANDIDATES_PER_ROUND="1", TRITONDX_JOB_MARK=marker, TRITONDX_VERIFIER="noop")
     proc = subprocess.Popen(cli_cmd(*args), cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -178,7 +180,8 @@ def _batch_killed_then_resumed(tmp: Path):
     time.sleep(2.0)
     orphans = processes_with_env(marker)
     killed_results = json.loads((out / "results.json").read_text())["results"]
-    again = run_cli(*args, tmp=tmp, env=base_env(tmp, TRITONDX_CANDIDATES_PER_ROUND="1"), timeout=600)
+    again = run_cli(*args, tmp=tmp, env=base_env(tmp, TRITONDX_CANDIDATES_PER_ROUND="1", TRITONDX_VERIFIER="noop"),
+                    timeout=600)
     final = json.loads((out / "results.json").read_text())["results"]
     return proc.returncode, done, mtimes, killed_results, orphans, again, final, out
 
@@ -241,7 +244,7 @@ def _event_times(run_dir: Path, names: tuple[str, ...]) -> list[float]:
 def _locked_db(tmp: Path):
     run_dir = tmp / "run"
     db = run_dir / "checkpoints.sqlite"
-    env = base_env(tmp, TRITONDX_CANDIDATES_PER_ROUND="1")
+    env = base_env(tmp, TRITONDX_CANDIDATES_PER_ROUND="1", TRITONDX_VERIFIER="noop")   # the checkpoints are tested
     proc = subprocess.Popen(cli_cmd("optimize", str(TASK), "--backend", "interpreter", "--out", str(run_dir),
                                     "--max-rounds", "1"),
                             cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

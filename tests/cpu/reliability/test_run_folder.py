@@ -26,7 +26,7 @@ def _empty_out_then_again(tmp: Path):
     """A real run into an existing empty folder, then a second `optimize` (and a `diagnose`) into it."""
     out = tmp / "run"
     out.mkdir()
-    env = base_env(tmp, TRITONDX_CANDIDATES_PER_ROUND="1")
+    env = base_env(tmp, TRITONDX_CANDIDATES_PER_ROUND="1", TRITONDX_VERIFIER="noop")   # the folder is tested
     first = run_cli("optimize", str(TASK), "--backend", "interpreter", "--out", str(out), "--max-rounds", "1",
                     tmp=tmp, env=env, timeout=400)
     before = _snapshot(out)

@@ -19,6 +19,7 @@ from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.rewrite.rows_per_program import BLOCK_LOCAL, rows_source
 from tritondx.tools.tune import space as spacemod
 from tritondx.tools.tune.run import TuneResult, Winner, tune_task
+from tritondx.tools.verify.interface import JudgeVerifier
 
 TASK = '''import torch
 import triton
@@ -332,7 +333,7 @@ def test_a_tuned_candidate_that_fails_is_verified_as_written(tmp_path, monkeypat
         ok = ["_tuned" not in Path(c["path"]).name and "cheap" not in Path(c["path"]).name for c in pending]
         return [Verdict(candidate_id=c["id"], passed=k, klass="" if k else "mismatch", backend="cuda")
                 for c, k in zip(pending, ok)]
-    monkeypatch.setattr(verifier_mod, "verify_all", fake_verify_all)
+    monkeypatch.setattr(JudgeVerifier, "verify", lambda self, *a, **k: fake_verify_all(*a, **k))
     monkeypatch.setattr(verifier_mod, "backend_of", lambda state, cfg: cuda_like)
     vstate = {**state, "to_tune": [], "candidates": list(cands.values()), "pending": cmd.update["pending"]}
     out = verifier_mod.verifier_node(vstate, {"configurable": {"thread_id": "t"}}, runtime_for(RunConfig()))
