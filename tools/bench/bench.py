@@ -35,8 +35,8 @@ from tritondx.tools.exec.gpulock import aside, autotune_exclusive, phase
 from tritondx.tools.verify.judge.compare import compare as _compare, sensitivity as _sensitivity
 from tritondx.tools.verify.runner.guard import TimingSnapshot
 from tritondx.tools.exec.rejected import Rejected
-from tritondx.tools.task.module import (as_tuple, load_module, norm_shape, roofline_counts, tensor_bytes, to_dtype,
-                                        tolerance)
+from tritondx.tools.task.module import (as_tuple, bitwise_equal, load_module, norm_shape, roofline_counts,
+                                        tensor_bytes, to_dtype, tolerance)
 
 # Captured before any candidate is imported: candidates cannot swap the clock under us.
 _Event = torch.cuda.Event
@@ -298,7 +298,15 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job,
     in_bytes = tensor_bytes(first)
     n_sets = 1 if in_bytes >= 3 * l2 else min(8, math.ceil(3 * l2 / max(in_bytes, 1)))
     sets = [first] + [as_tuple(orig.make_inputs(shape, dtype, 2 + i, device)) for i in range(n_sets - 1)]
+    kept = [t.clone() if isinstance(t, torch.Tensor) else None for t in first]
     outs = as_tuple(orig.reference(*first))
+    # a reference that writes into its inputs: which ones (put back, so every variant starts from the same inputs);
+    # the torch baselines copy them in each timed call, as launch() must leave its inputs unchanged
+    written = [i for i, (t, k) in enumerate(zip(first, kept)) if k is not None and not bitwise_equal(t, k)]
+    for i in written:
+        first[i].copy_(kept[i])
+    del kept
+    marks["reference_writes_inputs"] = written
     nbytes, flops = roofline_counts(orig, shape, dtype, first, outs)
     del outs
     floor_s = floor_seconds(nbytes, flops, dtype, ceilings)
@@ -323,6 +331,9 @@ def _prepare_shape(orig, mods, variants, shape, dtype, ceilings, l2, timer, job,
     if job.get("baselines") and not getattr(orig, "ORACLE", None):
         # (a captured task's reference is the original kernel itself, not a PyTorch baseline)
         ref = orig.reference
+        if written:   # torch under launch()'s contract: the inputs it writes are copies (inside compiled graphs too)
+            def ref(*args, _ref=orig.reference, _w=frozenset(written)):
+                return _ref(*[a.clone() if i in _w else a for i, a in enumerate(args)])
         extra["torch_eager"] = lambda: ref(*sets[0])
         _quiet_compile()
         t1 = time.monotonic()

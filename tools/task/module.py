@@ -174,6 +174,12 @@ def norm_shape(shape: Any) -> Any:
     return shape
 
 
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors hold the same bits (NaNs included), element by element in order."""
+    x, y = a.detach().reshape(-1).contiguous(), b.detach().reshape(-1).contiguous()
+    return x.numel() == y.numel() and x.dtype == y.dtype and torch.equal(x.view(torch.uint8), y.view(torch.uint8))
+
+
 def tensor_bytes(ts: tuple) -> int:
     return sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))
 

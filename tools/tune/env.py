@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype, tolerance_entries
+from tritondx.tools.task.module import (as_tuple, bitwise_equal, load_module, norm_shape, to_dtype,
+                                        tolerance_entries)
 from tritondx.tools.tune import knob as knobmod
 
 #: the device time one configuration's timed calls aim at
@@ -125,16 +126,11 @@ class Kept:
         """Whether any tensor differs bit for bit from its copy; each that does is restored."""
         changed = False
         for t, copy in self.pairs:
-            if not _bitwise_equal(t, copy):
+            if not bitwise_equal(t, copy):
                 changed = True
                 with contextlib.suppress(RuntimeError):   # an expanded view cannot be written element by element
                     t.detach().copy_(copy)
         return changed
-
-
-def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    x, y = a.detach().reshape(-1).contiguous(), b.reshape(-1).contiguous()
-    return x.numel() == y.numel() and torch.equal(x.view(torch.uint8), y.view(torch.uint8))
 
 
 #: the note of a configuration whose call changed the task's inputs or the reference outputs

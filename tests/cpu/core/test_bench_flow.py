@@ -169,3 +169,29 @@ def test_torch_compiles_imports_come_before_the_warm_up_hold(bench_mod, tmp_path
     assert warm["mode"] == "shared" and warm["compile_imports_s"] >= 0 and warm["wall_s"] >= warm["inputs_s"]
     assert {"first_call_s:initial", "first_call_s:torch_eager", "first_call_s:torch_compile"} <= set(warm), warm
     assert set(out["shapes"][0]["variants"]) == {"initial", "torch_eager", "torch_compile"}
+
+
+def test_a_reference_that_writes_into_its_inputs_is_timed_on_copies_of_them(bench_mod, tmp_path, monkeypatch):
+    """``launch()`` must leave its inputs unchanged (a task that updates a buffer in place clones it first and pays
+    for the copy); a reference that writes into an input does not. The torch baselines are timed under launch()'s
+    contract, the inputs the reference writes copied in each call, and the inputs every variant runs on are the
+    ones made, not ones the reference already updated."""
+    bench_job, ceil = bench_mod
+    monkeypatch.setattr(bench_job.torch, "compile", lambda fn, backend=None: fn)   # no inductor run on the CPU
+    src = _task(tmp_path, "x.py", ROOT / "tests/cpu/verifier/tiny_axpy.py").read_text()
+    # y += 2.5 * x in place, returned: each call of the reference moves y on; every input set starts with y[0] = 0
+    # and x[0] = 1, so a reference called on a y it already updated (y[0] = 2.5) says so
+    src = src.replace("def reference(x, y):\n    return 2.5 * x + y",
+                      "def reference(x, y):\n    if y[0] != 0:\n        raise RuntimeError('y was updated before')\n"
+                      "    y.add_(2.5 * x)\n    return y")
+    src = src.replace("    return (x, y)\n", "    x[0], y[0] = 1.0, 0.0\n    return (x, y)\n")
+    assert "y was updated before" in src and "x[0], y[0] = 1.0, 0.0" in src
+    task = tmp_path / "task.py"
+    task.write_text(src)
+    out = bench_job.bench({"task": str(task), "device": "cpu", "rounds": 2, "ceilings_file": str(ceil),
+                           "baselines": True, "variants": [{"id": "initial", "path": str(task)}]})
+    entry = out["shapes"][0]
+    assert entry["warmup"]["reference_writes_inputs"] == [1]
+    # every baseline call ran on inputs it had not updated (an error would leave it out, named in "errors")
+    assert set(entry["variants"]) == {"initial", "torch_eager", "torch_compile"}, entry["errors"]
+    assert entry["variants"]["initial"]["outputs_checked"]["mismatch"] is None
