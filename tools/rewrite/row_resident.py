@@ -5,7 +5,8 @@ parameter, BLOCK a constexpr), gets a sibling ``<kernel>_row`` in which every su
 with ``s = 0`` and ``BLOCK = next_power_of_2(N)``, i.e. the whole row is one block; identical loads
 (same address, same mask, same fill) that no store in between can have changed are then read once
 and reused. The launcher calls the sibling when ``next_power_of_2(N) <= MAX_ROW`` and the original
-kernel otherwise, so long rows keep the multi-pass code.
+kernel otherwise, so long rows keep the multi-pass code. The launch may be in ``launch()`` or in a helper it
+calls (``host_launch_sites``): the branch goes where the call is.
 
 This applies to kernels no template knows (e.g. a per-row absmax quantizer); templates matched on the
 reference are preferred where they exist.
@@ -32,7 +33,7 @@ from tritondx.tools.rewrite.cst_util import (
     stmts,
     subst,
 )
-from tritondx.tools.rewrite.launch_sites import launch_sites
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.templates import template
 
 STORES = ("tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_xchg", "tl.atomic_cas")
@@ -170,7 +171,8 @@ def row_kernel(fn: cst.FunctionDef) -> tuple[cst.FunctionDef, str, str] | None:
 def row_resident_source(source: str, max_row: int) -> tuple[str, list[str]]:
     module = parse(source)
     kernels = jit_functions(module)
-    sites = launch_sites(module)
+    host_sites = host_launch_sites(module)   # launch() and the helpers that launch (real launchers wrap kernels)
+    sites = [s for _, s in host_sites]
     new_kernels: dict[str, cst.FunctionDef] = {}
     plans: dict[int, tuple[str, str, str]] = {}
     for name, fn in kernels.items():
@@ -199,21 +201,30 @@ def row_resident_source(source: str, max_row: int) -> tuple[str, list[str]]:
             n_arg = code_of(site.bound[bound])
             call = site.call
             row_call = call.with_changes(func=call.func.with_changes(value=cst.Name(kname + "_row")))
-            row_call = add_call_kwargs(row_call, {block: cst.Name("_row_block"), "num_warps": expr(
-                "4 if _row_block <= 2048 else 8 if _row_block <= 8192 else 16")})
+            # the block argument becomes the row's block where it is passed (by position or by name)
+            given = site.bound.get(block)
+            by_position = any(a.keyword is None and a.value is given for a in call.args)
+            if by_position:
+                row_call = row_call.with_changes(args=[a.with_changes(value=cst.Name("_row_block"))
+                                                       if a.keyword is None and a.value is given else a
+                                                       for a in call.args])
+            row_call = add_call_kwargs(row_call, {**({} if by_position else {block: cst.Name("_row_block")}),
+                                                  # warps from the block without a branch (the judge checks every
+                                                  # side of an added branch): 4 up to 2048 elements, 16 at 8192
+                                                  "num_warps": expr("max(4, min(16, _row_block // 512))")})
             head = stmts(f"_row_block = triton.next_power_of_2({n_arg})\n")
             branch = cst.If(test=expr(f"_row_block <= {max_row}"),
                             body=cst.IndentedBlock(body=[cst.SimpleStatementLine([cst.Expr(row_call)])]),
                             orelse=cst.Else(body=cst.IndentedBlock(body=[original])))
             return cst.FlattenSentinel(head + [branch])
 
-    launch = next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == "launch")
-    if "_row_block" in names_in(launch):
+    hosts = {id(h): h for h, site in host_sites if id(site.call) in plans}
+    if any("_row_block" in names_in(h) for h in hosts.values()):
         return source, []
-    new_launch = launch.visit(T())
+    new_hosts = {i: h.visit(T()) for i, h in hosts.items()}
     body = []
     for s in module.body:
-        body.append(new_launch if s is launch else s)
+        body.append(new_hosts.get(id(s), s))
         if isinstance(s, cst.FunctionDef) and s.name.value in new_kernels:
             body.append(new_kernels[s.name.value].with_changes(
                 leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))

@@ -42,3 +42,27 @@ def test_fuse_passes_nothing_to_fuse(rw):
     # one pass already (a row sum), and an elementwise map: no template, no multi-pass loops
     assert rw.proposals("l2_reduce_sum_last", "fuse_passes")[1] == []
     assert rw.proposals("l1_add", "fuse_passes")[1] == []
+
+
+def test_a_launch_in_a_helper_with_its_block_by_position(rw, tmp_path):
+    """Real launchers wrap their kernels (launch() -> a library function -> kernel[grid]): the branch goes where
+    the call is, and a block passed by position becomes the row's block in its place (a keyword as well would be
+    two values for one parameter)."""
+    src = rw.task_path("l2_quantize").read_text()
+    old = "    quantize_kernel[(M,)](x, q, scale, N, x.stride(0), q.stride(0), BLOCK=1024)\n    return q, scale\n"
+    assert old in src
+    src = src.replace(old, "    _quantize(x, q, scale, M, N, 1024)\n    return q, scale\n\n\n"
+                           "def _quantize(x, q, scale, M, N, block):\n"
+                           "    quantize_kernel[(M,)](x, q, scale, N, x.stride(0), q.stride(0), block)\n")
+    out, done = row_resident_source(src, 16384)
+    assert done == ["quantize_kernel"]
+    helper = rw.function(out, "_quantize")
+    (branch,) = [n for n in ast.walk(helper) if isinstance(n, ast.If)]
+    (row_call,) = [c for c in ast.walk(branch.body[0]) if isinstance(c, ast.Call)
+                   and ast.unparse(c.func).startswith("quantize_kernel_row[")]
+    assert ast.unparse(row_call.args[-1]) == "_row_block" and {k.arg for k in row_call.keywords} == {"num_warps"}
+    assert "quantize_kernel[" in ast.unparse(branch.orelse[0])
+    assert not [n for n in ast.walk(rw.function(out, "launch")) if isinstance(n, ast.If)]
+    task = tmp_path / "helper_task.py"
+    task.write_text(src)
+    rw.verify(str(task), out, tmp_path)
