@@ -29,7 +29,6 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    function,
     jit_functions,
     names_in,
     param_names,
@@ -37,7 +36,7 @@ from tritondx.tools.rewrite.cst_util import (
     parse,
     stmt,
 )
-from tritondx.tools.rewrite.launch_sites import launch_sites
+from tritondx.tools.rewrite.launch_sites import host_launch_sites, visit_hosts
 
 
 def _arange_block(e: cst.BaseExpression, consts: list[str]) -> str | None:
@@ -194,15 +193,15 @@ def unspecialized_alignment(source: str, kernel: str) -> tuple[str, list[str]] |
     """Launcher-checked 16-divisibility for the unspecialized integer arguments that reach an access."""
     module = parse(source)
     fn = jit_functions(module).get(kernel)
-    launch = function(module, "launch")
-    if fn is None or launch is None or ALIGN_FLAG in param_names(fn):
+    if fn is None or ALIGN_FLAG in param_names(fn):
         return None
     consts = set(constexpr_names(fn))
     used = _access_names(fn)
     names = [n for n in _unspecialized(fn) if n in used and n not in consts and not n.endswith("ptr")]
     if not names:
         return None
-    sites = [s for s in launch_sites(module) if s.kernel == kernel]
+    hosted = [(h, s) for h, s in host_launch_sites(module) if s.kernel == kernel]   # launch() or its helpers
+    sites = [s for _, s in hosted]
     if not sites:
         return None
     conds: dict[int, cst.BaseExpression] = {}
@@ -229,8 +228,7 @@ def unspecialized_alignment(source: str, kernel: str) -> tuple[str, list[str]] |
                 return add_call_kwargs(updated, {ALIGN_FLAG: conds[id(original)]})
             return updated
 
-    new_launch = launch.visit(T())
-    out = module.with_changes(body=[new_fn if s is fn else new_launch if s is launch else s for s in module.body])
+    out = visit_hosts(module, [h for h, _ in hosted], T(), {id(fn): new_fn})
     return out.code, names
 
 

@@ -20,12 +20,11 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    function,
     jit_functions,
     param_names,
     parse,
 )
-from tritondx.tools.rewrite.launch_sites import launch_sites
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.taskinfo import numel, task_info
 
 HELPER = '''
@@ -88,9 +87,6 @@ class Widen(cst.CSTTransformer):
 def index_source(source: str, widen_ok: bool) -> tuple[str, dict[str, str]]:
     module = parse(source)
     kernels = jit_functions(module)
-    launch = function(module, "launch")
-    if launch is None:
-        return source, {}
     new_fns: dict[str, cst.FunctionDef] = {}
     done: dict[str, str] = {}
     for name, fn in kernels.items():
@@ -109,7 +105,8 @@ def index_source(source: str, widen_ok: bool) -> tuple[str, dict[str, str]]:
                 done[name] = f"{w.count} program id(s) widened to int64 when the sizes need it"
     if not done:
         return source, {}
-    sites = {id(s.call): s for s in launch_sites(module) if s.kernel in done}
+    hosted = [(h, s) for h, s in host_launch_sites(module) if s.kernel in done]   # launch() or its helpers
+    sites = {id(s.call): s for _, s in hosted}
     if not sites:
         return source, {}
 
@@ -122,16 +119,19 @@ def index_source(source: str, widen_ok: bool) -> tuple[str, dict[str, str]]:
             args = [code_of(v) for p, v in s.bound.items() if p not in consts]
             return add_call_kwargs(updated, {"WIDE_INDEX": expr(f"_tdx_wide_index({', '.join(args)})")})
 
-    new_launch = launch.visit(T())
+    t = T()
+    hosts = {id(h): h for h, _ in hosted}
+    first = next(st for st in module.body if id(st) in hosts)   # the size check goes before the first launcher
+    have = "_tdx_wide_index" in {x.name.value for x in module.body if isinstance(x, cst.FunctionDef)}
     body = []
     for st in module.body:
         if isinstance(st, cst.FunctionDef) and st.name.value in new_fns:
             body.append(new_fns[st.name.value])
-        elif st is launch:
-            if "_tdx_wide_index" not in {x.name.value for x in module.body if isinstance(x, cst.FunctionDef)}:
+        elif id(st) in hosts:
+            if st is first and not have:
                 helper = cst.parse_module(HELPER).body[0]
                 body.append(helper.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
-            body.append(new_launch)
+            body.append(st.visit(t))
         else:
             body.append(st)
     return module.with_changes(body=body).code, done

@@ -75,6 +75,16 @@ def host_launch_sites(module: cst.Module) -> list[tuple[cst.FunctionDef, LaunchS
             for site in function_launch_sites(s, jit)]
 
 
+def visit_hosts(module: cst.Module, hosts: list[cst.FunctionDef], transformer: cst.CSTTransformer,
+                replace: dict[int, cst.CSTNode] | None = None) -> cst.Module:
+    """``module`` with each host function of ``hosts`` (those holding the launches a rewrite changes: launch() or
+    a helper it calls) visited by ``transformer``, and the top-level statements in ``replace`` (by identity: a
+    rewritten kernel) put in place."""
+    new = {id(h): h.visit(transformer) for h in {id(h): h for h in hosts}.values()}
+    new.update(replace or {})
+    return module.with_changes(body=[new.get(id(s), s) for s in module.body])
+
+
 def launch_sites_in(module: cst.Module, launch: cst.FunctionDef) -> list[LaunchSite]:
     """Kernel launches in one host function of ``module``."""
     return function_launch_sites(launch, jit_functions(module))

@@ -24,7 +24,6 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    function,
     jit_functions,
     local_assignment,
     names_in,
@@ -35,7 +34,7 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     unwrap_hints,
 )
-from tritondx.tools.rewrite.launch_sites import launch_sites
+from tritondx.tools.rewrite.launch_sites import host_launch_sites, visit_hosts
 
 
 def _program_axis(e: cst.BaseExpression, pids: dict[str, int]) -> int | None:
@@ -158,8 +157,7 @@ def _bound_pair(c: cst.BaseExpression, an: _Analysis) -> tuple[str, str, str, in
 def even_kernel(source: str, kernel: str) -> tuple[str, list[str]] | None:
     module = parse(source)
     fn = jit_functions(module).get(kernel)
-    launch = function(module, "launch")
-    if fn is None or launch is None or "EVEN" in param_names(fn):
+    if fn is None or "EVEN" in param_names(fn):
         return None
     an = _Analysis(fn)
     fn.visit(an)
@@ -178,12 +176,12 @@ def even_kernel(source: str, kernel: str) -> tuple[str, list[str]] | None:
             removable[id(call)] = pair
     if not removable:
         return None
-    sites = [s for s in launch_sites(module) if s.kernel == kernel]
-    if not sites:
+    hosted = [(h, s) for h, s in host_launch_sites(module) if s.kernel == kernel]   # launch() or its helpers
+    if not hosted:
         return None
     pairs = sorted({(k, p, b, ax) for k, p, b, ax in removable.values()}, key=str)
     site_conds: dict[int, cst.BaseExpression] = {}
-    for site in sites:
+    for host, site in hosted:
         conds = []
         for kind, p, b, ax in pairs:
             pa, ba = site.bound.get(p), site.bound.get(b)
@@ -192,7 +190,7 @@ def even_kernel(source: str, kernel: str) -> tuple[str, list[str]] | None:
             if kind == "flat":
                 grid = site.grid
                 if isinstance(grid, cst.Name):
-                    vals = local_assignment(launch, grid.value)
+                    vals = local_assignment(host, grid.value)
                     if len(vals) != 1:
                         return None
                     grid = vals[0]
@@ -219,7 +217,7 @@ def even_kernel(source: str, kernel: str) -> tuple[str, list[str]] | None:
     branch = cst.If(test=cst.Name("EVEN"), body=even_body,
                     orelse=cst.Else(body=cst.IndentedBlock(body=body)))
     new_fn = add_params(fn.with_changes(body=cst.IndentedBlock(body=doc + [branch])), ["EVEN"], constexpr=True)
-    calls = {id(s.call) for s in sites}
+    calls = {id(s.call) for _, s in hosted}
 
     class T(cst.CSTTransformer):
         def on_leave(self, original, updated):
@@ -227,8 +225,7 @@ def even_kernel(source: str, kernel: str) -> tuple[str, list[str]] | None:
                 return add_call_kwargs(updated, {"EVEN": site_conds[id(original)]})
             return updated
 
-    new_launch = launch.visit(T())
-    out = module.with_changes(body=[new_fn if s is fn else new_launch if s is launch else s for s in module.body])
+    out = visit_hosts(module, [h for h, _ in hosted], T(), {id(fn): new_fn})
     return out.code, [f"{p} % {b}" for _, p, b, _ in pairs]
 
 

@@ -39,7 +39,7 @@ from tritondx.tools.rewrite.cst_util import (
     subst,
     with_args,
 )
-from tritondx.tools.rewrite.launch_sites import launch_sites
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.launch_config import prepare
 
 REDUCE = {"sum": ("tl.sum", "0"), "max": ("tl.max", 'float("-inf")'), "min": ("tl.min", 'float("inf")')}
@@ -449,7 +449,7 @@ def vectorize_source(source: str, vec: int, tile_elems: int) -> tuple[str, list[
     if row_kernels:
         # BLOCK_R so that a tile holds about tile_elems elements, from the launch's column block
         _, tunables = prepare(source)
-        sites = {id(s.call): s for s in launch_sites(module) if s.kernel in row_kernels}
+        sites = {id(s.call): s for _, s in host_launch_sites(module) if s.kernel in row_kernels}
         values = {}
         for s in sites.values():
             cols = [t.value for t in tunables if t.kernel == s.kernel]

@@ -40,3 +40,20 @@ def test_no_removable_mask(rw):
     # the grid-literal kernel's grid is not cdiv(n, BLOCK), so an unmasked tail could run past the end
     assert rw.proposals("l3_matmul", "mask_removal")[1] == []
     assert rw.proposals("grid_literal", "mask_removal")[1] == []
+
+
+def test_a_launch_in_a_helper(rw, tmp_path):
+    """The launcher's EVEN test goes where the launch is: in a helper that launch() calls (as in real libraries)."""
+    from tritondx.tools.rewrite.mask_removal import even_kernel
+    src = rw.task_path("l2_softmax").read_text()
+    old = "    softmax_kernel[(M,)](x, out, N, x.stride(0), out.stride(0), BLOCK=1024)\n    return out\n"
+    assert old in src
+    src = src.replace(old, "    _softmax(x, out, M, N)\n    return out\n\n\ndef _softmax(x, out, M, N):\n"
+                           "    softmax_kernel[(M,)](x, out, N, x.stride(0), out.stride(0), BLOCK=1024)\n")
+    out, _ = even_kernel(src, "softmax_kernel")
+    call = next(n for n in ast.walk(rw.function(out, "_softmax")) if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Subscript))
+    assert {kw.arg: ast.unparse(kw.value) for kw in call.keywords}["EVEN"] == "N % 1024 == 0"
+    task = tmp_path / "helper_task.py"
+    task.write_text(src)
+    rw.verify(str(task), out, tmp_path)
