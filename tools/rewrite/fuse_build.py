@@ -21,7 +21,7 @@ from tritondx.tools.rewrite.cst_util import (
     replace_nodes,
     with_args,
 )
-from tritondx.tools.rewrite.launch_sites import launch_sites
+from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.fuse_plan import Plan, ptr_for, temp_alloc
 from tritondx.tools.rewrite.fuse_shapes import elementwise_only, flat_kernel, single_assign, tile_offset
 from tritondx.tools.rewrite.ptr_access import ptr_accesses
@@ -141,7 +141,7 @@ def fuse_flat_flat(module: cst.Module, plan: Plan) -> cst.Module | None:
     kernels = jit_functions(module)
     k1, k2 = kernels[plan.producer.kernel], kernels[plan.consumer.kernel]
     f1, f2 = flat_kernel(k1), flat_kernel(k2)
-    launch = function(module, "launch")
+    launch = function(module, plan.host)
     pr, co = plan.producer, plan.consumer
 
     def grid_code(site):
@@ -199,7 +199,7 @@ def fuse_flat_flat(module: cst.Module, plan: Plan) -> cst.Module | None:
 def _install(module: cst.Module, plan: Plan, fused: cst.FunctionDef, call: cst.Call,
              drop_kernels: set[str]) -> cst.Module:
     """Put the fused kernel after the producer's definition; replace the two launches by one."""
-    launch = function(module, "launch")
+    launch = function(module, plan.host)
     body = []
     for i, st in enumerate(launch.body.body):
         if i == plan.producer.index:
@@ -210,9 +210,9 @@ def _install(module: cst.Module, plan: Plan, fused: cst.FunctionDef, call: cst.C
         body.append(st)
     new_launch = launch.with_changes(body=launch.body.with_changes(body=body))
     out = []
-    used = {s.kernel for s in launch_sites(module)} - {plan.producer.kernel, plan.consumer.kernel}
+    used = {s.kernel for _, s in host_launch_sites(module)} - {plan.producer.kernel, plan.consumer.kernel}
     for s in module.body:
-        if isinstance(s, cst.FunctionDef) and s.name.value == "launch":
+        if isinstance(s, cst.FunctionDef) and s.name.value == plan.host:
             out.append(new_launch)
             continue
         if isinstance(s, cst.FunctionDef) and s.name.value == plan.consumer.kernel:
@@ -228,7 +228,7 @@ def _install(module: cst.Module, plan: Plan, fused: cst.FunctionDef, call: cst.C
 def fuse_epilogue(module: cst.Module, plan: Plan) -> cst.Module | None:
     """tile producer (matmul) -> flat consumer: the consumer runs on the tile."""
     kernels = jit_functions(module)
-    launch = function(module, "launch")
+    launch = function(module, plan.host)
     pr, co = plan.producer, plan.consumer
     k1, k2 = kernels[pr.kernel], kernels[co.kernel]
     f2 = flat_kernel(k2)
@@ -281,7 +281,7 @@ def fuse_epilogue(module: cst.Module, plan: Plan) -> cst.Module | None:
 def fuse_prologue(module: cst.Module, plan: Plan) -> cst.Module | None:
     """flat producer -> tile consumer: the producer's body runs on each tile the consumer loads."""
     kernels = jit_functions(module)
-    launch = function(module, "launch")
+    launch = function(module, plan.host)
     pr, co = plan.producer, plan.consumer
     k1, k2 = kernels[pr.kernel], kernels[co.kernel]
     f1 = flat_kernel(k1)

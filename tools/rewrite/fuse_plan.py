@@ -12,13 +12,12 @@ from tritondx.tools.rewrite.cst_util import (
     assigned_names,
     code_of,
     dotted,
-    function,
     jit_functions,
     param_names,
 )
 from tritondx.tools.rewrite.launch_sites import (
     LaunchSite,
-    launch_sites,
+    function_launch_sites,
 )
 from tritondx.tools.rewrite.fuse_shapes import flat_kernel, single_assign
 from tritondx.tools.rewrite.ptr_access import ptr_accesses
@@ -96,14 +95,20 @@ class Plan:
     consumer: LaunchSite
     temp: str
     stored_args: tuple[str, ...] = ()
+    #: the host function both launches are in (launch(), or a helper it calls)
+    host: str = "launch"
 
 
 def plan_chains(module: cst.Module) -> list[Plan]:
+    """Producer -> consumer chains of two launches in one host function (launch() or a helper it calls)."""
     kernels = jit_functions(module)
-    launch = function(module, "launch")
-    if launch is None:
-        return []
-    sites = launch_sites(module)
+    plans = []
+    for launch in [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in kernels]:
+        plans += _chains(launch, function_launch_sites(launch, kernels), kernels)
+    return plans
+
+
+def _chains(launch: cst.FunctionDef, sites: list[LaunchSite], kernels: dict[str, cst.FunctionDef]) -> list[Plan]:
     plans = []
     for i, prod in enumerate(sites):
         for cons in sites[i + 1:]:
@@ -134,5 +139,5 @@ def plan_chains(module: cst.Module) -> list[Plan]:
                     continue
                 stored = tuple(code_of(prod.bound[p]) for p in param_names(k1) if p in prod.bound and
                                isinstance(prod.bound[p], cst.Name) and ptr_accesses(k1, p)[1])
-                plans.append(Plan(kind, prod, cons, temp, stored))
+                plans.append(Plan(kind, prod, cons, temp, stored, launch.name.value))
     return plans

@@ -52,3 +52,24 @@ def test_no_chain_no_proposal(rw):
     assert rw.proposals("l1_eye", "fuse_launches")[1] == []
     # statistics read per group, not per element: not a flat chain
     assert rw.proposals("l2_groupnorm_swish", "fuse_launches")[1] == []
+
+
+def test_a_chain_in_a_helper(rw, tmp_path):
+    """Both launches in a helper that launch() calls (real libraries wrap their kernels): fused there."""
+    from tritondx.tools.rewrite.base import RewriteContext
+    from tritondx.tools.rewrite.fuse_launches import fuse_launches
+    from tritondx.tools.task.spec import parse_task_source
+    src = rw.task_path("l1_addcmul").read_text()
+    head, rest = src.split("def launch(x, t1, t2):\n", 1)
+    body, tail = rest.split("\n\ndef reference", 1)
+    src = (head + "def launch(x, t1, t2):\n    return _addcmul(x, t1, t2)\n\n\ndef _addcmul(x, t1, t2):\n" + body
+           + "\n\ndef reference" + tail)
+    task = tmp_path / "helper_task.py"
+    task.write_text(src)
+    ctx = rw.make_context(str(task), ["fuse_launches"])
+    (p,) = fuse_launches(ctx)
+    parse_task_source(p.source, "candidate.py")
+    helper = rw.function(p.source, "_addcmul")
+    assert len([n for n in ast.walk(helper) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)]) == 1
+    assert len(rw.kernel_names(p.source)) == 1
+    rw.verify(str(task), p.source, tmp_path)
