@@ -1,13 +1,13 @@
-"""The int values of the kernel calls in ``launch()`` (constexprs, ``num_warps``, ``num_stages``) where they are
-written as literals, or as locals assigned a literal in ``launch()``: read (``current_launch_values``) and set
-(``set_launch_values``)."""
+"""The int values of the kernel calls in the host functions (``launch()`` and the helpers that launch: constexprs,
+``num_warps``, ``num_stages``) where they are written as literals, or as locals assigned a literal in the function
+that makes the call: read (``current_launch_values``) and set (``set_launch_values``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import libcst as cst
-from tritondx.tools.rewrite.cst_util import dotted, function, parse
+from tritondx.tools.rewrite.cst_util import dotted, jit_functions, parse
 
 
 @dataclass
@@ -16,10 +16,8 @@ class KernelCall:
     keywords: dict[str, cst.BaseExpression]
 
 
-def kernel_calls(module: cst.Module, kernel_names: set[str]) -> list[KernelCall]:
-    launch = function(module, "launch")
-    if launch is None:
-        return []
+def calls_in(fn: cst.FunctionDef, kernel_names: set[str]) -> list[KernelCall]:
+    """The ``kernel[grid](...)`` calls of ``kernel_names`` in one function."""
     out: list[KernelCall] = []
 
     class V(cst.CSTVisitor):
@@ -28,8 +26,19 @@ def kernel_calls(module: cst.Module, kernel_names: set[str]) -> list[KernelCall]
                 out.append(KernelCall(dotted(node.func.value),
                                       {a.keyword.value: a.value for a in node.args if a.keyword}))
 
-    launch.visit(V())
+    fn.visit(V())
     return out
+
+
+def host_functions(module: cst.Module) -> list[cst.FunctionDef]:
+    """The module's top-level functions that are not kernels: launch() and the helpers (real launchers wrap their
+    kernels: every third-party corpus task launches from a helper)."""
+    jit = jit_functions(module)
+    return [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in jit]
+
+
+def kernel_calls(module: cst.Module, kernel_names: set[str]) -> list[KernelCall]:
+    return [c for fn in host_functions(module) for c in calls_in(fn, kernel_names)]
 
 
 def int_assignments(fn: cst.FunctionDef) -> dict[str, int]:
@@ -52,10 +61,10 @@ def int_assignments(fn: cst.FunctionDef) -> dict[str, int]:
 
 
 class SetLaunchValues(cst.CSTTransformer):
-    """Set constexpr / launch option values of the kernel calls in ``launch``.
+    """Set constexpr / launch option values of the kernel calls, in the function that makes each call.
 
     ``values`` maps kernel -> {param: int}. A keyword whose value is a literal is replaced; one whose
-    value is a local name assigned an int literal in ``launch`` has that assignment replaced; a
+    value is a local name assigned an int literal in that function has that assignment replaced; a
     missing launch option (num_warps, num_stages) is added as a keyword.
     """
 
@@ -63,25 +72,33 @@ class SetLaunchValues(cst.CSTTransformer):
 
     def __init__(self, values: dict[str, dict[str, int]]):
         self.values = values
-        self.in_launch = False
-        self.rename: dict[str, int] = {}
+        #: per function being visited: whether it calls a kernel of ``values``, and its locals to set
+        self.frames: list[tuple[bool, dict[str, int]]] = []
         self.applied: set[tuple[str, str]] = set()
 
+    @property
+    def in_launch(self) -> bool:
+        return bool(self.frames) and self.frames[-1][0]
+
+    @property
+    def rename(self) -> dict[str, int]:
+        return self.frames[-1][1] if self.frames else {}
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        if node.name.value == "launch":
-            self.in_launch = True
+        calls = calls_in(node, set(self.values))
+        rename: dict[str, int] = {}
+        if calls:
             assigned = int_assignments(node)
-            for kc_name, params in self.values.items():
-                for call in kernel_calls(cst.Module(body=[node]), {kc_name}):
-                    for p, v in params.items():
-                        expr = call.keywords.get(p)
-                        if isinstance(expr, cst.Name) and expr.value in assigned:
-                            self.rename[expr.value] = v
+            for call in calls:
+                for p, v in self.values[call.kernel].items():
+                    expr = call.keywords.get(p)
+                    if isinstance(expr, cst.Name) and expr.value in assigned:
+                        rename[expr.value] = v
+        self.frames.append((bool(calls), rename))
         return True
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        if original.name.value == "launch":
-            self.in_launch = False
+        self.frames.pop()
         return updated
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
@@ -127,17 +144,15 @@ def set_launch_values(source: str, values: dict[str, dict[str, int]]) -> str:
 def current_launch_values(source: str, kernel_names: set[str], constexprs: dict[str, list[str]]) -> dict[str, dict[str, int]]:
     """The int values each kernel call gets for its constexprs and launch options (where literal)."""
     module = parse(source)
-    launch = function(module, "launch")
-    if launch is None:
-        return {}
-    assigned = int_assignments(launch)
     out: dict[str, dict[str, int]] = {}
-    for call in kernel_calls(module, kernel_names):
-        vals = out.setdefault(call.kernel, {})
-        for p in list(constexprs.get(call.kernel, [])) + list(SetLaunchValues.OPTIONS):
-            expr = call.keywords.get(p)
-            if isinstance(expr, cst.Integer):
-                vals[p] = int(expr.value)
-            elif isinstance(expr, cst.Name) and expr.value in assigned:
-                vals[p] = assigned[expr.value]
+    for fn in host_functions(module):
+        assigned = int_assignments(fn)
+        for call in calls_in(fn, kernel_names):
+            vals = out.setdefault(call.kernel, {})
+            for p in list(constexprs.get(call.kernel, [])) + list(SetLaunchValues.OPTIONS):
+                expr = call.keywords.get(p)
+                if isinstance(expr, cst.Integer):
+                    vals[p] = int(expr.value)
+                elif isinstance(expr, cst.Name) and expr.value in assigned:
+                    vals[p] = assigned[expr.value]
     return out
