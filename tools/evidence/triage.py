@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from tritondx.tools.records.evidence import Finding, finding_id
 from tritondx.tools.task.spec import TaskSpec
 from tritondx.tools.evidence.inplace import dotted_name as _call_name
-from tritondx.tools.evidence.triage_patterns import source_patterns
+from tritondx.tools.evidence.triage_patterns import launch_path, source_patterns
 
 KERNEL_CLASSES = ("matmul-like", "attention-like", "reduction", "scan", "gather/scatter", "elementwise", "other")
 
@@ -271,19 +271,30 @@ def triage(spec: TaskSpec, launch_records: list | None = None) -> tuple[str, lis
     add("kernel_class", f"classified as {kclass}", None, [], severity="info", kernel_class=kclass)
     launch_fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "launch")
     names = {k.name for k in spec.kernels}
-    launches = kernel_launches(launch_fn, names)
+    # the launches of launch() and of the helpers it calls by name (real launchers wrap their kernels: every
+    # third-party corpus task launches from a helper), each read in the function that makes it
+    path = launch_path(tree)
+    hosts = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in path and n.name not in names]
+    made_in = {}
+    for fn in hosts:
+        for lc in kernel_launches(fn, names):
+            made_in[id(lc)] = (fn, lc)
+    launches = sorted((lc for _, lc in made_in.values()), key=lambda lc: lc.lineno)
     if len(launches) > 1:
-        add("multiple_launches", f"launch() makes {len(launches)} kernel launches "
+        by = "launch()" if all(made_in[id(lc)][0] is launch_fn for lc in launches) else \
+            "launch() and the functions it calls"
+        add("multiple_launches", f"{by} make{'s' if by == 'launch()' else ''} {len(launches)} kernel launches "
                                  f"({', '.join(lc.kernel for lc in launches)}); intermediate results go through HBM",
             launches[0].lineno, ["fuse_passes", "fuse_launches"], severity="high", launches=len(launches))
-    for loop in (n for n in ast.walk(launch_fn) if isinstance(n, (ast.For, ast.While))):
+    for loop in (n for fn in hosts for n in ast.walk(fn) if isinstance(n, (ast.For, ast.While))):
         inner = kernel_launches(loop, names)
         if inner:
             # a GEMM per item (grouped / MoE GEMMs): one persistent launch over every item's tiles is the fix
             gemm = any(isinstance(n, ast.Call) and _call_name(n.func) == "tl.dot"
                        for fn in tree.body if isinstance(fn, ast.FunctionDef) and fn.name in {lc.kernel for lc in inner}
                        for n in ast.walk(fn))
-            add("launch_in_loop", f"launch() launches {', '.join(sorted({lc.kernel for lc in inner}))} inside a "
+            host = next(fn.name for fn in hosts if any(n is loop for n in ast.walk(fn)))
+            add("launch_in_loop", f"{host}() launches {', '.join(sorted({lc.kernel for lc in inner}))} inside a "
                                   "Python loop: one host launch (and one GPU grid) per iteration, each item's launch "
                                   "paying the per-launch overhead and small items leaving the GPU mostly idle",
                 inner[0].lineno, ["fuse_launches", "persistent"] if gemm else ["fuse_launches"], severity="high",
@@ -294,7 +305,7 @@ def triage(spec: TaskSpec, launch_records: list | None = None) -> tuple[str, lis
         info = spec.kernel(lc.kernel)
         for p in info.constexpr_params if info else []:
             if p in lc.keywords and "BLOCK" in p.upper():
-                v = _int_value(lc.keywords[p], launch_fn)
+                v = _int_value(lc.keywords[p], made_in[id(lc)][0])
                 if v is not None and v <= 256 and kclass in ("elementwise", "reduction", "gather/scatter", "scan"):
                     add("tiny_block", f"{lc.kernel} launched with {p}={v}: each program touches only {v} elements",
                         lc.lineno, ["launch_config"], severity="high" if v <= 128 else "medium", kernel=lc.kernel,
@@ -303,7 +314,7 @@ def triage(spec: TaskSpec, launch_records: list | None = None) -> tuple[str, lis
                     add("small_matmul_tile", f"{lc.kernel} launched with {p}={v}: tiles below 64 rows cannot use "
                                              "Hopper warpgroup MMA", lc.lineno, ["launch_config", "tl_dot"],
                         severity="high", kernel=lc.kernel, wants={p: "larger"}, **{p: v})
-        nw = _int_value(lc.keywords["num_warps"], launch_fn) if "num_warps" in lc.keywords else None
+        nw = _int_value(lc.keywords["num_warps"], made_in[id(lc)][0]) if "num_warps" in lc.keywords else None
         if nw is not None and nw < 4:
             add("few_warps", f"{lc.kernel} launched with num_warps={nw}", lc.lineno, ["launch_config"],
                 kernel=lc.kernel, wants={"num_warps": "larger"}, num_warps=nw)
