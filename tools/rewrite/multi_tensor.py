@@ -30,7 +30,6 @@ from tritondx.tools.rewrite.cst_util import (
     constexpr_names,
     dotted,
     expr,
-    function,
     jit_functions,
     names_in,
     param_names,
@@ -204,12 +203,11 @@ def {helper}(calls, **meta):
 def plan_multi_tensor(source: str) -> list[tuple[str, str]]:
     """[(new source, kernel)] for each loop of launches that can become multi-tensor launches."""
     module = parse(source)
-    launch = function(module, "launch")
-    if launch is None:
-        return []
     kernels = jit_functions(module)
     out = []
-    for li, loop in enumerate(launch.body.body):
+    # the loops of launch() and of the other host functions (a loop of launches is often a library function's)
+    hosts = [h for h in module.body if isinstance(h, cst.FunctionDef) and h.name.value not in kernels]
+    for launch, li, loop in [(h, i, st) for h in hosts for i, st in enumerate(h.body.body)]:
         if not isinstance(loop, cst.For) or loop.orelse is not None or loop.asynchronous is not None:
             continue
         body = list(loop.body.body)

@@ -81,3 +81,24 @@ def test_gemm_per_group_loop_gets_the_grouped_template_from_triage(rw):
     # a loop of elementwise launches is not a persistent-GEMM case
     (fe,) = [f for f in rw.make_context("l2_foreach_add").findings if f.detector == "launch_in_loop"]
     assert fe.suggests == ["fuse_launches"]
+
+
+def test_a_loop_of_launches_in_a_helper(rw, tmp_path):
+    """The loop is a helper's (launch() calls a library function that loops): found and rewritten there, and
+    triage names it (``launch_in_loop``, the helper's name in the message)."""
+    from tritondx.tools.evidence.triage import triage
+    from tritondx.tools.task.spec import load_task
+    src = rw.task_path("l2_foreach_add").read_text()
+    old = "def launch(*tensors):\n"
+    assert src.count(old) == 1
+    src = src.replace(old, "def launch(*tensors):\n    return _foreach_add(*tensors)\n\n\ndef _foreach_add(*tensors):\n")
+    task = tmp_path / "helper_task.py"
+    task.write_text(src)
+    _, found = triage(load_task(task))
+    (hit,) = [f for f in found if f.detector == "launch_in_loop"]
+    assert hit.message.startswith("_foreach_add() launches add_kernel")
+    ((out, kernel),) = plan_multi_tensor(src)
+    assert kernel == "add_kernel"
+    helper = rw.function(out, "_foreach_add")
+    assert not [n for n in ast.walk(helper) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)]
+    rw.verify(str(task), out, tmp_path)
