@@ -275,14 +275,10 @@ def triage(spec: TaskSpec, launch_records: list | None = None) -> tuple[str, lis
     # third-party corpus task launches from a helper), each read in the function that makes it
     path = launch_path(tree)
     hosts = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in path and n.name not in names]
-    made_in = {}
-    for fn in hosts:
-        for lc in kernel_launches(fn, names):
-            made_in[id(lc)] = (fn, lc)
-    launches = sorted((lc for _, lc in made_in.values()), key=lambda lc: lc.lineno)
+    made = sorted(((fn, lc) for fn in hosts for lc in kernel_launches(fn, names)), key=lambda p: p[1].lineno)
+    launches = [lc for _, lc in made]
     if len(launches) > 1:
-        by = "launch()" if all(made_in[id(lc)][0] is launch_fn for lc in launches) else \
-            "launch() and the functions it calls"
+        by = "launch()" if all(fn is launch_fn for fn, _ in made) else "launch() and the functions it calls"
         add("multiple_launches", f"{by} make{'s' if by == 'launch()' else ''} {len(launches)} kernel launches "
                                  f"({', '.join(lc.kernel for lc in launches)}); intermediate results go through HBM",
             launches[0].lineno, ["fuse_passes", "fuse_launches"], severity="high", launches=len(launches))
@@ -301,11 +297,11 @@ def triage(spec: TaskSpec, launch_records: list | None = None) -> tuple[str, lis
                 kernel=inner[0].kernel,
                 launches_in_loop=len(inner))
             break
-    for lc in launches:
+    for fn, lc in made:
         info = spec.kernel(lc.kernel)
         for p in info.constexpr_params if info else []:
             if p in lc.keywords and "BLOCK" in p.upper():
-                v = _int_value(lc.keywords[p], made_in[id(lc)][0])
+                v = _int_value(lc.keywords[p], fn)
                 if v is not None and v <= 256 and kclass in ("elementwise", "reduction", "gather/scatter", "scan"):
                     add("tiny_block", f"{lc.kernel} launched with {p}={v}: each program touches only {v} elements",
                         lc.lineno, ["launch_config"], severity="high" if v <= 128 else "medium", kernel=lc.kernel,
@@ -314,7 +310,7 @@ def triage(spec: TaskSpec, launch_records: list | None = None) -> tuple[str, lis
                     add("small_matmul_tile", f"{lc.kernel} launched with {p}={v}: tiles below 64 rows cannot use "
                                              "Hopper warpgroup MMA", lc.lineno, ["launch_config", "tl_dot"],
                         severity="high", kernel=lc.kernel, wants={p: "larger"}, **{p: v})
-        nw = _int_value(lc.keywords["num_warps"], made_in[id(lc)][0]) if "num_warps" in lc.keywords else None
+        nw = _int_value(lc.keywords["num_warps"], fn) if "num_warps" in lc.keywords else None
         if nw is not None and nw < 4:
             add("few_warps", f"{lc.kernel} launched with num_warps={nw}", lc.lineno, ["launch_config"],
                 kernel=lc.kernel, wants={"num_warps": "larger"}, num_warps=nw)

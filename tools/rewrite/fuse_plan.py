@@ -18,6 +18,7 @@ from tritondx.tools.rewrite.cst_util import (
 from tritondx.tools.rewrite.launch_sites import (
     LaunchSite,
     function_launch_sites,
+    host_functions,
 )
 from tritondx.tools.rewrite.fuse_shapes import flat_kernel, single_assign
 from tritondx.tools.rewrite.ptr_access import ptr_accesses
@@ -103,7 +104,7 @@ def plan_chains(module: cst.Module) -> list[Plan]:
     """Producer -> consumer chains of two launches in one host function (launch() or a helper it calls)."""
     kernels = jit_functions(module)
     plans = []
-    for launch in [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in kernels]:
+    for launch in host_functions(module):
         plans += _chains(launch, function_launch_sites(launch, kernels), kernels)
     return plans
 

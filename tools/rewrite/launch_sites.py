@@ -68,11 +68,17 @@ def function_launch_sites(launch: cst.FunctionDef, kernels: dict[str, cst.Functi
     return out
 
 
+def host_functions(module: cst.Module) -> list[cst.FunctionDef]:
+    """The module's top-level functions that are not kernels: launch() and the helpers (real launchers wrap their
+    kernels: every third-party corpus task launches from a helper)."""
+    jit = jit_functions(module)
+    return [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in jit]
+
+
 def host_launch_sites(module: cst.Module) -> list[tuple[cst.FunctionDef, LaunchSite]]:
     """Kernel launches in every top-level host function (launch() and the helpers it calls), in source order."""
     jit = jit_functions(module)
-    return [(s, site) for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in jit
-            for site in function_launch_sites(s, jit)]
+    return [(s, site) for s in host_functions(module) for site in function_launch_sites(s, jit)]
 
 
 def visit_hosts(module: cst.Module, hosts: list[cst.FunctionDef], transformer: cst.CSTTransformer,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from tritondx.tools.rewrite.cst_util import dotted, jit_functions, parse
+from tritondx.tools.rewrite.cst_util import dotted, parse
+from tritondx.tools.rewrite.launch_sites import host_functions
 
 
 @dataclass
@@ -28,17 +29,6 @@ def calls_in(fn: cst.FunctionDef, kernel_names: set[str]) -> list[KernelCall]:
 
     fn.visit(V())
     return out
-
-
-def host_functions(module: cst.Module) -> list[cst.FunctionDef]:
-    """The module's top-level functions that are not kernels: launch() and the helpers (real launchers wrap their
-    kernels: every third-party corpus task launches from a helper)."""
-    jit = jit_functions(module)
-    return [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in jit]
-
-
-def kernel_calls(module: cst.Module, kernel_names: set[str]) -> list[KernelCall]:
-    return [c for fn in host_functions(module) for c in calls_in(fn, kernel_names)]
 
 
 def int_assignments(fn: cst.FunctionDef) -> dict[str, int]:

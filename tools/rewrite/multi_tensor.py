@@ -37,6 +37,7 @@ from tritondx.tools.rewrite.cst_util import (
     stmt,
     stmts,
 )
+from tritondx.tools.rewrite.launch_sites import host_functions
 from tritondx.tools.rewrite.ptr_access import ptr_accesses
 
 MT_MAX = 16
@@ -206,8 +207,7 @@ def plan_multi_tensor(source: str) -> list[tuple[str, str]]:
     kernels = jit_functions(module)
     out = []
     # the loops of launch() and of the other host functions (a loop of launches is often a library function's)
-    hosts = [h for h in module.body if isinstance(h, cst.FunctionDef) and h.name.value not in kernels]
-    for launch, li, loop in [(h, i, st) for h in hosts for i, st in enumerate(h.body.body)]:
+    for launch, li, loop in [(h, i, st) for h in host_functions(module) for i, st in enumerate(h.body.body)]:
         if not isinstance(loop, cst.For) or loop.orelse is not None or loop.asynchronous is not None:
             continue
         body = list(loop.body.body)

@@ -33,7 +33,7 @@ from tritondx.tools.rewrite.cst_util import (
     stmts,
     subst,
 )
-from tritondx.tools.rewrite.launch_sites import host_launch_sites
+from tritondx.tools.rewrite.launch_sites import host_launch_sites, visit_hosts
 from tritondx.tools.rewrite.templates import template
 
 STORES = ("tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_xchg", "tl.atomic_cas")
@@ -218,13 +218,12 @@ def row_resident_source(source: str, max_row: int) -> tuple[str, list[str]]:
                             orelse=cst.Else(body=cst.IndentedBlock(body=[original])))
             return cst.FlattenSentinel(head + [branch])
 
-    hosts = {id(h): h for h, site in host_sites if id(site.call) in plans}
-    if any("_row_block" in names_in(h) for h in hosts.values()):
+    hosts = [h for h, site in host_sites if id(site.call) in plans]
+    if any("_row_block" in names_in(h) for h in hosts):
         return source, []
-    new_hosts = {i: h.visit(T()) for i, h in hosts.items()}
     body = []
-    for s in module.body:
-        body.append(new_hosts.get(id(s), s))
+    for s in visit_hosts(module, hosts, T()).body:
+        body.append(s)
         if isinstance(s, cst.FunctionDef) and s.name.value in new_kernels:
             body.append(new_kernels[s.name.value].with_changes(
                 leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
