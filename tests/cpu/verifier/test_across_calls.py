@@ -167,7 +167,9 @@ def test_bench_checks_the_outputs_of_the_calls_it_times(bench_mod, tmp_path):
     checked = {vid: v["outputs_checked"] for vid, v in entry["variants"].items()}
     assert checked["initial"]["calls"] >= 2 and checked["initial"]["mismatch"] is None, checked
     assert checked["honest"]["calls"] >= 2 and checked["honest"]["mismatch"] is None, checked
-    assert checked["cheat"]["mismatch"] and "elements off" in checked["cheat"]["mismatch"], checked
+    # the last 30% of its output is torch.empty's contents: off, or NaN/Inf where they happen to be (CI, 2026-12-06)
+    mism = checked["cheat"]["mismatch"] or ""
+    assert "elements off" in mism or "NaN/Inf where the reference is finite" in mism, checked
 
     from tritondx.tools.verify import timing
     assert set(timing.timed_mismatches(out)) == {"cheat"}
