@@ -32,6 +32,23 @@ for t, r in entries.items():
         vs.append(min(ratios) >= 1.0)
 print(f"at or under the faster of torch eager and torch.compile: {sum(vs)} of {len(vs)} with torch timed "
       f"({100 * sum(vs) / max(len(vs), 1):.0f}%)")
+
+
+def _tied(r) -> bool:
+    """Slower than the faster torch by less than that torch time's own spread in its baselines job (the relative
+    range of its round medians): a tie the timing cannot order. Reported beside the strict count, never in it."""
+    ratios = {k: r.get(f"vs_torch_{k}") for k in ("eager", "compile") if r.get(f"vs_torch_{k}")}
+    if not ratios or min(ratios.values()) >= 1.0:
+        return False
+    k = min(ratios, key=ratios.get)
+    shape = ((r.get("baselines_bench") or {}).get("shapes") or [{}])[0]
+    spread = (shape.get(f"torch_{k}") or {}).get("spread") or 0.0
+    return ratios[k] >= 1.0 - spread
+
+
+ties = sorted(t for t, r in entries.items() if t in done and _tied(r))
+print(f"  of the rest, within the faster torch's own measured spread (a tie, not counted above): {len(ties)}"
+      + (f" ({', '.join(ties)})" if ties else ""))
 # a task whose speedup is its run's own last bench (batch_summary.RUN_BENCH: the final bench stopped at the
 # deadline; RUN_DECISIVE: no final bench, the run's figure over batch_task.RECHECK_BELOW)
 how = {t: str((r.get("measured_how") or {}).get("speedup", "")) for t, r in entries.items() if t in done}
