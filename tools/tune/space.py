@@ -26,7 +26,7 @@ from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs, free_n
 from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
 from tritondx.tools.tune.knob import split
-from tritondx.tools.tune.tunables import dot_operands, host_semantic, kernel_roles
+from tritondx.tools.tune.tunables import callees, dot_operands, host_semantic, kernel_roles
 
 KnobKind = Literal["tile", "count", "grid", "warps", "stages", "loop", "pin"]
 #: the name the instrumented source reads knobs through
@@ -103,7 +103,8 @@ def _loop_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"]) -> None:
         k.params.append(key)
 
 
-def _has_loop(kfn: cst.FunctionDef) -> bool:
+def _has_loop(kfn: cst.FunctionDef, jit: dict[str, cst.FunctionDef] | None = None) -> bool:
+    """A loop in the kernel or in a device function it calls (what ``num_stages`` pipelines)."""
     found = False
 
     class V(cst.CSTVisitor):
@@ -115,7 +116,8 @@ def _has_loop(kfn: cst.FunctionDef) -> bool:
             nonlocal found
             found = True
 
-    kfn.body.visit(V())
+    for fn in callees(kfn, jit):
+        fn.body.visit(V())
     return found
 
 
@@ -136,8 +138,9 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
     in_kernels = _kernel_globals(res)
     # pass 1: every use of each definition, so a definition some launch reads as a layout constant is left alone
     uses: dict[int, list[tuple[object, str, str]]] = {}
+    jit = an.kernels   # every @triton.jit function: what a kernel passes to a device function counts there too
     for s in res.sites:
-        roles = kernel_roles(s.kfn)
+        roles = kernel_roles(s.kfn, jit)
         for p, d in s.params.items():
             if p in OPTIONS:
                 continue
@@ -150,16 +153,16 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
         auto = autotune_configs(s.kfn)
         tuned_by_autotune: set[str] = set()
         if auto is not None:   # its configs' values are knobs; a tile the launcher passes is one as for any kernel
-            _autotune_knobs(s, auto, space, plan, by_key)
+            _autotune_knobs(s, auto, space, plan, by_key, jit)
             tuned_by_autotune = {*OPTIONS, *(p for c in auto[0] for p in c)}
-        roles = kernel_roles(s.kfn)
-        dots = dot_operands(s.kfn)
+        roles = kernel_roles(s.kfn, jit)
+        dots = dot_operands(s.kfn, jit)
         for p, d in s.params.items():
             pname = f"{name}.{p}"
             if p in tuned_by_autotune:
                 continue
             if p in OPTIONS:
-                if p == "num_stages" and not _has_loop(s.kfn):
+                if p == "num_stages" and not _has_loop(s.kfn, jit):
                     continue                       # no loop to pipeline: stages change nothing
                 kind: KnobKind = "warps" if p == "num_warps" else "stages"
                 arg = kwarg(s.call, p)
@@ -280,7 +283,8 @@ def _grid_knobs(s, plan: _Plan, by_key: dict[str, Knob]) -> None:
             k.params.append(f"{s.kernel}.grid{i}")
 
 
-def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob]) -> None:
+def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob],
+                    jit: dict[str, cst.FunctionDef]) -> None:
     """An autotuned kernel: its config list becomes one config whose every value is a knob. Tiles, num_warps and
     num_stages are searched from the autotuner's own pick (what the launch recorded); the rest is pinned to it."""
     configs, call = auto
@@ -293,14 +297,14 @@ def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob])
         return
     if id(node) in plan.autotune:
         return
-    roles = kernel_roles(s.kfn)
-    dots = dot_operands(s.kfn)
+    roles = kernel_roles(s.kfn, jit)
+    dots = dot_operands(s.kfn, jit)
     params = list(dict.fromkeys([p for c in configs for p in c if p not in OPTIONS])) + list(OPTIONS)
     pairs = []
     for p in params:
         key = f"{name}.{p}"
         role = roles.get(p, "other") if p not in OPTIONS else ("warps" if p == "num_warps" else "stages")
-        if p == "num_stages" and not _has_loop(s.kfn):
+        if p == "num_stages" and not _has_loop(s.kfn, jit):
             role = "pin"
         kind = role if role in ("tile", "count", "warps", "stages") else "pin"
         first = next((c[p] for c in configs if p in c), {"num_warps": 4, "num_stages": 3}.get(p))

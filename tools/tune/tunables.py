@@ -55,16 +55,51 @@ def _names(node: cst.CSTNode) -> set[str]:
     return out
 
 
-def kernel_roles(kfn: cst.FunctionDef) -> dict[str, Role]:
-    """constexpr name -> role, for one ``@triton.jit`` function (libcst node)."""
-    params = constexpr_names(kfn)
+def _callee(name: str, jit: dict[str, cst.FunctionDef]) -> cst.FunctionDef | None:
+    """The module's ``@triton.jit`` function a call inside a kernel names (``helper(...)``, ``mod.helper(...)``),
+    never ``tl.*``/``triton.*``."""
+    head = name.split(".", 1)[0]
+    if head in ("tl", "triton", "libdevice", "math"):
+        return None
+    return jit.get(name) or jit.get(name.rsplit(".", 1)[-1])
+
+
+def _bound(n: cst.Call, callee: cst.FunctionDef) -> list[tuple[cst.BaseExpression, str]]:
+    """(argument expression, callee parameter) pairs of a call, positional then keyword."""
+    names = [p.name.value for p in callee.params.params]
+    out, i = [], 0
+    for a in n.args:
+        if a.star:
+            return out
+        if a.keyword is not None:
+            out.append((a.value, a.keyword.value))
+        elif i < len(names):
+            out.append((a.value, names[i]))
+            i += 1
+    return out
+
+
+def _uses(kfn: cst.FunctionDef, params: list[str], jit: dict[str, cst.FunctionDef],
+          seen: tuple[str, ...]) -> dict[str, set[str]]:
+    """How a function uses each of ``params``; a value it passes on to another ``@triton.jit`` function of the
+    module (a device function: ``rms_matmul(..., BLOCK_M=BLOCK_M)``) takes on that function's uses of the
+    parameter it binds, recursively."""
     uses: dict[str, set[str]] = {p: set() for p in params}
+    name_of = kfn.name.value
 
     class V(cst.CSTVisitor):
         def visit_Call(self, n: cst.Call) -> None:
             name = dotted(n.func)
             last = name.rsplit(".", 1)[-1]
             args = [a.value for a in n.args]
+            callee = _callee(name, jit) if jit else None
+            if callee is not None and callee.name.value not in seen + (name_of,):
+                pairs = [(a, q) for a, q in _bound(n, callee) if _names(a) & uses.keys()]
+                if pairs:
+                    inner = _uses(callee, [q for _, q in pairs], jit, seen + (name_of,))
+                    for a, q in pairs:
+                        for p in _names(a) & uses.keys():
+                            uses[p] |= inner.get(q, set())
             if last == "cdiv" and len(args) == 2:   # SPLIT of ``tl.cdiv(N, SPLIT)``: a share per program
                 for p in _names(args[1]) & uses.keys():
                     uses[p].add("split")
@@ -103,8 +138,14 @@ def kernel_roles(kfn: cst.FunctionDef) -> dict[str, Role]:
                     uses[p].add("divides")
 
     kfn.body.visit(V())
+    return uses
+
+
+def kernel_roles(kfn: cst.FunctionDef, jit: dict[str, cst.FunctionDef] | None = None) -> dict[str, Role]:
+    """constexpr name -> role, for one ``@triton.jit`` function (libcst node); with ``jit`` (the module's jit
+    functions by name), what it passes to a device function counts as that function uses it."""
     roles: dict[str, Role] = {}
-    for p, u in uses.items():
+    for p, u in _uses(kfn, constexpr_names(kfn), jit or {}, ()).items():
         if "semantic" in u:
             roles[p] = "semantic"
         elif "tile" in u:
@@ -122,9 +163,27 @@ def kernel_roles(kfn: cst.FunctionDef) -> dict[str, Role]:
     return roles
 
 
-def dot_operands(kfn: cst.FunctionDef) -> set[str]:
+def callees(kfn: cst.FunctionDef, jit: dict[str, cst.FunctionDef] | None) -> list[cst.FunctionDef]:
+    """``kfn`` and every ``@triton.jit`` function of the module it calls, directly or through another one."""
+    out, todo = [kfn], [kfn]
+    while todo and jit:
+        fn = todo.pop()
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                c = _callee(dotted(n.func), jit)
+                if c is not None and all(c is not o for o in out):
+                    out.append(c)
+                    todo.append(c)
+
+        fn.body.visit(V())
+    return out
+
+
+def dot_operands(kfn: cst.FunctionDef, jit: dict[str, cst.FunctionDef] | None = None) -> set[str]:
     """constexprs that size a ``tl.dot`` operand (its tiles must stay >= 16 for tensor cores): every tile
-    constexpr of a kernel that calls ``tl.dot`` (an over-approximation that only raises a lower bound)."""
+    constexpr of a kernel that calls ``tl.dot``, itself or in a device function it calls (an over-approximation
+    that only raises a lower bound)."""
     has_dot = False
 
     class V(cst.CSTVisitor):
@@ -133,10 +192,11 @@ def dot_operands(kfn: cst.FunctionDef) -> set[str]:
             if dotted(n.func).rsplit(".", 1)[-1] == "dot":
                 has_dot = True
 
-    kfn.body.visit(V())
+    for fn in callees(kfn, jit):
+        fn.body.visit(V())
     if not has_dot:
         return set()
-    return {p for p, r in kernel_roles(kfn).items() if r == "tile"}
+    return {p for p, r in kernel_roles(kfn, jit).items() if r == "tile"}
 
 
 def host_semantic(fn: cst.FunctionDef | None, name: str) -> str:

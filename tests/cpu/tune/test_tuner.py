@@ -1311,3 +1311,60 @@ def test_a_tile_whose_changed_values_fault_twice_is_kept_as_launched_in_the_next
     assert any(s["param"] == tile and "faulted 2 times" in s["why"] for s in out.skipped)
     assert runmod.drop_faulting([{"key": "k.num_warps", "kind": "warps"}],
                                 [{"k.num_warps": 1}, {"k.num_warps": 1}])[1] == []
+
+
+# the kernel passes its tiles on to @triton.jit device functions: one loops over K and calls tl.dot, one views
+# a block by a group size
+DEVICE_FN_TASK = GEMM_TASK[:GEMM_TASK.index("@triton.jit")] + '''@triton.jit
+def _tile_product(a, b, rm, rn, M, N, K, TM: tl.constexpr, TN: tl.constexpr, STEP: tl.constexpr):
+    acc = tl.zeros((TM, TN), dtype=tl.float32)
+    for k in range(0, K, STEP):
+        rk = k + tl.arange(0, STEP)
+        x = tl.load(a + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        y = tl.load(b + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(x, y, allow_tf32=False)
+    return acc
+
+
+@triton.jit
+def _grouped(v, G: tl.constexpr, W: tl.constexpr):
+    return tl.reshape(v, (G, W))
+
+
+@triton.jit
+def mm(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, G: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = _tile_product(a, b, rm, rn, M, N, K, BM, BN, STEP=BK)
+    ones = _grouped(tl.full((16,), 1.0, tl.float32), G, 16 // G)
+    tl.store(c + rm[:, None] * N + rn[None, :], acc * (tl.sum(tl.sum(ones, 1), 0) / 16.0),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def launch(a, b):
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    BM, BN, BK = 16, 16, 16
+    mm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM, BN, BK, G=4)
+    return c
+
+
+def reference(a, b):
+    return a @ b
+'''
+
+
+def test_tiles_a_kernel_passes_to_a_device_function_are_tiles_there(tmp_path):
+    """A kernel that hands its blocks to ``@triton.jit`` device functions (the K loop, the ``tl.dot``): each value's
+    role is how the function it reaches uses it; a group size that only sizes a ``reshape`` there is left alone."""
+    src = textwrap.dedent(DEVICE_FN_TASK)
+    sp = spacemod.build(src)
+    tiles = {k.key: k for k in sp.knobs if k.kind == "tile"}
+    assert set(tiles) == {"mm.BM", "mm.BN", "mm.BK"} and all(k.dot for k in tiles.values())   # tl.dot in the callee
+    assert "mm.num_stages" in {k.key for k in sp.knobs}                 # the loop is in the callee too
+    assert "mm.G" in {s.param for s in sp.skipped} and "mm.G" not in {k.key for k in sp.knobs}
+    out = tmp_path / "device_fn.py"
+    out.write_text(spacemod.emit(src, {"mm.BM": 2, "mm.BN": 1, "mm.BK": 1}))
+    assert "BM, BN, BK = 64, 32, 32" in out.read_text()
+    _run_emitted(out)
