@@ -63,6 +63,7 @@ class _Def:
     kernel_fn: cst.FunctionDef | None = None   # autotune / heuristic / kernel default: the kernel
     owner: str = ""                       # signature default: the function whose signature holds it
     expr: cst.BaseExpression | None = None   # computed: the expression that computes it (the tuner scales it)
+    also: list[cst.BaseExpression] = field(default_factory=list)   # computed: the same value's other returns
 
 
 @dataclass
@@ -314,6 +315,12 @@ class _Analyzer:
             return _Def("computed", None, scope, chain=chain)
         fn, lexical, qual, skip = target
         rets = returns(fn)
+        if len(rets) > 1 and all(isinstance(r, cst.Tuple) and u.index < len(r.elements) for r in rets):
+            # ``if n <= 1024: return 128, 2`` ... ``return 1024, 8``: which return a launch takes is decided at
+            # run time; the value is computed, and scaling it scales it in every return
+            els = [r.elements[u.index].value for r in rets]
+            return _Def("computed", None, scope, chain=chain + [f"returned by {qual} ({len(rets)} returns)"],
+                        expr=els[0], also=els[1:])
         if len(rets) != 1 or not isinstance(rets[0], cst.Tuple) or u.index >= len(rets[0].elements):
             return _Def("computed", None, scope, chain=chain + [f"{qual} returns no single tuple"])
         inner = _Scope(fn, qual, lexical=lexical, caller=scope, call=u.call, call_line=self.line(u.call),
@@ -352,6 +359,24 @@ class _Analyzer:
         r.name = r.name or name
         return r
 
+    def _spread_entry(self, call: cst.Call, p: str, scope: _Scope, line: int) -> cst.BaseExpression | None:
+        """The value ``p`` takes from a call's one ``**mapping``, where that is a local or module-level name bound
+        once to a dict display or a ``dict(key=...)`` call (``meta = dict(BLOCK=128, num_warps=4)``)."""
+        spread = [a.value for a in call.args if a.star == "**"]
+        if len(spread) != 1 or not isinstance(spread[0], cst.Name):
+            return None
+        d = self.lookup(spread[0].value, scope, line)
+        if d is None or d[0] != "assign" or not isinstance(d[1], cst.BaseExpression):
+            return None
+        val = d[1]
+        if isinstance(val, cst.Dict) and all(isinstance(el, cst.DictElement) for el in val.elements):
+            hit = next((el for el in val.elements if isinstance(el.key, cst.SimpleString)
+                        and el.key.evaluated_value == p), None)
+            return hit.value if hit is not None else None
+        if isinstance(val, cst.Call) and dotted(val.func) == "dict" and all(a.keyword is not None for a in val.args):
+            return next((a.value for a in val.args if a.keyword.value == p), None)
+        return None
+
     def _pick(self, d: cst.Dict, key: cst.BaseExpression):
         entries = [el for el in d.elements if isinstance(el, cst.DictElement)]
         code = code_of(key)
@@ -376,6 +401,7 @@ class _Analyzer:
         auto = autotune_configs(kfn)
         heur = heuristic_keys(kfn)
         defs: dict[str, _Def] = {}
+        spread = [code_of(a.value) for a in call.args if a.star == "**"]   # ``kernel[grid](..., **meta)``
         for p in constexpr_names(kfn) + list(OPTIONS):
             arg = bound.get(p) if p not in OPTIONS else options.get(p)
             if arg is not None:
@@ -385,6 +411,11 @@ class _Analyzer:
                                chain=[f"@triton.autotune configs of {kname}"])
             elif p in heur:
                 defs[p] = _Def("heuristic", None, None, name=p, kernel_fn=kfn, chain=[f"@triton.heuristics {p}"])
+            elif spread:   # ``**meta``: an entry of a dict written in the launcher, else decided at run time
+                entry = self._spread_entry(call, p, scope, line)
+                defs[p] = self.resolve(entry, scope, line, "literal", [f"entry {p} of **{spread[0]}"]) \
+                    if entry is not None else \
+                    _Def("computed", None, scope, name=p, chain=[f"may be passed in **{spread[0]}"])
             elif p not in OPTIONS and default_of(kfn, p) is not None:
                 dflt = default_of(kfn, p)
                 defs[p] = _Def("kernel_default", dflt, None, name=p, kernel_fn=kfn,

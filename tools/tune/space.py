@@ -168,10 +168,17 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                 arg = kwarg(s.call, p)
                 static = d.node is not None and d.value is not None and d.kind in ("literal", "local")
                 node = d.node if static else arg
+                if node is None and d.kind == "computed" and d.expr is not None and d.also:
+                    node = d.expr     # a helper's returns (through ``**meta``): set in each of them
                 if node is not None:
                     key = plan.wrap.get(id(node)) or pname
                     plan.wrap[id(node)] = key
+                    for other_return in (d.also if node is d.expr else []):
+                        plan.wrap[id(other_return)] = key
                     where = f"{d.kind} {d.name or p} = {code_of(node)[:60]}"
+                elif d.kind == "computed":   # passed in a ``**mapping``: adding it at the call would pass it twice
+                    space.skipped.append(Skipped(param=pname, why="; ".join(d.chain)[:120]))
+                    continue
                 else:
                     key = pname
                     plan.add.setdefault(id(s.call), {})[p] = key
@@ -229,11 +236,16 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                                      dot=p in dots)
                 continue
             plan.wrap[id(node)] = key
+            if node is d.expr:
+                for other_return in d.also:   # a helper's other returns of the same value scale with it
+                    plan.wrap[id(other_return)] = key
             plan.site.setdefault(key, id(s.call))
             for n in divisors:                    # a call literal: cdiv divisors of the same value in its grid
                 plan.wrap[id(n)] = key
             where = (f"{d.kind} {d.name + ' ' if d.name else ''}in {d.scope.qual if d.scope else '<module>'}"
-                     f", line {an.line(node)}: {code_of(node)[:60]}")
+                     f", line {an.line(node)}: {code_of(node)[:60]}") if not d.also else \
+                f"{d.chain[-1]}, line {an.line(node)}: {code_of(node)[:60]} and at line(s) " \
+                f"{', '.join(str(an.line(n)) for n in d.also)}"
             k = by_key.setdefault(key, Knob(key=key, kind="grid" if role == "split" else role,
                                              how="split" if role == "split" else "scale", value=d.value,
                                              where=where, dot=p in dots))

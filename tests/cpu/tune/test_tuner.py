@@ -1368,3 +1368,61 @@ def test_tiles_a_kernel_passes_to_a_device_function_are_tiles_there(tmp_path):
     out.write_text(spacemod.emit(src, {"mm.BM": 2, "mm.BN": 1, "mm.BK": 1}))
     assert "BM, BN, BK = 64, 32, 32" in out.read_text()
     _run_emitted(out)
+
+
+# launchers as third-party code writes them: the block from a helper with one return per size class, the options
+# in a dict spread into the call
+BRANCHY_TASK = HEADER + '''
+
+@triton.jit
+def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+def _config(n):
+    if n <= 4096:
+        return 64, 2
+    return 1024, 8
+
+
+def launch(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    BLOCK, warps = _config(n)
+    meta = dict(BLOCK=BLOCK, num_warps=warps)
+    double_kernel[(triton.cdiv(n, meta["BLOCK"]),)](x, out, n, **meta)
+    return out
+
+
+def reference(x):
+    return 2.0 * x
+'''
+
+
+def test_a_block_returned_by_every_branch_of_a_helper_and_spread_from_a_dict_is_scaled_in_each_return(tmp_path):
+    src = textwrap.dedent(BRANCHY_TASK)
+    sp = spacemod.build(src)
+    knobs = {k.key: k for k in sp.knobs}
+    assert knobs["double_kernel.BLOCK"].kind == "tile" and "2 returns" in knobs["double_kernel.BLOCK"].where
+    assert knobs["double_kernel.num_warps"].kind == "warps"
+    text = spacemod.emit(src, {"double_kernel.BLOCK": 1, "double_kernel.num_warps": 4})
+    assert "return 128, 4" in text and "return 2048, 4" in text       # both size classes, one knob each
+    assert "meta = dict(BLOCK=BLOCK, num_warps=warps)" in text and "num_warps=4)" not in text   # set where defined
+    out = tmp_path / "branchy.py"
+    out.write_text(text)
+    _run_emitted(out)
+    res = tune_task(str(_write(tmp_path, "branchy_task", BRANCHY_TASK)), tmp_path / "tune",
+                    get_backend("interpreter"), budget_s=60)
+    tiles = [t for t in res.trials if set(t["config"]) == {"double_kernel.BLOCK"}]
+    assert tiles and all(t["status"] == "ok" for t in tiles), [(t["config"], t["status"], t.get("note")) for t in tiles]
+
+
+def test_an_option_only_a_spread_mapping_may_pass_is_not_written_at_the_call_again():
+    src = textwrap.dedent(BRANCHY_TASK).replace("meta = dict(BLOCK=BLOCK, num_warps=warps)",
+                                                "meta = _meta(BLOCK, warps)").replace(
+        "def launch(x):", "def _meta(b, w):\n    return {'BLOCK': b, 'num_warps': w}\n\n\ndef launch(x):")
+    sp = spacemod.build(src)
+    why = {s.param: s.why for s in sp.skipped}
+    assert "**meta" in why["double_kernel.num_warps"] and "double_kernel.num_warps" not in {k.key for k in sp.knobs}
