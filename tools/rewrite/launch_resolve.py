@@ -49,6 +49,14 @@ class _Scope:
     call_line: int = 0
     path: tuple[str, ...] = ()
     skip: int = 0                          # leading parameters the call does not bind (ctx of Function.forward)
+    instance: _Instance | None = None      # a method entered through an instance: what ``self`` is
+
+
+@dataclass
+class _Instance:
+    cls: cst.ClassDef
+    made: cst.Call                         # ``Cls(...)``: the call that built it (binds ``__init__``)
+    scope: _Scope                          # where that call is
 
 
 @dataclass
@@ -126,7 +134,8 @@ class _Analyzer:
                     fn, lexical, qual, skip = target
                     line = self.line(call)
                     self.walk(_Scope(fn, qual, lexical=lexical, caller=scope, call=call, call_line=line,
-                                     path=scope.path + (f"{qual}@{line}",), skip=skip), stack)
+                                     path=scope.path + (f"{qual}@{line}",), skip=skip,
+                                     instance=self.instance_of(call.func, scope)), stack)
 
     def function_of(self, func: cst.BaseExpression, scope: _Scope, nested: dict):
         """(function, lexical scope, qualified name, leading parameters the call does not bind) or None.
@@ -142,6 +151,12 @@ class _Analyzer:
             fwd = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"),
                        None) if cls is not None else None
             return (fwd, None, f"{func.value.value}.forward", 1) if fwd is not None else None
+        inst = self.instance_of(func, scope)
+        if inst is not None:   # ``op(x)``, ``Op()(x)``, ``self.helper(x)``, ``op.run(x)``: a method of a module class
+            name = func.attr.value if isinstance(func, cst.Attribute) else \
+                "__call__" if self._method(inst.cls, "__call__") is not None else "forward"
+            m = self._method(inst.cls, name)
+            return (m, None, f"{inst.cls.name.value}.{name}", 1) if m is not None and not is_jit(m) else None
         if not isinstance(func, cst.Name):
             return None
         n = func.value
@@ -155,6 +170,50 @@ class _Analyzer:
         if fn is not None and not is_jit(fn) and n not in ("launch", "reference", "make_inputs"):
             return fn, None, n, 0
         return None
+
+    @staticmethod
+    def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+        return next((st for st in cls.body.body if isinstance(st, cst.FunctionDef) and st.name.value == name), None)
+
+    def instance_of(self, func: cst.BaseExpression, scope: _Scope) -> _Instance | None:
+        """The instance of a module-level class a call goes through, with the call that built it: ``op(x)`` and
+        ``op.run(x)`` with ``op = Op(...)`` (a local or module-level name), ``Op(...)(x)``, and ``self.run(x)``
+        inside a method entered through one. ``Cls.apply`` (an autograd Function) is not an instance."""
+        recv = func.value if isinstance(func, cst.Attribute) else func
+        if isinstance(func, cst.Attribute) and isinstance(recv, cst.Name) and recv.value == "self":
+            return scope.instance
+        if isinstance(recv, cst.Name) and recv.value not in self.functions and recv.value not in self.classes:
+            d = self.lookup(recv.value, scope, self.line(recv) or 10 ** 9)
+            if d is None or d[0] != "assign" or not isinstance(d[1], cst.Call):
+                return None
+            made, where = d[1], d[2]
+        elif isinstance(recv, cst.Call) and not isinstance(func, cst.Attribute):
+            made, where = recv, scope
+        else:
+            return None
+        cls = self.classes.get(dotted(made.func)) if isinstance(made.func, cst.Name) else None
+        return _Instance(cls, made, where) if cls is not None else None
+
+    def self_attribute(self, e: cst.Attribute, scope: _Scope, chain: list[str], depth: int) -> _Def:
+        """``self.block`` in a method entered through an instance: the value ``__init__`` assigns it once, read
+        with ``__init__``'s parameters bound by the call that built the instance."""
+        inst, attr = scope.instance, e.attr.value
+        init = self._method(inst.cls, "__init__")
+        values = []
+        if init is not None:
+            class V(cst.CSTVisitor):
+                def visit_Assign(self, n: cst.Assign) -> None:
+                    for t in n.targets:
+                        if isinstance(t.target, cst.Attribute) and dotted(t.target) == f"self.{attr}":
+                            values.append(n.value)
+            init.body.visit(V())
+        qual = f"{inst.cls.name.value}.__init__"
+        if len(values) != 1:
+            return _Def("computed", None, scope, chain=chain + [f"self.{attr} not assigned once in {qual}"])
+        inner = _Scope(init, qual, caller=inst.scope, call=inst.made, call_line=self.line(inst.made),
+                       path=scope.path + (qual,), skip=1)
+        return self.resolve(values[0], inner, self.line(values[0]), "literal",
+                            chain + [f"self.{attr} set in {qual}"], None, depth + 1)
 
     def kernels_of(self, e: cst.BaseExpression, scope: _Scope, depth: int = 0) -> list[str]:
         """The kernels ``e`` names: a kernel, a local or parameter bound to one, ``a if cond else b``
@@ -262,6 +321,9 @@ class _Analyzer:
             return r
         if isinstance(e, cst.Subscript):
             return self.dict_entry(e, scope, at_line, chain, depth)
+        if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self" \
+                and scope.instance is not None:
+            return self.self_attribute(e, scope, chain, depth)
         value = self.fold(e, scope, at_line, depth)
         if value is not None:
             return _Def(kind if kind != "literal" else "local" if scope.fn is not None else kind, e, scope,

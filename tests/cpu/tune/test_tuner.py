@@ -1426,3 +1426,58 @@ def test_an_option_only_a_spread_mapping_may_pass_is_not_written_at_the_call_aga
     sp = spacemod.build(src)
     why = {s.param: s.why for s in sp.skipped}
     assert "**meta" in why["double_kernel.num_warps"] and "double_kernel.num_warps" not in {k.key for k in sp.knobs}
+
+
+# a launcher that is a module: an nn.Module built at import with its block, whose forward calls a method that launches
+MODULE_TASK = HEADER + '''
+
+@triton.jit
+def shift_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1.0, mask=m)
+
+
+class Shift(torch.nn.Module):
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+
+    def _launch(self, x, out):
+        n = x.numel()
+        shift_kernel[(triton.cdiv(n, self.block),)](x, out, n, BLOCK=self.block)
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        self._launch(x, out)
+        return out
+
+
+_shift = Shift(block=64)
+
+
+def launch(x):
+    return _shift(x)
+
+
+def reference(x):
+    return x + 1.0
+'''
+
+
+def test_a_launch_inside_a_modules_method_is_found_and_its_block_set_where_the_module_is_built(tmp_path):
+    src = textwrap.dedent(MODULE_TASK)
+    sp = spacemod.build(src)
+    knobs = {k.key: k for k in sp.knobs}
+    assert knobs["shift_kernel.BLOCK"].kind == "tile" and knobs["shift_kernel.BLOCK"].value == 64
+    assert "shift_kernel.num_warps" in knobs
+    text = spacemod.emit(src, {"shift_kernel.BLOCK": 2})
+    assert "_shift = Shift(block=256)" in text          # the argument the module was built with
+    out = tmp_path / "module.py"
+    out.write_text(text)
+    _run_emitted(out)
+    res = tune_task(str(_write(tmp_path, "module_task", MODULE_TASK)), tmp_path / "tune",
+                    get_backend("interpreter"), budget_s=60)
+    assert [l["kernel"] for l in res.launches] == ["shift_kernel"]
+    by = {t["config"].get("shift_kernel.BLOCK"): t["status"] for t in res.trials if "shift_kernel.BLOCK" in t["config"]}
+    assert by and all(v == "ok" for v in by.values()), by
