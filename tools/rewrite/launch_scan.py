@@ -222,6 +222,92 @@ def autotune_configs(kfn: cst.FunctionDef) -> tuple[list[dict[str, int]], cst.Ca
     return out, call
 
 
+def _config_values(c: cst.BaseExpression, env: dict[str, int]) -> dict[str, int] | None:
+    """``triton.Config({"BLOCK": 64, "G": g}, num_warps=w)`` as values, names read from ``env``."""
+    if not (isinstance(c, cst.Call) and dotted(c.func).endswith("Config")):
+        return None
+
+    def val(e: cst.BaseExpression) -> int | None:
+        if isinstance(e, cst.Integer):
+            return int(e.value, 0)
+        return env.get(e.value) if isinstance(e, cst.Name) else None
+
+    out: dict[str, int] = {}
+    if c.args and isinstance(c.args[0].value, cst.Dict) and c.args[0].keyword is None:
+        for de in c.args[0].value.elements:
+            if isinstance(de, cst.DictElement) and isinstance(de.key, cst.SimpleString) and val(de.value) is not None:
+                out[de.key.evaluated_value] = val(de.value)
+    for a in c.args:
+        if a.keyword is not None and a.keyword.value in OPTIONS and val(a.value) is not None:
+            out[a.keyword.value] = val(a.value)
+    return out
+
+
+def _bindings(target: cst.BaseExpression, item: cst.BaseExpression) -> dict[str, int] | None:
+    if isinstance(target, cst.Name):
+        return {target.value: int(item.value, 0)} if isinstance(item, cst.Integer) else {}
+    if isinstance(target, cst.Tuple) and isinstance(item, cst.Tuple) and len(target.elements) == len(item.elements):
+        out: dict[str, int] = {}
+        for t, v in zip(target.elements, item.elements):
+            b = _bindings(t.value, v.value)
+            if b is None:
+                return None
+            out.update(b)
+        return out
+    return None
+
+
+def expand_configs(node: cst.BaseExpression | None, module: cst.Module | None = None,
+                   depth: int = 0) -> list[dict[str, int]]:
+    """An autotuner's ``configs=`` read statically beyond a literal list: a comprehension over literal lists
+    (``[triton.Config({"BT": bt}, num_warps=w) for bt in [16, 32] for w in [2, 4]]``; an ``if`` filter is ignored:
+    the keys are what matter), lists joined with ``+``, and, given the module, a module-level name bound to one or a
+    module-level function without arguments returning one (``configs=get_autotune_config()``). [] when unknown."""
+    if node is None or depth > 4:
+        return []
+    if isinstance(node, cst.List):
+        out = []
+        for el in node.elements:
+            if isinstance(el, cst.StarredElement):
+                out += expand_configs(el.value, module, depth + 1)
+            elif (v := _config_values(el.value, {})) is not None:
+                out.append(v)
+        return out
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return expand_configs(node.left, module, depth + 1) + expand_configs(node.right, module, depth + 1)
+    if isinstance(node, cst.ListComp):
+        envs: list[dict[str, int]] = [{}]
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            if not isinstance(comp.iter, (cst.List, cst.Tuple)):
+                return []
+            nxt = []
+            for env in envs:
+                for it in comp.iter.elements:
+                    b = _bindings(comp.target, it.value)
+                    if b is None:
+                        return []
+                    nxt.append({**env, **b})
+            envs = nxt[:4096]
+            comp = comp.inner_for_in
+        return [v for env in envs if (v := _config_values(node.elt, env)) is not None]
+    if module is None:
+        return []
+    if isinstance(node, cst.Name):
+        vals = [st.body[0].value for st in module.body if isinstance(st, cst.SimpleStatementLine)
+                and len(st.body) == 1 and isinstance(st.body[0], cst.Assign) and len(st.body[0].targets) == 1
+                and isinstance(st.body[0].targets[0].target, cst.Name)
+                and st.body[0].targets[0].target.value == node.value]
+        return expand_configs(vals[0], module, depth + 1) if len(vals) == 1 else []
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and not node.args:
+        fn = next((st for st in module.body if isinstance(st, cst.FunctionDef) and st.name.value == node.func.value),
+                  None)
+        rets = [] if fn is None else [st.body[0].value for st in fn.body.body if isinstance(st, cst.SimpleStatementLine)
+                                      and isinstance(st.body[0], cst.Return) and st.body[0].value is not None]
+        return expand_configs(rets[0], module, depth + 1) if len(rets) == 1 else []
+    return []
+
+
 def heuristic_keys(kfn: cst.FunctionDef) -> list[str]:
     keys = []
     for d in kfn.decorators:

@@ -1481,3 +1481,33 @@ def test_a_launch_inside_a_modules_method_is_found_and_its_block_set_where_the_m
     assert [l["kernel"] for l in res.launches] == ["shift_kernel"]
     by = {t["config"].get("shift_kernel.BLOCK"): t["status"] for t in res.trials if "shift_kernel.BLOCK" in t["config"]}
     assert by and all(v == "ok" for v in by.values()), by
+
+
+@pytest.mark.parametrize("configs", [
+    '[triton.Config({"BLOCK": b}, num_warps=w) for b in [64, 128] for w in (2, 4) if b * w <= 512]',
+    "get_autotune_config()",
+    "_CONFIGS + [triton.Config({'BLOCK': 256}, num_warps=4)]",
+])
+def test_an_autotuner_whose_configs_are_a_comprehension_or_a_config_function_is_searched_and_pinned(tmp_path, configs):
+    """``configs=`` written as a comprehension over literal lists, a function returning the list (Triton's tutorials)
+    or lists joined with ``+``: read statically like a literal list, replaced by the one pinned config in a winner."""
+    text = AUTOTUNED_TASK.replace(
+        '@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, '
+        'num_warps=4)],', f"@triton.autotune(configs={configs},").replace(
+        "@triton.autotune(", "def get_autotune_config():\n    return [triton.Config({'BLOCK': 64}, num_warps=2), "
+        "triton.Config({'BLOCK': 128}, num_warps=4)]\n\n\n_CONFIGS = get_autotune_config()\n\n\n@triton.autotune(", 1)
+    assert configs in text
+    task = _write(tmp_path, "autotuned_comp", text)
+    src = task.read_text()
+    by = {k.key: k for k in spacemod.build(src).knobs}
+    assert by["twice.BLOCK"].kind == "tile" and by["twice.BLOCK"].autotune and by["twice.BLOCK"].value == 64
+    assert by["twice.num_warps"].kind == "warps"
+    out = tmp_path / "emitted.py"
+    out.write_text(spacemod.emit(src, {"twice.BLOCK": 256}, {"twice.BLOCK": 64, "twice.num_warps": 2,
+                                                              "twice.num_stages": 3}))
+    assert "configs=[triton.Config({'BLOCK': 256}, num_warps=2" in out.read_text()
+    _run_emitted(out)
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    picked = res.launches[0]["constexprs"]["BLOCK"]
+    tiles = {t["config"]["twice.BLOCK"]: t["status"] for t in res.trials if "twice.BLOCK" in t["config"]}
+    assert set(tiles) == {picked * 2, picked // 2} and set(tiles.values()) == {"ok"}, tiles
