@@ -42,6 +42,10 @@ base = torch.randn(64); v = base[16:32]; ov = torch.empty(16)
 k[(1,)](v, ov, 16, B=16, MASK=True, SHIFT=-8)        # inside the view's storage: allowed
 assert torch.equal(ov, base[8:24] * 2)
 print("VIEW OK")
+h = torch.randn(256).half(); oh = torch.empty_like(h)   # triton.reinterpret's wrapper: the tensor it wraps
+k[(2,)](triton.reinterpret(h, tl.float16), triton.reinterpret(oh, tl.float16), 256, B=128, MASK=True, SHIFT=0)
+assert torch.equal(oh, h * 2)
+print("REINTERPRET OK")
 '''
 
 
@@ -54,7 +58,7 @@ def test_out_of_bounds_access_raises_on_the_call_that_makes_it():
     assert len(caught) == 2 and "NOT CAUGHT" not in r.stdout, r.stdout
     assert "load out of bounds in kernel k: 24 of 128 addresses" in caught[0]       # the unmasked tail
     assert "load out of bounds" in caught[1] and "before an argument" in caught[1]   # one element before x
-    assert "VIEW OK" in lines
+    assert "VIEW OK" in lines and "REINTERPRET OK" in lines
 
 
 def test_unmasked_candidate_is_out_of_bounds(tmp_path):

@@ -41,8 +41,8 @@ def _storage_ranges(args: Any, out: list[tuple[int, int]]) -> None:
     elif hasattr(args, "untyped_storage"):
         st = args.untyped_storage()
         out.append((int(st.data_ptr()), int(st.data_ptr()) + int(st.nbytes())))
-    elif hasattr(args, "base") and hasattr(args, "block_shape"):   # a TensorDescriptor
-        _storage_ranges(args.base, out)
+    elif hasattr(args, "base") and (hasattr(args, "block_shape") or hasattr(args.base, "untyped_storage")):
+        _storage_ranges(args.base, out)   # a TensorDescriptor, or ``triton.reinterpret(t, dtype)``'s wrapper
 
 
 def _check(op: str, ptrs: Any, mask: Any) -> None:
