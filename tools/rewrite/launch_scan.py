@@ -257,11 +257,37 @@ def _bindings(target: cst.BaseExpression, item: cst.BaseExpression) -> dict[str,
     return None
 
 
+def _module_value(name: str, module: cst.Module | None) -> cst.BaseExpression | None:
+    """What a module-level name is bound to by its one plain assignment, else None."""
+    if module is None:
+        return None
+    vals = [st.body[0].value for st in module.body if isinstance(st, cst.SimpleStatementLine)
+            and len(st.body) == 1 and isinstance(st.body[0], cst.Assign) and len(st.body[0].targets) == 1
+            and isinstance(st.body[0].targets[0].target, cst.Name) and st.body[0].targets[0].target.value == name]
+    return vals[0] if len(vals) == 1 else None
+
+
+def _literal_items(e: cst.BaseExpression, module: cst.Module | None, depth: int = 0) -> list | None:
+    """The elements a comprehension iterates: a list or tuple display, a module-level name bound to one
+    (``NUM_WARPS = [2, 4, 8]``), or both sides of a conditional (``[64, 128] if big else [32, 64]``)."""
+    if depth > 4:
+        return None
+    if isinstance(e, (cst.List, cst.Tuple)):
+        return [el.value for el in e.elements]
+    if isinstance(e, cst.Name):
+        v = _module_value(e.value, module)
+        return _literal_items(v, module, depth + 1) if v is not None else None
+    if isinstance(e, cst.IfExp):
+        a, b = _literal_items(e.body, module, depth + 1), _literal_items(e.orelse, module, depth + 1)
+        return None if a is None or b is None else a + b
+    return None
+
+
 def expand_configs(node: cst.BaseExpression | None, module: cst.Module | None = None,
                    depth: int = 0) -> list[dict[str, int]]:
     """An autotuner's ``configs=`` read statically beyond a literal list: a comprehension over literal lists
-    (``[triton.Config({"BT": bt}, num_warps=w) for bt in [16, 32] for w in [2, 4]]``; an ``if`` filter is ignored:
-    the keys are what matter), lists joined with ``+``, and, given the module, a module-level name bound to one or a
+    (``[triton.Config({"BT": bt}, num_warps=w) for bt in [16, 32] for w in NUM_WARPS]``, a name bound to a list
+    at module level, or a conditional of two lists; an ``if`` filter is ignored: the keys are what matter), lists joined with ``+``, and, given the module, a module-level name bound to one or a
     module-level function without arguments returning one (``configs=get_autotune_config()``). [] when unknown."""
     if node is None or depth > 4:
         return []
@@ -279,12 +305,13 @@ def expand_configs(node: cst.BaseExpression | None, module: cst.Module | None = 
         envs: list[dict[str, int]] = [{}]
         comp: cst.CompFor | None = node.for_in
         while comp is not None:
-            if not isinstance(comp.iter, (cst.List, cst.Tuple)):
+            items = _literal_items(comp.iter, module)
+            if items is None:
                 return []
             nxt = []
             for env in envs:
-                for it in comp.iter.elements:
-                    b = _bindings(comp.target, it.value)
+                for it in items:
+                    b = _bindings(comp.target, it)
                     if b is None:
                         return []
                     nxt.append({**env, **b})
@@ -294,11 +321,8 @@ def expand_configs(node: cst.BaseExpression | None, module: cst.Module | None = 
     if module is None:
         return []
     if isinstance(node, cst.Name):
-        vals = [st.body[0].value for st in module.body if isinstance(st, cst.SimpleStatementLine)
-                and len(st.body) == 1 and isinstance(st.body[0], cst.Assign) and len(st.body[0].targets) == 1
-                and isinstance(st.body[0].targets[0].target, cst.Name)
-                and st.body[0].targets[0].target.value == node.value]
-        return expand_configs(vals[0], module, depth + 1) if len(vals) == 1 else []
+        v = _module_value(node.value, module)
+        return expand_configs(v, module, depth + 1) if v is not None else []
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and not node.args:
         fn = next((st for st in module.body if isinstance(st, cst.FunctionDef) and st.name.value == node.func.value),
                   None)

@@ -1485,6 +1485,7 @@ def test_a_launch_inside_a_modules_method_is_found_and_its_block_set_where_the_m
 
 @pytest.mark.parametrize("configs", [
     '[triton.Config({"BLOCK": b}, num_warps=w) for b in [64, 128] for w in (2, 4) if b * w <= 512]',
+    '[triton.Config({"BLOCK": b}, num_warps=w) for b in BLOCKS for w in ([2, 4] if True else [8])]',
     "get_autotune_config()",
     "_CONFIGS + [triton.Config({'BLOCK': 256}, num_warps=4)]",
 ])
@@ -1495,7 +1496,8 @@ def test_an_autotuner_whose_configs_are_a_comprehension_or_a_config_function_is_
         '@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, '
         'num_warps=4)],', f"@triton.autotune(configs={configs},").replace(
         "@triton.autotune(", "def get_autotune_config():\n    return [triton.Config({'BLOCK': 64}, num_warps=2), "
-        "triton.Config({'BLOCK': 128}, num_warps=4)]\n\n\n_CONFIGS = get_autotune_config()\n\n\n@triton.autotune(", 1)
+        "triton.Config({'BLOCK': 128}, num_warps=4)]\n\n\n_CONFIGS = get_autotune_config()\nBLOCKS = [64, 128]\n\n\n"
+        "@triton.autotune(", 1)
     assert configs in text
     task = _write(tmp_path, "autotuned_comp", text)
     src = task.read_text()
