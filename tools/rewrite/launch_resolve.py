@@ -131,14 +131,14 @@ class _Analyzer:
                     continue
                 target = self.function_of(call.func, scope, nested)
                 if target is not None:
-                    fn, lexical, qual, skip = target
+                    fn, lexical, qual, skip, inst = target
                     line = self.line(call)
                     self.walk(_Scope(fn, qual, lexical=lexical, caller=scope, call=call, call_line=line,
-                                     path=scope.path + (f"{qual}@{line}",), skip=skip,
-                                     instance=self.instance_of(call.func, scope)), stack)
+                                     path=scope.path + (f"{qual}@{line}",), skip=skip, instance=inst), stack)
 
     def function_of(self, func: cst.BaseExpression, scope: _Scope, nested: dict):
-        """(function, lexical scope, qualified name, leading parameters the call does not bind) or None.
+        """(function, lexical scope, qualified name, leading parameters the call does not bind, the instance a
+        method is entered through) or None.
 
         ``name(...)`` of a nested or module-level function; ``Cls.apply(...)`` of a module-level
         ``torch.autograd.Function`` subclass enters its ``forward(ctx, ...)``."""
@@ -150,13 +150,13 @@ class _Analyzer:
             cls = self.classes.get(func.value.value)
             fwd = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"),
                        None) if cls is not None else None
-            return (fwd, None, f"{func.value.value}.forward", 1) if fwd is not None else None
+            return (fwd, None, f"{func.value.value}.forward", 1, None) if fwd is not None else None
         inst = self.instance_of(func, scope)
         if inst is not None:   # ``op(x)``, ``Op()(x)``, ``self.helper(x)``, ``op.run(x)``: a method of a module class
             name = func.attr.value if isinstance(func, cst.Attribute) else \
                 "__call__" if self._method(inst.cls, "__call__") is not None else "forward"
             m = self._method(inst.cls, name)
-            return (m, None, f"{inst.cls.name.value}.{name}", 1) if m is not None and not is_jit(m) else None
+            return (m, None, f"{inst.cls.name.value}.{name}", 1, inst) if m is not None and not is_jit(m) else None
         if not isinstance(func, cst.Name):
             return None
         n = func.value
@@ -164,11 +164,11 @@ class _Analyzer:
         while s is not None and s.fn is not None:
             defs = {d.name.value: d for d in top_defs(s.fn)}
             if n in defs:
-                return defs[n], s, f"{s.qual}.{n}", 0
+                return defs[n], s, f"{s.qual}.{n}", 0, None
             s = s.lexical
         fn = self.functions.get(n)
         if fn is not None and not is_jit(fn) and n not in ("launch", "reference", "make_inputs"):
-            return fn, None, n, 0
+            return fn, None, n, 0, None
         return None
 
     @staticmethod
@@ -375,7 +375,7 @@ class _Analyzer:
         target = self.function_of(u.call.func, scope, {})
         if target is None:
             return _Def("computed", None, scope, chain=chain)
-        fn, lexical, qual, skip = target
+        fn, lexical, qual, skip, inst = target
         rets = returns(fn)
         if len(rets) > 1 and all(isinstance(r, cst.Tuple) and u.index < len(r.elements) for r in rets):
             # ``if n <= 1024: return 128, 2`` ... ``return 1024, 8``: which return a launch takes is decided at
@@ -386,7 +386,7 @@ class _Analyzer:
         if len(rets) != 1 or not isinstance(rets[0], cst.Tuple) or u.index >= len(rets[0].elements):
             return _Def("computed", None, scope, chain=chain + [f"{qual} returns no single tuple"])
         inner = _Scope(fn, qual, lexical=lexical, caller=scope, call=u.call, call_line=self.line(u.call),
-                       path=scope.path + (qual,), skip=skip)
+                       path=scope.path + (qual,), skip=skip, instance=inst)
         el = rets[0].elements[u.index].value
         d = self.resolve(el, inner, self.line(el), "helper_return", chain + [f"returned by {qual}"], None, depth + 1)
         if d.kind in ("local", "literal"):

@@ -195,31 +195,22 @@ def decorator_call(kfn: cst.FunctionDef, name: str) -> cst.Call | None:
     return None
 
 
+def configs_arg(call: cst.Call) -> cst.BaseExpression | None:
+    """The ``configs`` argument of an ``@triton.autotune(...)`` call."""
+    return next((a.value for a in call.args if a.keyword and a.keyword.value == "configs"),
+                call.args[0].value if call.args and call.args[0].keyword is None else None)
+
+
 def autotune_configs(kfn: cst.FunctionDef) -> tuple[list[dict[str, int]], cst.Call] | None:
-    """The configs of an ``@triton.autotune(configs=[triton.Config({...}, num_warps=..)])`` (literal lists only)."""
+    """The configs of an ``@triton.autotune(configs=[triton.Config({...}, num_warps=..)])`` (literal lists only;
+    ``expand_configs`` reads the other forms)."""
     call = decorator_call(kfn, "triton.autotune")
     if call is None:
         return None
-    cfg = next((a.value for a in call.args if a.keyword and a.keyword.value == "configs"),
-               call.args[0].value if call.args and call.args[0].keyword is None else None)
+    cfg = configs_arg(call)
     if not isinstance(cfg, cst.List):
         return [], call
-    out = []
-    for el in cfg.elements:
-        c = el.value
-        if not (isinstance(c, cst.Call) and dotted(c.func).endswith("Config")):
-            continue
-        vals: dict[str, int] = {}
-        if c.args and isinstance(c.args[0].value, cst.Dict) and c.args[0].keyword is None:
-            for de in c.args[0].value.elements:
-                if isinstance(de, cst.DictElement) and isinstance(de.key, cst.SimpleString) and \
-                        isinstance(de.value, cst.Integer):
-                    vals[de.key.evaluated_value] = int(de.value.value, 0)
-        for a in c.args:
-            if a.keyword is not None and a.keyword.value in OPTIONS and isinstance(a.value, cst.Integer):
-                vals[a.keyword.value] = int(a.value.value, 0)
-        out.append(vals)
-    return out, call
+    return [v for el in cfg.elements if (v := _config_values(el.value, {})) is not None], call
 
 
 def _config_values(c: cst.BaseExpression, env: dict[str, int]) -> dict[str, int] | None:
@@ -258,13 +249,9 @@ def _bindings(target: cst.BaseExpression, item: cst.BaseExpression) -> dict[str,
 
 
 def _module_value(name: str, module: cst.Module | None) -> cst.BaseExpression | None:
-    """What a module-level name is bound to by its one plain assignment, else None."""
-    if module is None:
-        return None
-    vals = [st.body[0].value for st in module.body if isinstance(st, cst.SimpleStatementLine)
-            and len(st.body) == 1 and isinstance(st.body[0], cst.Assign) and len(st.body[0].targets) == 1
-            and isinstance(st.body[0].targets[0].target, cst.Name) and st.body[0].targets[0].target.value == name]
-    return vals[0] if len(vals) == 1 else None
+    """What a module-level name is bound to by its one assignment, else None."""
+    vals = assignments(module.body).get(name, []) if module is not None else []
+    return vals[0][1] if len(vals) == 1 and vals[0][0] and isinstance(vals[0][1], cst.BaseExpression) else None
 
 
 def _literal_items(e: cst.BaseExpression, module: cst.Module | None, depth: int = 0) -> list | None:
@@ -285,10 +272,11 @@ def _literal_items(e: cst.BaseExpression, module: cst.Module | None, depth: int 
 
 def expand_configs(node: cst.BaseExpression | None, module: cst.Module | None = None,
                    depth: int = 0) -> list[dict[str, int]]:
-    """An autotuner's ``configs=`` read statically beyond a literal list: a comprehension over literal lists
-    (``[triton.Config({"BT": bt}, num_warps=w) for bt in [16, 32] for w in NUM_WARPS]``, a name bound to a list
-    at module level, or a conditional of two lists; an ``if`` filter is ignored: the keys are what matter), lists joined with ``+``, and, given the module, a module-level name bound to one or a
-    module-level function without arguments returning one (``configs=get_autotune_config()``). [] when unknown."""
+    """An autotuner's ``configs=`` read statically beyond a literal list: a comprehension over literal lists, lists
+    bound to module-level names or a conditional of two lists (``[triton.Config({"BT": bt}, num_warps=w) for bt in
+    [16, 32] for w in NUM_WARPS]``; an ``if`` filter is ignored: the keys are what matter), lists joined with ``+``,
+    and, given the module, a module-level name bound to one or an argument-free module-level function returning one
+    (``configs=get_autotune_config()``). [] when unknown."""
     if node is None or depth > 4:
         return []
     if isinstance(node, cst.List):
@@ -326,8 +314,7 @@ def expand_configs(node: cst.BaseExpression | None, module: cst.Module | None = 
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and not node.args:
         fn = next((st for st in module.body if isinstance(st, cst.FunctionDef) and st.name.value == node.func.value),
                   None)
-        rets = [] if fn is None else [st.body[0].value for st in fn.body.body if isinstance(st, cst.SimpleStatementLine)
-                                      and isinstance(st.body[0], cst.Return) and st.body[0].value is not None]
+        rets = returns(fn) if fn is not None else []
         return expand_configs(rets[0], module, depth + 1) if len(rets) == 1 else []
     return []
 

@@ -22,7 +22,14 @@ from pydantic import BaseModel, Field
 
 from tritondx.tools.rewrite.cst_util import add_call_kwargs, code_of, dotted, jit_functions, kwarg, param_names
 from tritondx.tools.rewrite.launch_edit import _cdiv_divisors
-from tritondx.tools.rewrite.launch_scan import OPTIONS, autotune_configs, expand_configs, free_names, meta_keys
+from tritondx.tools.rewrite.launch_scan import (
+    OPTIONS,
+    autotune_configs,
+    configs_arg,
+    expand_configs,
+    free_names,
+    meta_keys,
+)
 from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
 from tritondx.tools.tune.knob import split
@@ -152,7 +159,7 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
         name = f"{s.kernel}"
         auto = autotune_configs(s.kfn)
         if auto is not None and not auto[0]:   # a comprehension, a name or a config function, read statically
-            auto = (expand_configs(_configs_arg(auto[1]), an.module), auto[1])
+            auto = (expand_configs(configs_arg(auto[1]), an.module), auto[1])
         tuned_by_autotune: set[str] = set()
         if auto is not None:   # its configs' values are knobs; a tile the launcher passes is one as for any kernel
             _autotune_knobs(s, auto, space, plan, by_key, jit)
@@ -302,7 +309,7 @@ def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob],
     """An autotuned kernel: its config list becomes one config whose every value is a knob. Tiles, num_warps and
     num_stages are searched from the autotuner's own pick (what the launch recorded); the rest is pinned to it."""
     configs, call = auto
-    node = _configs_arg(call)
+    node = configs_arg(call)
     name = s.kernel
     if not configs:
         for p in s.params:
@@ -327,12 +334,6 @@ def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob],
         k.params.append(f"{name}.{p}")
         pairs.append((p, key))
     plan.autotune[id(node)] = pairs
-
-
-def _configs_arg(call: cst.Call) -> cst.BaseExpression | None:
-    """The ``configs`` argument of an ``@triton.autotune(...)`` call."""
-    return next((a.value for a in call.args if a.keyword and a.keyword.value == "configs"),
-                call.args[0].value if call.args and call.args[0].keyword is None else None)
 
 
 def _configs_node(pairs: list[tuple[str, str]], value) -> cst.BaseExpression:

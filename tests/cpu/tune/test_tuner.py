@@ -1429,6 +1429,7 @@ def test_an_option_only_a_spread_mapping_may_pass_is_not_written_at_the_call_aga
 
 
 # a launcher that is a module: an nn.Module built at import with its block, whose forward calls a method that launches
+# with the settings another method returns
 MODULE_TASK = HEADER + '''
 
 @triton.jit
@@ -1443,9 +1444,13 @@ class Shift(torch.nn.Module):
         super().__init__()
         self.block = block
 
+    def _settings(self):
+        return self.block, 4
+
     def _launch(self, x, out):
         n = x.numel()
-        shift_kernel[(triton.cdiv(n, self.block),)](x, out, n, BLOCK=self.block)
+        block, warps = self._settings()
+        shift_kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block, num_warps=warps)
 
     def forward(self, x):
         out = torch.empty_like(x)
