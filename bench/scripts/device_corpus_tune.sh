@@ -3,6 +3,8 @@
 # Usage: bash bench/scripts/device_corpus_tune.sh WORKERS DEADLINE_S WALL_BUDGET_S TUNE_BUDGET_S NCU(0|1) [MAX_ROUNDS]
 #        [ONLY: task names, comma-separated]
 # (carry .whl .debs .corpus; .corpus is a copy of ../shared/corpus that git ignores)
+# TASKS=bench/suite runs the project's own suite with the same settings (default TASKS=.corpus); results go to
+# $OUT/corpus either way.
 source bench/scripts/device_env.sh   # carried debs, wheels, PYTHONPATH
 export TRITONDX_FINAL_PROFILE=0 TRITONDX_WALL_BUDGET=$3 TRITONDX_TUNE_BUDGET=$4 TRITONDX_NCU=$5
 export TRITONDX_LOCK_DIR=/tmp/tdx-locks
@@ -13,7 +15,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 # waited 12-46 s each of a 25 s search budget, holding it 54 s shared and 75 s exclusive in all): lock_holds.json
 python3 bench/scripts/lock_monitor.py $TRITONDX_LOCK_DIR $OUT/lock_holds.json $(( $2 + 50 )) & monitor=$!
 t0=$(date +%s)
-BATCH_EXTRA="--max-rounds ${6:-3}" timeout $(( $2 + 45 )) python3 bench/scripts/run_batch.py .corpus $OUT/corpus "$1" "$2" "${7:-}" \
+BATCH_EXTRA="--max-rounds ${6:-3}" timeout $(( $2 + 45 )) python3 bench/scripts/run_batch.py ${TASKS:-.corpus} $OUT/corpus "$1" "$2" "${7:-}" \
   > $OUT/corpus_batch.log 2>&1
 echo "batch wall $(( $(date +%s) - t0 )) s"
 kill $monitor 2>/dev/null; wait $monitor 2>/dev/null
