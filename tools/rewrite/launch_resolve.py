@@ -28,6 +28,7 @@ from tritondx.tools.rewrite.launch_scan import (
     fn_assignments,
     free_names,
     heuristic_keys,
+    is_extent,
     returns,
     top_defs,
 )
@@ -272,7 +273,7 @@ class _Analyzer:
                 before = [a for a in assigns if self.vline(a[1]) < at_line] or assigns
                 last = before[-1]
                 if len(before) > 1 and not last[0]:
-                    return "ambiguous", None, s, 0
+                    return "ambiguous", [v for _, v in before], s, 0
                 return "assign", last[1], s, self.vline(last[1])
             if name in [p.name.value for p in all_params(s.fn)]:
                 arg = bound_arg(s.fn, s.call, name, s.skip) if s.call is not None else None
@@ -299,7 +300,7 @@ class _Analyzer:
                 return _Def("computed", None, scope, name=e.value, chain=chain + [f"unresolved {e.value}"])
             how, val, sc, vline = d
             if how == "ambiguous":
-                return _Def("computed", None, sc, name=e.value, chain=chain + [f"{e.value} assigned on several paths"])
+                return self.several_paths(e.value, val, sc, chain)
             fn = sc.fn if how == "assign" else None
             if how == "assign":
                 if isinstance(val, Unpacked):
@@ -329,6 +330,20 @@ class _Analyzer:
             return _Def(kind if kind != "literal" else "local" if scope.fn is not None else kind, e, scope,
                         value=value, chain=chain + [f"folded {code_of(e)}"], carrier=carrier)
         return _Def("computed", None, scope, chain=chain + [f"computed {code_of(e)}"], carrier=carrier, expr=e)
+
+    @staticmethod
+    def several_paths(name: str, values: list | None, scope: _Scope, chain: list[str]) -> _Def:
+        """A local assigned on several paths (``if hopper: BV = 64`` / ``else: BV = 32``): which one a launch takes
+        is decided at run time; the value is computed, and scaling it scales it in every assignment. Only where each
+        assignment is a whole value written in the function (a literal, a call such as ``next_power_of_2(N)``, an
+        arithmetic or conditional expression, a name): an augmented or unpacked assignment, a loop target or a
+        tensor's extent (``x.shape[-1]``, ``x.size(-1)``) leaves it unresolved."""
+        why = chain + [f"{name} assigned on several paths"]
+        ok = (cst.Integer, cst.Call, cst.BinaryOperation, cst.IfExp, cst.Name)
+        if scope.fn is None or not values or not all(isinstance(v, ok) and not is_extent(v) for v in values):
+            return _Def("computed", None, scope, name=name, chain=why)
+        return _Def("computed", None, scope, name=name, chain=why[:-1] + [f"{name} assigned on {len(values)} paths"],
+                    expr=values[0], also=values[1:])
 
     def _owner_of_param(self, name: str, scope: _Scope) -> cst.FunctionDef | None:
         s = scope

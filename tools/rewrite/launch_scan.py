@@ -81,6 +81,17 @@ def assignments(body) -> dict[str, list[tuple[bool, object]]]:
 UNKNOWN = cst.Name("__tdx_unknown__")
 
 
+#: tensor methods whose result is the data's extent, not a block: ``x.size(-1)``, ``x.numel()``
+EXTENT_METHODS = frozenset({"size", "numel", "stride", "dim", "element_size", "nelement"})
+
+
+def is_extent(e: cst.BaseExpression) -> bool:
+    """``x.shape[-1]``, ``x.size(-1)``, ``x.numel()``: a tensor's extent as it stands (the data's size, not a tile)."""
+    if isinstance(e, cst.Subscript):
+        return True
+    return isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in EXTENT_METHODS
+
+
 def fn_assignments(fn: cst.FunctionDef) -> dict[str, list]:
     return _cached("launch_assign", fn, lambda f: assignments(f.body.body))
 
@@ -256,7 +267,8 @@ def _module_value(name: str, module: cst.Module | None) -> cst.BaseExpression | 
 
 def _literal_items(e: cst.BaseExpression, module: cst.Module | None, depth: int = 0) -> list | None:
     """The elements a comprehension iterates: a list or tuple display, a module-level name bound to one
-    (``NUM_WARPS = [2, 4, 8]``), or both sides of a conditional (``[64, 128] if big else [32, 64]``)."""
+    (``NUM_WARPS = [2, 4, 8]``), both sides of a conditional (``[64, 128] if big else [32, 64]``), or lists joined
+    with ``+`` (``[1, 2, 4] + ([] if hopper else [8])``, as FLA writes them)."""
     if depth > 4:
         return None
     if isinstance(e, (cst.List, cst.Tuple)):
@@ -266,6 +278,9 @@ def _literal_items(e: cst.BaseExpression, module: cst.Module | None, depth: int 
         return _literal_items(v, module, depth + 1) if v is not None else None
     if isinstance(e, cst.IfExp):
         a, b = _literal_items(e.body, module, depth + 1), _literal_items(e.orelse, module, depth + 1)
+        return None if a is None or b is None else a + b
+    if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Add):
+        a, b = _literal_items(e.left, module, depth + 1), _literal_items(e.right, module, depth + 1)
         return None if a is None or b is None else a + b
     return None
 

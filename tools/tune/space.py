@@ -28,6 +28,7 @@ from tritondx.tools.rewrite.launch_scan import (
     configs_arg,
     expand_configs,
     free_names,
+    is_extent,
     meta_keys,
 )
 from tritondx.tools.rewrite.launch_sites import host_launch_sites
@@ -206,8 +207,9 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
                 space.skipped.append(Skipped(param=pname, why=f"set by {d.kind.replace('_', ' ')}"))
                 continue
             node = d.node if d.node is not None and d.value is not None else d.expr
-            if node is None or role != "split" and node is d.expr and isinstance(node, cst.Subscript):
-                # a tile that is a tensor's dimension as it stands (``k.shape[-1]``): the data's extent, not a block
+            if node is None or role != "split" and node is d.expr and is_extent(node):
+                # a tile that is a tensor's dimension as it stands (``k.shape[-1]``, ``k.size(-1)``): the data's
+                # extent, not a block
                 space.skipped.append(Skipped(param=pname, why=f"{d.kind}: {'; '.join(d.chain)[:120]}"))
                 continue
             g = s.grid_value   # does this launch's grid read the value (a smaller tile means more programs)?
@@ -312,9 +314,8 @@ def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob],
     node = configs_arg(call)
     name = s.kernel
     if not configs:
-        for p in s.params:
-            space.skipped.append(Skipped(param=f"{name}.{p}", why="autotuned from a config list that is not a "
-                                                                  "literal nor a comprehension over literals"))
+        space.skipped.append(Skipped(param=name, why="autotuned from a config list that is not read statically "
+                                                    "(its values are left alone)"))
         return
     if id(node) in plan.autotune:
         return

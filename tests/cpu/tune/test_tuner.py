@@ -1419,6 +1419,49 @@ def test_a_block_returned_by_every_branch_of_a_helper_and_spread_from_a_dict_is_
     assert tiles and all(t["status"] == "ok" for t in tiles), [(t["config"], t["status"], t.get("note")) for t in tiles]
 
 
+# a block chosen on several paths of the launcher (a size class or the GPU generation decides which one runs)
+PATHS_TASK = HEADER + '''
+
+@triton.jit
+def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+def launch(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    if n <= 4096:
+        BLOCK = 64
+    elif n <= 65536:
+        BLOCK = triton.next_power_of_2(n) // 64
+    else:
+        BLOCK = 1024
+    double_kernel[(triton.cdiv(n, BLOCK),)](x, out, n, BLOCK=BLOCK)
+    return out
+
+
+def reference(x):
+    return 2.0 * x
+'''
+
+
+def test_a_block_assigned_on_several_paths_is_scaled_on_each_and_a_tensor_extent_among_them_is_left_alone(tmp_path):
+    src = textwrap.dedent(PATHS_TASK)
+    knob = {k.key: k for k in spacemod.build(src).knobs}["double_kernel.BLOCK"]
+    assert knob.kind == "tile" and knob.grid_tied and "3 paths" in knob.where, knob
+    text = spacemod.emit(src, {"double_kernel.BLOCK": 1})
+    assert "BLOCK = 128" in text and "BLOCK = 2048" in text and "(triton.next_power_of_2(n) // 64) * 2" in text
+    out = tmp_path / "paths.py"
+    out.write_text(text)
+    _run_emitted(out)
+    for data in ("x.shape[-1]", "x.size(-1)"):   # one path takes the data's own extent: not a block to scale
+        extent = spacemod.build(src.replace("BLOCK = 1024", f"BLOCK = {data}"))
+        assert "double_kernel.BLOCK" not in {k.key for k in extent.knobs}
+        assert "several paths" in {s.param: s.why for s in extent.skipped}["double_kernel.BLOCK"]
+
+
 def test_an_option_only_a_spread_mapping_may_pass_is_not_written_at_the_call_again():
     src = textwrap.dedent(BRANCHY_TASK).replace("meta = dict(BLOCK=BLOCK, num_warps=warps)",
                                                 "meta = _meta(BLOCK, warps)").replace(
@@ -1491,6 +1534,7 @@ def test_a_launch_inside_a_modules_method_is_found_and_its_block_set_where_the_m
 @pytest.mark.parametrize("configs", [
     '[triton.Config({"BLOCK": b}, num_warps=w) for b in [64, 128] for w in (2, 4) if b * w <= 512]',
     '[triton.Config({"BLOCK": b}, num_warps=w) for b in BLOCKS for w in ([2, 4] if True else [8])]',
+    '[triton.Config({"BLOCK": b}, num_warps=w) for b in BLOCKS for w in [2] + ([4] if True else [8])]',
     "get_autotune_config()",
     "_CONFIGS + [triton.Config({'BLOCK': 256}, num_warps=4)]",
 ])
@@ -1514,6 +1558,8 @@ def test_an_autotuner_whose_configs_are_a_comprehension_or_a_config_function_is_
                                                               "twice.num_stages": 3}))
     assert "configs=[triton.Config({'BLOCK': 256}, num_warps=2" in out.read_text()
     _run_emitted(out)
+    if configs != "get_autotune_config()":   # the search itself is the same for every form: run it on one
+        return
     res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
     picked = res.launches[0]["constexprs"]["BLOCK"]
     tiles = {t["config"]["twice.BLOCK"]: t["status"] for t in res.trials if "twice.BLOCK" in t["config"]}
