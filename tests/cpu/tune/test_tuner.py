@@ -1372,13 +1372,16 @@ def test_tiles_a_kernel_passes_to_a_device_function_are_tiles_there(tmp_path):
 
 # launchers as third-party code writes them: the block from a helper with one return per size class, the options
 # in a dict spread into the call
-BRANCHY_TASK = HEADER + '''
+DOUBLE_KERNEL = '''
 
 @triton.jit
 def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(out_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=m), mask=m)
+'''
+
+BRANCHY_TASK = HEADER + DOUBLE_KERNEL + '''
 
 
 def _config(n):
@@ -1420,13 +1423,7 @@ def test_a_block_returned_by_every_branch_of_a_helper_and_spread_from_a_dict_is_
 
 
 # a block chosen on several paths of the launcher (a size class or the GPU generation decides which one runs)
-PATHS_TASK = HEADER + '''
-
-@triton.jit
-def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(out_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=m), mask=m)
+PATHS_TASK = HEADER + DOUBLE_KERNEL + '''
 
 
 def launch(x):
