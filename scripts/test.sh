@@ -22,5 +22,5 @@ fi
 cores=$(nproc 2>/dev/null || echo 2)
 workers=${TRITONDX_TEST_WORKERS:-$(( cores * 2 > 8 ? 8 : cores * 2 ))}
 echo "tests: the CPU suite takes about 15 minutes on 2 cores with $workers workers on a quiet machine (Triton interpreter," \
-     "sandboxed jobs; measured: pytest 799-927 s on 2026-12-06; up to 2-2.5x that on a loaded machine) ..." >&2
+     "sandboxed jobs; measured: pytest 799-1027 s on 2026-12-06/07; up to 2-2.5x that on a loaded machine) ..." >&2
 exec "$py" -m pytest tests/cpu -n "$workers" -q --durations=25 "$@"
