@@ -64,7 +64,7 @@ def set_values(source: str, values: dict[str, dict[str, int]], dtypes: tuple[str
     pinned: set[str] = set()
     for kname in values:
         ks = [s for s in sites if s.kernel == kname]
-        auto = autotune_configs(ks[0].kfn) if ks else None
+        auto = autotune_configs(ks[0].kfn, res.an.module) if ks else None
         if auto is None:
             continue
         # an autotuned kernel: its configs hold the tuned constexprs and the options; it is pinned to one
@@ -188,7 +188,7 @@ def _pinned(auto: tuple[list[dict[str, int]], cst.Call], values: dict[str, int])
     """The autotune decorator reduced to one configuration: the first one with ``values`` set."""
     configs, call = auto
     if not configs:
-        raise EditRefused("autotune configs are not a literal list")
+        raise EditRefused("autotune configs are not read statically")
     base = {**configs[0], **values}
     consts = ", ".join(f'"{k}": {v}' for k, v in base.items() if k not in OPTIONS)
     opts = "".join(f", {k}={base[k]}" for k in OPTIONS if k in base)

@@ -475,7 +475,7 @@ class _Analyzer:
         kfn = self.kernels[kname]
         line = self.line(call)
         bound, options, grid = bind_launch(call, param_names(kfn))
-        auto = autotune_configs(kfn)
+        auto = autotune_configs(kfn, self.module)
         heur = heuristic_keys(kfn)
         defs: dict[str, _Def] = {}
         spread = [code_of(a.value) for a in call.args if a.star == "**"]   # ``kernel[grid](..., **meta)``

@@ -212,16 +212,18 @@ def configs_arg(call: cst.Call) -> cst.BaseExpression | None:
                 call.args[0].value if call.args and call.args[0].keyword is None else None)
 
 
-def autotune_configs(kfn: cst.FunctionDef) -> tuple[list[dict[str, int]], cst.Call] | None:
-    """The configs of an ``@triton.autotune(configs=[triton.Config({...}, num_warps=..)])`` (literal lists only;
-    ``expand_configs`` reads the other forms)."""
+def autotune_configs(kfn: cst.FunctionDef, module: cst.Module | None = None
+                     ) -> tuple[list[dict[str, int]], cst.Call] | None:
+    """The configs of an ``@triton.autotune(configs=...)`` decorator as values, with the call; None when the kernel is
+    not autotuned. A literal list is read alone; given the kernel's ``module``, also the forms ``expand_configs``
+    reads (a comprehension, a module-level name, ``get_configs()``). [] when they cannot be read."""
     call = decorator_call(kfn, "triton.autotune")
     if call is None:
         return None
     cfg = configs_arg(call)
-    if not isinstance(cfg, cst.List):
-        return [], call
-    return [v for el in cfg.elements if (v := _config_values(el.value, {})) is not None], call
+    if isinstance(cfg, cst.List) or module is not None:
+        return expand_configs(cfg, module), call
+    return [], call
 
 
 def _config_values(c: cst.BaseExpression, env: dict[str, int]) -> dict[str, int] | None:

@@ -227,7 +227,7 @@ def analyze(source: str, dtypes: tuple[str, ...] | list[str] | None = None) -> L
     for s in res.sites:
         rec = LaunchSite(id=ids[id(s)], kernel=s.kernel, function=s.scope.qual, path=list(s.scope.path),
                          line=s.line, heuristics=heuristic_keys(s.kfn))
-        auto = autotune_configs(s.kfn)
+        auto = autotune_configs(s.kfn, an.module)
         if auto is not None:
             rec.autotuned = True
             rec.autotune_configs = auto[0]

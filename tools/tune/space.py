@@ -26,7 +26,6 @@ from tritondx.tools.rewrite.launch_scan import (
     OPTIONS,
     autotune_configs,
     configs_arg,
-    expand_configs,
     free_names,
     is_extent,
     meta_keys,
@@ -158,9 +157,7 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
     by_key: dict[str, Knob] = {}
     for s in res.sites:
         name = f"{s.kernel}"
-        auto = autotune_configs(s.kfn)
-        if auto is not None and not auto[0]:   # a comprehension, a name or a config function, read statically
-            auto = (expand_configs(configs_arg(auto[1]), an.module), auto[1])
+        auto = autotune_configs(s.kfn, an.module)   # also a comprehension, a name or a config function
         tuned_by_autotune: set[str] = set()
         if auto is not None:   # its configs' values are knobs; a tile the launcher passes is one as for any kernel
             _autotune_knobs(s, auto, space, plan, by_key, jit)

@@ -132,6 +132,23 @@ def test_autotuned_kernel_pinned_to_one_config(rw, tmp_path):
     rw.verify("launch_autotuned", p.source, tmp_path)
 
 
+def test_an_autotuner_whose_configs_are_a_comprehension_is_read_and_pinned_like_a_list(rw):
+    """FLA writes ``configs=[triton.Config({...}, num_warps=w) for ... in [...]]``: the launch analysis reads those
+    values (not "unset") and an edit pins the decorator to one config, as for a literal list."""
+    literal = ('configs=[triton.Config({"BLOCK": 128}, num_warps=2), triton.Config({"BLOCK": 256}, num_warps=4)]')
+    src = _src(rw, "launch_autotuned")
+    assert literal in src
+    src = src.replace(literal, 'configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in [(128, 2)] + PAIRS]')
+    src = src.replace("\n\n@triton.autotune", "\nPAIRS = [(256, 4)]\n\n\n@triton.autotune", 1)
+    (site,) = analyze(src).sites
+    assert site.autotuned and site.autotune_configs == [{"BLOCK": 128, "num_warps": 2}, {"BLOCK": 256, "num_warps": 4}]
+    assert site.params["BLOCK"].kind == "autotune_config" and site.params["BLOCK"].values == [128, 256]
+    out = set_values(src, {"scale_kernel": {"BLOCK": 2048, "num_warps": 8}})
+    deco = next(d for d in rw.function(out, "scale_kernel").decorator_list if "autotune" in ast.unparse(d))
+    configs = next(k.value for k in deco.keywords if k.arg == "configs")
+    assert [ast.unparse(c) for c in configs.elts] == ["triton.Config({'BLOCK': 2048}, num_warps=8)"]
+
+
 def test_refusals_say_why(rw):
     src = _src(rw, "launch_settings_helper")
     with pytest.raises(EditRefused, match="computed"):
