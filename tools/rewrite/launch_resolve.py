@@ -500,6 +500,11 @@ class _Analyzer:
                                chain=[f"default of {kname}'s parameter {p}"])
             elif p in OPTIONS:
                 defs[p] = _Def("unset", None, scope, name=p, value=DEFAULT_OPTIONS[p], chain=["Triton default"])
+            elif auto is not None and not auto[0] and not spread:
+                # neither passed nor defaulted: an autotuner whose configs are not read statically sets it (Triton
+                # raises for a constexpr that nothing sets)
+                defs[p] = _Def("autotune_config", None, None, name=p, kernel_fn=kfn,
+                               chain=[f"@triton.autotune configs of {kname} (not read statically)"])
         gval, gscope = grid, scope
         if isinstance(grid, cst.Name):
             d = self.lookup(grid.value, scope, line)

@@ -17,6 +17,13 @@ CURRENT: dict[str, tuple[str, int]] = {}
 LOCAL = threading.local()
 
 
+def is_set(key: str) -> bool:
+    """Whether the job set ``key`` (an autotuned kernel whose configs are not read statically keeps its own list
+    where it did not: a kernel the configuration leaves alone)."""
+    mine = getattr(LOCAL, "current", None)
+    return (CURRENT if mine is None else mine).get(key) is not None
+
+
 def knob(key: str, default: Any) -> Any:
     mine = getattr(LOCAL, "current", None)
     c = (CURRENT if mine is None else mine).get(key)

@@ -38,6 +38,7 @@ from tritondx.tools.tune.tunables import callees, dot_operands, host_semantic, k
 KnobKind = Literal["tile", "count", "grid", "warps", "stages", "loop", "pin"]
 #: the name the instrumented source reads knobs through
 KNOB_FN = "_tdx_knob"
+KNOB_SET_FN = "_tdx_knob_set"
 
 
 class Knob(BaseModel):
@@ -77,6 +78,7 @@ class _Plan:
         self.add: dict[int, dict[str, str]] = {}
         self.defaults: dict[str, int] = {}   # key -> value written when an option is added at the call
         self.autotune: dict[int, list[tuple[str, str]]] = {}   # configs list node id -> [(param, key)]
+        self.unread: set[int] = set()        # of those, configs not read statically (no first config to fall back on)
         self.loops: dict[int, str] = {}      # a kernel's ``for ... in range(...)`` node id -> its loop knob's key
         self.site: dict[str, int] = {}       # a tile knob's key -> the launch (call node id) that first read it
 
@@ -161,7 +163,8 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
         tuned_by_autotune: set[str] = set()
         if auto is not None:   # its configs' values are knobs; a tile the launcher passes is one as for any kernel
             _autotune_knobs(s, auto, space, plan, by_key, jit)
-            tuned_by_autotune = {*OPTIONS, *(p for c in auto[0] for p in c)}
+            tuned_by_autotune = {*OPTIONS, *(p for c in auto[0] for p in c),
+                                 *(p for p, d in s.params.items() if d.kind == "autotune_config")}
         roles = kernel_roles(s.kfn, jit)
         dots = dot_operands(s.kfn, jit)
         for p, d in s.params.items():
@@ -310,15 +313,20 @@ def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob],
     configs, call = auto
     node = configs_arg(call)
     name = s.kernel
-    if not configs:
-        space.skipped.append(Skipped(param=name, why="autotuned from a config list that is not read statically "
-                                                    "(its values are left alone)"))
+    if node is None:
+        space.skipped.append(Skipped(param=name, why="autotuned without a configs argument (left alone)"))
         return
     if id(node) in plan.autotune:
         return
     roles = kernel_roles(s.kfn, jit)
     dots = dot_operands(s.kfn, jit)
-    params = list(dict.fromkeys([p for c in configs for p in c if p not in OPTIONS])) + list(OPTIONS)
+    if configs:
+        params = list(dict.fromkeys([p for c in configs for p in c if p not in OPTIONS])) + list(OPTIONS)
+        where = f"@triton.autotune config of {name} ({len(configs)} configs)"
+    else:   # configs not read statically: the constexprs the launch leaves to them, at the pick the launch recorded
+        params = [p for p, d in s.params.items() if d.kind == "autotune_config" and p not in OPTIONS] + list(OPTIONS)
+        where = f"@triton.autotune config of {name} (configs not read statically: from the recorded pick)"
+        plan.unread.add(id(node))
     pairs = []
     for p in params:
         key = f"{name}.{p}"
@@ -326,9 +334,9 @@ def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob],
         if p == "num_stages" and not _has_loop(s.kfn, jit):
             role = "pin"
         kind = role if role in ("tile", "count", "warps", "stages") else "pin"
-        first = next((c[p] for c in configs if p in c), {"num_warps": 4, "num_stages": 3}.get(p))
+        first = next((c[p] for c in configs if p in c), {"num_warps": 4, "num_stages": 3}.get(p)) if configs else None
         k = by_key.setdefault(key, Knob(key=key, kind=kind, how="set", autotune=True, dot=p in dots, value=first,
-                                         where=f"@triton.autotune config of {name} ({len(configs)} configs)"))
+                                         where=where))
         k.params.append(f"{name}.{p}")
         pairs.append((p, key))
     plan.autotune[id(node)] = pairs
@@ -347,9 +355,10 @@ def build(source: str) -> Space:
 
 
 class _Rewrite(cst.CSTTransformer):
-    def __init__(self, plan: _Plan, leaf, pinned=None, only: set[str] | None = None, range_fn: str = "tl.range"
-                 ) -> None:
+    def __init__(self, plan: _Plan, leaf, pinned=None, only: set[str] | None = None, range_fn: str = "tl.range",
+                 unread_test=None) -> None:
         self.plan, self.leaf, self.pinned, self.only, self.range_fn = plan, leaf, pinned, only, range_fn
+        self.unread_test = unread_test   # key -> test that the job set it (instrument: unread configs' fallback)
 
     def on_leave(self, original, updated):
         loop_key = self.plan.loops.get(id(original))
@@ -365,7 +374,10 @@ class _Rewrite(cst.CSTTransformer):
             return updated.with_changes(iter=call)
         pairs = self.plan.autotune.get(id(original))
         if pairs is not None and self.pinned is not None:
-            return _configs_node(pairs, self.pinned)
+            one = _configs_node(pairs, self.pinned)
+            if self.unread_test is not None and id(original) in self.plan.unread:   # no config 0 to run: the
+                return cst.IfExp(test=self.unread_test(pairs[0][1]), body=one, orelse=updated)   # author's list
+            return one
         key = self.plan.wrap.get(id(original))
         if key is not None and isinstance(updated, cst.BaseExpression):
             return self.leaf(key, updated)
@@ -407,8 +419,11 @@ def instrument(source: str) -> str:
     def knob_read(key: str) -> str:   # the job sets a hot kernel's to the autotuner's pick; a cold one runs config 0
         return f"{KNOB_FN}({key!r}, {first.get(key)!r})"
 
-    out = module.visit(_Rewrite(plan, leaf, knob_read, range_fn="_tdx_tl.range"))
-    stmts = [cst.parse_statement(f"from tritondx.tools.tune.knob import knob as {KNOB_FN}\n")]
+    def is_set(key: str) -> cst.BaseExpression:
+        return cst.parse_expression(f"{KNOB_SET_FN}({key!r})")
+
+    out = module.visit(_Rewrite(plan, leaf, knob_read, range_fn="_tdx_tl.range", unread_test=is_set))
+    stmts = [cst.parse_statement(f"from tritondx.tools.tune.knob import knob as {KNOB_FN}, is_set as {KNOB_SET_FN}\n")]
     if loop_names:
         stmts.append(cst.parse_statement("import triton.language as _tdx_tl\n"))
         stmts += [cst.parse_statement(f"{name} = _tdx_tl.constexpr({KNOB_FN}({key!r}, 0) or None)\n")

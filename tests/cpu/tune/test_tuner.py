@@ -3,6 +3,7 @@ the screen, the search and the readable winner. Kernels written for these tests 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -1526,6 +1527,56 @@ def test_a_launch_inside_a_modules_method_is_found_and_its_block_set_where_the_m
     assert [l["kernel"] for l in res.launches] == ["shift_kernel"]
     by = {t["config"].get("shift_kernel.BLOCK"): t["status"] for t in res.trials if "shift_kernel.BLOCK" in t["config"]}
     assert by and all(v == "ok" for v in by.values()), by
+
+
+def test_an_autotuner_whose_configs_are_not_read_statically_is_searched_from_the_recorded_pick(tmp_path):
+    """``configs=get_configs(2)`` (a function of arguments, or a library's tuned-config table) cannot be read from
+    the source: the constexprs the launch leaves to the autotuner are its keys, searched from the pick the launch
+    recorded and pinned from it in a winner; with no knob set (a kernel no configuration touches) the instrumented
+    kernel keeps the author's list instead of failing on a value it does not have."""
+    text = AUTOTUNED_TASK.replace(
+        '@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, '
+        'num_warps=4)],', "@triton.autotune(configs=get_configs(2),").replace(
+        "@triton.autotune(", "def get_configs(scale):\n    return [triton.Config({'BLOCK': 32 * scale}, num_warps=2), "
+        "triton.Config({'BLOCK': 64 * scale}, num_warps=4)]\n\n\n@triton.autotune(", 1)
+    assert "configs=get_configs(2)," in text
+    task = _write(tmp_path, "autotuned_unread", text)
+    src = task.read_text()
+    sp = spacemod.build(src)
+    by = {k.key: k for k in sp.knobs}
+    assert by["twice.BLOCK"].kind == "tile" and by["twice.BLOCK"].autotune and by["twice.BLOCK"].value is None
+    assert by["twice.num_warps"].kind == "warps" and by["twice.num_warps"].value is None
+    assert not [s for s in sp.skipped if s.param.startswith("twice")], sp.skipped
+    inst = tmp_path / "instrumented.py"
+    inst.write_text(spacemod.instrument(src))
+    assert "_tdx_knob_set('twice.BLOCK')" in inst.read_text()
+    def configs_on_import(current):
+        from tritondx.tools.tune import knob
+        saved = dict(knob.CURRENT)
+        knob.CURRENT.clear()
+        knob.CURRENT.update(current)
+        try:
+            spec = importlib.util.spec_from_file_location("inst_unread", inst)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        finally:
+            knob.CURRENT.clear()
+            knob.CURRENT.update(saved)
+        return [(c.kwargs["BLOCK"], c.num_warps) for c in mod.twice.configs]
+
+    assert configs_on_import({}) == [(64, 2), (128, 4)]   # no knob set: the author's own configs
+    assert configs_on_import({"twice.BLOCK": ("set", 256), "twice.num_warps": ("set", 8),
+                              "twice.num_stages": ("set", 3)}) == [(256, 8)]
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    picked = res.launches[0]["constexprs"]["BLOCK"]
+    assert picked in (64, 128)
+    tiles = {t["config"]["twice.BLOCK"]: t["status"] for t in res.trials if "twice.BLOCK" in t["config"]}
+    assert set(tiles) == {picked * 2, picked // 2} and set(tiles.values()) == {"ok"}, tiles
+    out = tmp_path / "emitted.py"
+    out.write_text(spacemod.emit(src, {"twice.BLOCK": 256}, {"twice.BLOCK": picked, "twice.num_warps": 4,
+                                                              "twice.num_stages": 3}))
+    assert "configs=[triton.Config({'BLOCK': 256}, num_warps=4, num_stages=3)]" in out.read_text()
+    _run_emitted(out)
 
 
 @pytest.mark.parametrize("configs", [
