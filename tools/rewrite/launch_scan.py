@@ -279,12 +279,13 @@ def _literal_items(e: cst.BaseExpression, module: cst.Module | None, depth: int 
         v = _module_value(e.value, module)
         return _literal_items(v, module, depth + 1) if v is not None else None
     if isinstance(e, cst.IfExp):
-        a, b = _literal_items(e.body, module, depth + 1), _literal_items(e.orelse, module, depth + 1)
-        return None if a is None or b is None else a + b
-    if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Add):
-        a, b = _literal_items(e.left, module, depth + 1), _literal_items(e.right, module, depth + 1)
-        return None if a is None or b is None else a + b
-    return None
+        parts = (e.body, e.orelse)
+    elif isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Add):
+        parts = (e.left, e.right)
+    else:
+        return None
+    a, b = (_literal_items(x, module, depth + 1) for x in parts)
+    return None if a is None or b is None else a + b
 
 
 def expand_configs(node: cst.BaseExpression | None, module: cst.Module | None = None,
