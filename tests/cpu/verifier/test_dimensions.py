@@ -47,10 +47,20 @@ def test_block_constants_are_read_per_dimension():
     assert {(t.dim, t.block, t.value) for t in _tiles(SOFTMAX, SOFTMAX)} == {(1, "BLOCK", 256)}
 
 
-def test_an_autotuned_block_is_read_from_its_configs(tmp_path):
+@pytest.mark.parametrize("configs", [
+    "[triton.Config({'BLOCK_K': 8}), triton.Config({'BLOCK_K': 32})]",
+    "[triton.Config({'BLOCK_K': b}, num_warps=w) for b in BLOCKS for w in (2, 4) if b * w < 256]",
+    "[triton.Config({'BLOCK_K': 8})] + [triton.Config({'BLOCK_K': b}) for b, _ in [(32, 1)]]",
+    "CONFIGS",
+])
+def test_an_autotuned_block_is_read_from_its_configs(tmp_path, configs):
+    """A literal list, a comprehension over a module-level list (FLA's form), lists joined with ``+`` or a
+    module-level name: every value a config gives the block is a block to derive remainders for."""
     src = (D / "g02_honest_tiles.py").read_text()
-    src = src.replace("@triton.jit", "@triton.autotune(configs=[triton.Config({'BLOCK_K': 8}), "
-                                     "triton.Config({'BLOCK_K': 32})], key=['K'])\n@triton.jit")
+    assert src.count("@triton.jit") == 1
+    src = src.replace("@triton.jit", "BLOCKS = [8, 32]\nCONFIGS = [triton.Config({'BLOCK_K': 8}), "
+                                     "triton.Config({'BLOCK_K': 32})]\n\n\n"
+                                     f"@triton.autotune(configs={configs}, key=['K'])\n@triton.jit")
     src = src.replace(", BLOCK_K=BLOCK_K)", ")")
     p = tmp_path / "tuned.py"
     p.write_text(src)

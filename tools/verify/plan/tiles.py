@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Any
 
 from tritondx.tools.verify.plan.launch_walk import _StopWalk, _Walker
 from tritondx.tools.verify.plan.evaluator import UNKNOWN, Evaluator, dotted
@@ -72,18 +73,84 @@ def _constexprs(fn: ast.FunctionDef) -> list[str]:
             if a.annotation is not None and (dotted(a.annotation) or "").endswith("constexpr")]
 
 
-def _config_values(fn: ast.FunctionDef, name: str) -> set[int]:
-    """The values ``name`` takes in an ``@triton.autotune`` decorator's ``triton.Config({...})`` list."""
+#: the most configurations a comprehension of ``triton.Config`` is expanded to
+MAX_CONFIGS = 4096
+
+
+def _module_values(tree: ast.Module | None) -> dict[str, ast.expr]:
+    """Module-level names bound by one plain assignment, to the expression bound (``BLOCKS = [64, 128]``)."""
+    seen: dict[str, list[ast.expr]] = {}
+    for st in tree.body if tree is not None else ():
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            seen.setdefault(st.targets[0].id, []).append(st.value)
+    return {k: v[0] for k, v in seen.items() if len(v) == 1}
+
+
+def _bind(target: ast.expr, value: Any) -> dict[str, Any] | None:
+    if isinstance(target, ast.Name):
+        return {target.id: value}
+    if isinstance(target, ast.Tuple) and isinstance(value, (tuple, list)) and len(value) == len(target.elts):
+        out: dict[str, Any] = {}
+        for t, v in zip(target.elts, value):
+            b = _bind(t, v)
+            if b is None:
+                return None
+            out.update(b)
+        return out
+    return None
+
+
+def _config_calls(node: ast.expr | None, names: dict[str, ast.expr], env: dict[str, Any], depth: int = 0
+                  ) -> list[tuple[ast.expr, dict[str, Any]]]:
+    """The ``triton.Config(...)`` expressions of an autotuner's ``configs=``, each with the names its values read:
+    a list, lists joined with ``+``, a module-level name bound to one, or a comprehension over lists the evaluator
+    reads (``[triton.Config({"BT": bt}, num_warps=w) for bt in [16, 32] for w in NUM_WARPS]``; an ``if`` filter
+    is ignored: every value a config may take is a block to check)."""
+    if node is None or depth > 4:
+        return []
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [(c, env) for c in node.elts]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _config_calls(node.left, names, env, depth + 1) + _config_calls(node.right, names, env, depth + 1)
+    if isinstance(node, ast.Name) and node.id in names:
+        return _config_calls(names[node.id], names, env, depth + 1)
+    if isinstance(node, ast.ListComp):
+        envs = [env]
+        for gen in node.generators:
+            nxt = []
+            for e in envs:
+                items = Evaluator(e).eval(gen.iter)
+                if not isinstance(items, (list, tuple)):
+                    return []
+                for it in items:
+                    b = _bind(gen.target, it)
+                    if b is None:
+                        return []
+                    nxt.append({**e, **b})
+            envs = nxt[:MAX_CONFIGS]
+        return [(node.elt, e) for e in envs]
+    return []
+
+
+def _config_values(fn: ast.FunctionDef, name: str, tree: ast.Module | None = None) -> set[int]:
+    """The values ``name`` takes in an ``@triton.autotune`` decorator's ``triton.Config({...})`` list (a literal
+    list, or given the module, the forms ``_config_calls`` reads)."""
     out: set[int] = set()
+    names = _module_values(tree)
+    env: dict[str, Any] = {}
+    for k, v in names.items():   # module-level lists and numbers a comprehension may iterate
+        val = Evaluator({}).eval(v)
+        if val is not UNKNOWN:
+            env[k] = val
     for d in fn.decorator_list:
         if not (isinstance(d, ast.Call) and (dotted(d.func) or "").endswith("autotune")):
             continue
         configs = next((k.value for k in d.keywords if k.arg == "configs"), d.args[0] if d.args else None)
-        for c in configs.elts if isinstance(configs, (ast.List, ast.Tuple)) else ():
+        for c, cenv in _config_calls(configs, names, env):
             if isinstance(c, ast.Call) and c.args and isinstance(c.args[0], ast.Dict):
                 for k, v in zip(c.args[0].keys, c.args[0].values):
                     if isinstance(k, ast.Constant) and k.value == name:
-                        val = Evaluator({}).eval(v)
+                        val = Evaluator(cenv).eval(v)
                         if isinstance(val, int) and not isinstance(val, bool):
                             out.add(val)
     return out
@@ -105,8 +172,10 @@ def relations(fn: ast.FunctionDef) -> set[frozenset[str]]:
             out |= deps.get(n, set())
         return out
 
+    body = [n for st in fn.body for n in ast.walk(st)]   # the kernel's own code, not its decorators (an
+    # autotuner's ``if b * w <= 512`` filter names no dimension)
     for _ in range(3):   # assignments in loops may feed earlier ones: a few passes reach a fixed point
-        for node in ast.walk(fn):
+        for node in body:
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
                 src = expand(node.value)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -120,7 +189,7 @@ def relations(fn: ast.FunctionDef) -> set[frozenset[str]]:
                     if n not in params:
                         deps[n] = deps.get(n, set()) | src
     out: set[frozenset[str]] = set()
-    for node in ast.walk(fn):
+    for node in body:
         rel = isinstance(node, ast.Compare) or (isinstance(node, ast.BinOp) and isinstance(node.op, _REL_OPS)) or \
             (isinstance(node, ast.Call) and (dotted(node.func) or "").rsplit(".", 1)[-1] in _REL_CALLS)
         if rel:
@@ -158,7 +227,7 @@ def block_tiles(tree: ast.Module, base: tuple[int, ...], base_inputs: tuple, mov
             va, vb = _int(ea.get(p, UNKNOWN)), _int(eb.get(p, UNKNOWN))
             if va is not None and va == vb and va >= 2:
                 blocks[p] = {va}
-            elif ea.get(p, UNKNOWN) is UNKNOWN and (vals := {v for v in _config_values(fn, p) if v >= 2}):
+            elif ea.get(p, UNKNOWN) is UNKNOWN and (vals := {v for v in _config_values(fn, p, tree) if v >= 2}):
                 blocks[p] = vals
         if not dims or not blocks:
             continue
