@@ -39,6 +39,8 @@ KnobKind = Literal["tile", "count", "grid", "warps", "stages", "loop", "pin"]
 #: the name the instrumented source reads knobs through
 KNOB_FN = "_tdx_knob"
 KNOB_SET_FN = "_tdx_knob_set"
+#: an autotuner whose configs are not read statically may set these launch values (the ones the launch leaves to it)
+UNREAD_KEYS = ("autotune_config", "kernel_default")
 
 
 class Knob(BaseModel):
@@ -164,7 +166,8 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
         if auto is not None:   # its configs' values are knobs; a tile the launcher passes is one as for any kernel
             _autotune_knobs(s, auto, space, plan, by_key, jit)
             tuned_by_autotune = {*OPTIONS, *(p for c in auto[0] for p in c),
-                                 *(p for p, d in s.params.items() if d.kind == "autotune_config")}
+                                 *(p for p, d in s.params.items() if d.kind in (UNREAD_KEYS if not auto[0] else
+                                                                                ("autotune_config",)))}
         roles = kernel_roles(s.kfn, jit)
         dots = dot_operands(s.kfn, jit)
         for p, d in s.params.items():
@@ -324,7 +327,9 @@ def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob],
         params = list(dict.fromkeys([p for c in configs for p in c if p not in OPTIONS])) + list(OPTIONS)
         where = f"@triton.autotune config of {name} ({len(configs)} configs)"
     else:   # configs not read statically: the constexprs the launch leaves to them, at the pick the launch recorded
-        params = [p for p, d in s.params.items() if d.kind == "autotune_config" and p not in OPTIONS] + list(OPTIONS)
+        # (a signature default too: the configs may override it, and a pinned config that leaves it out would run
+        # the default where the autotuner ran its own value)
+        params = [p for p, d in s.params.items() if p not in OPTIONS and d.kind in UNREAD_KEYS] + list(OPTIONS)
         where = f"@triton.autotune config of {name} (configs not read statically: from the recorded pick)"
         plan.unread.add(id(node))
     pairs = []

@@ -1540,6 +1540,11 @@ def test_an_autotuner_whose_configs_are_not_read_statically_is_searched_from_the
         "@triton.autotune(", "def get_configs(scale):\n    return [triton.Config({'BLOCK': 32 * scale}, num_warps=2), "
         "triton.Config({'BLOCK': 64 * scale}, num_warps=4)]\n\n\n@triton.autotune(", 1)
     assert "configs=get_configs(2)," in text
+    # a constexpr with a signature default the launch leaves alone: the configs might set it, so a pinned config
+    # writes the value the launch recorded
+    text = text.replace("def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):",
+                        "def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr = False):")
+    assert "EVEN: tl.constexpr = False" in text
     task = _write(tmp_path, "autotuned_unread", text)
     src = task.read_text()
     sp = spacemod.build(src)
@@ -1565,7 +1570,7 @@ def test_an_autotuner_whose_configs_are_not_read_statically_is_searched_from_the
         return [(c.kwargs["BLOCK"], c.num_warps) for c in mod.twice.configs]
 
     assert configs_on_import({}) == [(64, 2), (128, 4)]   # no knob set: the author's own configs
-    assert configs_on_import({"twice.BLOCK": ("set", 256), "twice.num_warps": ("set", 8),
+    assert configs_on_import({"twice.BLOCK": ("set", 256), "twice.EVEN": ("set", False), "twice.num_warps": ("set", 8),
                               "twice.num_stages": ("set", 3)}) == [(256, 8)]
     res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
     picked = res.launches[0]["constexprs"]["BLOCK"]
@@ -1573,9 +1578,9 @@ def test_an_autotuner_whose_configs_are_not_read_statically_is_searched_from_the
     tiles = {t["config"]["twice.BLOCK"]: t["status"] for t in res.trials if "twice.BLOCK" in t["config"]}
     assert set(tiles) == {picked * 2, picked // 2} and set(tiles.values()) == {"ok"}, tiles
     out = tmp_path / "emitted.py"
-    out.write_text(spacemod.emit(src, {"twice.BLOCK": 256}, {"twice.BLOCK": picked, "twice.num_warps": 4,
-                                                              "twice.num_stages": 3}))
-    assert "configs=[triton.Config({'BLOCK': 256}, num_warps=4, num_stages=3)]" in out.read_text()
+    out.write_text(spacemod.emit(src, {"twice.BLOCK": 256}, {"twice.BLOCK": picked, "twice.EVEN": False,
+                                                              "twice.num_warps": 4, "twice.num_stages": 3}))
+    assert "configs=[triton.Config({'BLOCK': 256, 'EVEN': False}, num_warps=4, num_stages=3)]" in out.read_text()
     _run_emitted(out)
 
 
