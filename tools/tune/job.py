@@ -148,12 +148,12 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     # 1. the launches, found by running them; the initial kernel's outputs are the screen's reference. An autotuner
     # compiles its configs in threads and times them alone
     with autotune_exclusive(env.cuda), phase("shared"):
-        with recording(cuda=env.cuda) as rec:
+        with recording() as rec:   # (untimed: it compiles, and autotuners time their configs in it)
             refs = [t.detach().clone() for t in outputs(env.orig.launch(*env.inputs))]
             env.sync()
             env.keep(refs)
-        if env.cuda:   # a second recorded call: the first one compiled (its device time includes nothing of that,
-            with recording(cuda=True) as rec:   # but autotuners time their configs in it)
+        if env.cuda:   # a second recorded call, timed: each launch's device time
+            with recording(cuda=True) as rec:
                 outputs(env.orig.launch(*env.inputs))
                 env.sync()
     launches = rec.launches
