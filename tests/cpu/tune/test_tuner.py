@@ -1542,8 +1542,10 @@ def test_an_autotuner_whose_configs_are_not_read_statically_is_searched_from_the
     assert "configs=get_configs(2)," in text
     # a constexpr with a signature default the launch leaves alone: the configs might set it, so a pinned config
     # writes the value the launch recorded
+    # (a float default is no config value: it stays out, and does not stop the search)
     text = text.replace("def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):",
-                        "def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr = False):")
+                        "def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr = False,\n"
+                        "          EPS: tl.constexpr = 1e-6):")
     assert "EVEN: tl.constexpr = False" in text
     task = _write(tmp_path, "autotuned_unread", text)
     src = task.read_text()
