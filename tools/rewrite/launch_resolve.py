@@ -91,6 +91,13 @@ class _Site:
     record: LaunchSite | None = None
 
 
+def _config_value(default: cst.BaseExpression | None) -> bool:
+    """Whether an autotuner's config may set a constexpr with this signature default: none, or an integer or a
+    boolean (a float or string default, ``eps = 1e-6``, is no config value)."""
+    return default is None or isinstance(default, cst.Integer) or \
+        isinstance(default, cst.Name) and default.value in ("True", "False")
+
+
 class _Analyzer:
     def __init__(self, source: str, dtypes: tuple[str, ...]):
         self.module = parse(source)
@@ -493,6 +500,11 @@ class _Analyzer:
                 defs[p] = self.resolve(entry, scope, line, "literal", [f"entry {p} of **{spread[0]}"]) \
                     if entry is not None else \
                     _Def("computed", None, scope, name=p, chain=[f"may be passed in **{spread[0]}"])
+            elif auto is not None and not auto[0] and p not in OPTIONS and _config_value(default_of(kfn, p)):
+                # an autotuner whose configs are not read statically sets what the launch leaves unset (Triton
+                # raises for a constexpr nothing sets) and may override an integer or boolean default
+                defs[p] = _Def("autotune_config", None, None, name=p, kernel_fn=kfn,
+                               chain=[f"@triton.autotune configs of {kname} (not read statically)"])
             elif p not in OPTIONS and default_of(kfn, p) is not None:
                 dflt = default_of(kfn, p)
                 defs[p] = _Def("kernel_default", dflt, None, name=p, kernel_fn=kfn,
@@ -500,11 +512,6 @@ class _Analyzer:
                                chain=[f"default of {kname}'s parameter {p}"])
             elif p in OPTIONS:
                 defs[p] = _Def("unset", None, scope, name=p, value=DEFAULT_OPTIONS[p], chain=["Triton default"])
-            elif auto is not None and not auto[0] and not spread:
-                # neither passed nor defaulted: an autotuner whose configs are not read statically sets it (Triton
-                # raises for a constexpr that nothing sets)
-                defs[p] = _Def("autotune_config", None, None, name=p, kernel_fn=kfn,
-                               chain=[f"@triton.autotune configs of {kname} (not read statically)"])
         gval, gscope = grid, scope
         if isinstance(grid, cst.Name):
             d = self.lookup(grid.value, scope, line)

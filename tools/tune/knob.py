@@ -17,16 +17,19 @@ CURRENT: dict[str, tuple[str, int]] = {}
 LOCAL = threading.local()
 
 
+def _set(key: str) -> tuple[str, int] | None:
+    mine = getattr(LOCAL, "current", None)
+    return (CURRENT if mine is None else mine).get(key)
+
+
 def is_set(key: str) -> bool:
     """Whether the job set ``key`` (an autotuned kernel whose configs are not read statically keeps its own list
     where it did not: a kernel the configuration leaves alone)."""
-    mine = getattr(LOCAL, "current", None)
-    return (CURRENT if mine is None else mine).get(key) is not None
+    return _set(key) is not None
 
 
 def knob(key: str, default: Any) -> Any:
-    mine = getattr(LOCAL, "current", None)
-    c = (CURRENT if mine is None else mine).get(key)
+    c = _set(key)
     if c is None:
         if default is None:
             raise KeyError(f"knob {key} has no value (an autotuned kernel's config is always set by the job)")

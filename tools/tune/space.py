@@ -164,8 +164,7 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
         if auto is not None:   # its configs' values are knobs; a tile the launcher passes is one as for any kernel
             _autotune_knobs(s, auto, space, plan, by_key, jit)
             tuned_by_autotune = {*OPTIONS, *(p for c in auto[0] for p in c),
-                                 *(p for p, d in s.params.items()
-                                   if (_unread_key(d) if not auto[0] else d.kind == "autotune_config"))}
+                                 *(p for p, d in s.params.items() if d.kind == "autotune_config")}
         roles = kernel_roles(s.kfn, jit)
         dots = dot_operands(s.kfn, jit)
         for p, d in s.params.items():
@@ -324,10 +323,8 @@ def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob],
     if configs:
         params = list(dict.fromkeys([p for c in configs for p in c if p not in OPTIONS])) + list(OPTIONS)
         where = f"@triton.autotune config of {name} ({len(configs)} configs)"
-    else:   # configs not read statically: the constexprs the launch leaves to them, at the pick the launch recorded
-        # (a signature default too: the configs may override it, and a pinned config that leaves it out would run
-        # the default where the autotuner ran its own value)
-        params = [p for p, d in s.params.items() if p not in OPTIONS and _unread_key(d)] + list(OPTIONS)
+    else:   # configs not read statically: the values the launch analysis gives them, at the pick the launch recorded
+        params = [p for p, d in s.params.items() if p not in OPTIONS and d.kind == "autotune_config"] + list(OPTIONS)
         where = f"@triton.autotune config of {name} (configs not read statically: from the recorded pick)"
         plan.unread.add(id(node))
     pairs = []
@@ -343,16 +340,6 @@ def _autotune_knobs(s, auto, space: Space, plan: _Plan, by_key: dict[str, Knob],
         k.params.append(f"{name}.{p}")
         pairs.append((p, key))
     plan.autotune[id(node)] = pairs
-
-
-def _unread_key(d) -> bool:
-    """A launch value that an autotuner whose configs are not read statically may set: one the launch leaves to it,
-    or an integer or boolean signature default its configs may override (a float or string default, ``eps = 1e-6``,
-    is no config value: pinning it would need a value the job cannot set)."""
-    if d.kind == "autotune_config":
-        return True
-    return d.kind == "kernel_default" and (isinstance(d.node, cst.Integer) or
-                                           isinstance(d.node, cst.Name) and d.node.value in ("True", "False"))
 
 
 def _configs_node(pairs: list[tuple[str, str]], value) -> cst.BaseExpression:

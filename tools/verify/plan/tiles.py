@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritondx.tools.verify.plan.launch_walk import _StopWalk, _Walker
-from tritondx.tools.verify.plan.evaluator import UNKNOWN, Evaluator, dotted
+from tritondx.tools.verify.plan.evaluator import UNKNOWN, Evaluator, dotted, module_constants
 
 #: relations between a size and a block: comparisons, these operators, these calls
 _REL_OPS = (ast.Mod, ast.FloorDiv)
@@ -77,10 +77,10 @@ def _constexprs(fn: ast.FunctionDef) -> list[str]:
 MAX_CONFIGS = 4096
 
 
-def _module_values(tree: ast.Module | None) -> dict[str, ast.expr]:
+def _module_values(tree: ast.Module) -> dict[str, ast.expr]:
     """Module-level names bound by one plain assignment, to the expression bound (``BLOCKS = [64, 128]``)."""
     seen: dict[str, list[ast.expr]] = {}
-    for st in tree.body if tree is not None else ():
+    for st in tree.body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
             seen.setdefault(st.targets[0].id, []).append(st.value)
     return {k: v[0] for k, v in seen.items() if len(v) == 1}
@@ -118,12 +118,15 @@ def _config_calls(node: ast.expr | None, names: dict[str, ast.expr], env: dict[s
         envs = [env]
         for gen in node.generators:
             nxt = []
+            src = gen.iter   # a module-level list by its name (``for w in NUM_WARPS``)
+            if isinstance(src, ast.Name) and src.id in names:
+                src = names[src.id]
             for e in envs:
-                items = Evaluator(e).eval(gen.iter)
+                items = Evaluator(e).eval(src)
                 if not isinstance(items, (list, tuple)):
                     return []
-                for it in items:
-                    b = _bind(gen.target, it)
+                for item in items:
+                    b = _bind(gen.target, item)
                     if b is None:
                         return []
                     nxt.append({**e, **b})
@@ -132,16 +135,10 @@ def _config_calls(node: ast.expr | None, names: dict[str, ast.expr], env: dict[s
     return []
 
 
-def _config_values(fn: ast.FunctionDef, name: str, tree: ast.Module | None = None) -> set[int]:
-    """The values ``name`` takes in an ``@triton.autotune`` decorator's ``triton.Config({...})`` list (a literal
-    list, or given the module, the forms ``_config_calls`` reads)."""
+def _config_values(fn: ast.FunctionDef, name: str, names: dict[str, ast.expr], env: dict[str, Any]) -> set[int]:
+    """The values ``name`` takes in an ``@triton.autotune`` decorator's ``triton.Config({...})`` list, in the forms
+    ``_config_calls`` reads (``names``: the module's names bound once; ``env``: its constants)."""
     out: set[int] = set()
-    names = _module_values(tree)
-    env: dict[str, Any] = {}
-    for k, v in names.items():   # module-level lists and numbers a comprehension may iterate
-        val = Evaluator({}).eval(v)
-        if val is not UNKNOWN:
-            env[k] = val
     for d in fn.decorator_list:
         if not (isinstance(d, ast.Call) and (dotted(d.func) or "").endswith("autotune")):
             continue
@@ -209,6 +206,7 @@ def block_tiles(tree: ast.Module, base: tuple[int, ...], base_inputs: tuple, mov
     ``base`` and ``moved`` differ in every dimension (``shapes.moved_shape``); their inputs are made by the task."""
     a, b = launches(tree, base_inputs), launches(tree, moved_inputs)
     fns = {fn.name: fn for fn in tree.body if isinstance(fn, ast.FunctionDef)}
+    names, consts = _module_values(tree), module_constants(tree)
     out: dict[tuple, Tile] = {}
     for (name, ea), (name_b, eb) in zip(a, b):
         if name != name_b or name not in fns:
@@ -227,7 +225,8 @@ def block_tiles(tree: ast.Module, base: tuple[int, ...], base_inputs: tuple, mov
             va, vb = _int(ea.get(p, UNKNOWN)), _int(eb.get(p, UNKNOWN))
             if va is not None and va == vb and va >= 2:
                 blocks[p] = {va}
-            elif ea.get(p, UNKNOWN) is UNKNOWN and (vals := {v for v in _config_values(fn, p, tree) if v >= 2}):
+            elif ea.get(p, UNKNOWN) is UNKNOWN and (vals := {v for v in _config_values(fn, p, names, consts)
+                                                             if v >= 2}):
                 blocks[p] = vals
         if not dims or not blocks:
             continue
