@@ -103,9 +103,10 @@ def test_the_search_compiles_ahead_times_in_waves_explores_and_sweeps_a_loops_st
 
 
 def test_the_recorded_share_is_the_kernels_device_time_not_the_hosts_launch_path():
-    """A one-element kernel launched after a 64 MB copy: on the device it takes a few us of the copy's ~40 us; with
-    the device idle while the host launches, its events would also time Triton's host path (tens of us) and give it a
-    third or more of the call (flaggems_max's one-program second stage: 37% in H100 batch_s)."""
+    """A one-element kernel launched first, then a 64 MB copy: on the device it takes a few us of the copy's ~40 us;
+    with the device idle while the host launches (nothing queued before it), its events would also time Triton's host
+    path (tens of us) and give it a fifth or more of the call (flaggems_max's one-program second stage: 37% in H100
+    batch_s)."""
     import triton
     import triton.language as tl
     from tritondx.tools.tune.record import recording
@@ -124,8 +125,8 @@ def test_the_recorded_share_is_the_kernels_device_time_not_the_hosts_launch_path
     out, tiny = torch.empty_like(x), torch.empty(1, device="cuda")
 
     def call():
+        one[(1,)](x, tiny)
         copy[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
-        one[(1,)](out, tiny)
 
     call()
     torch.cuda.synchronize()
