@@ -6,11 +6,13 @@ tile that is a tensor's dimension as it stands, are left alone."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import libcst as cst
-import torch
 
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.tune import space as spacemod
@@ -97,7 +99,7 @@ def test_a_tile_that_is_a_tensors_dimension_stays_untuned():
     assert any(s.param == "split_rows_kernel.BLOCK" for s in sp.skipped)
 
 
-def test_the_emitted_split_is_readable_and_exact_at_a_shape_it_does_not_divide(tmp_path: Path, load_interpreted):
+def test_the_emitted_split_is_readable_and_exact_at_a_shape_it_does_not_divide(tmp_path: Path):
     src = textwrap.dedent(TASK)
     out = spacemod.emit(src, {"split_rows_kernel.SPLIT": -3})
     assert "SPLIT=math.gcd(x.shape[1], max(x.shape[1] >> 3, 1))" in out and "\nimport math\n" in out
@@ -105,10 +107,13 @@ def test_the_emitted_split_is_readable_and_exact_at_a_shape_it_does_not_divide(t
                              {"split_rows_kernel.SPLIT": 256}) == "SPLIT 256->32"
     path = tmp_path / "emitted.py"
     path.write_text(out)
-    m = load_interpreted(path)
-    for shape in [(3, 100), (2, 256), (1, 7)]:
-        x = torch.randn(shape)
-        torch.testing.assert_close(m.launch(x), 2.0 * x)
+    code = (f"import torch, importlib.util as u\ns = u.spec_from_file_location('t', {str(path)!r})\n"
+            "m = u.module_from_spec(s); s.loader.exec_module(m)\n"
+            "for shape in [(3, 100), (2, 256), (1, 7)]:\n"
+            "    x = torch.randn(shape)\n"
+            "    torch.testing.assert_close(m.launch(x), 2.0 * x)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TRITON_INTERPRET": "1"},
+                   timeout=300)
 
 
 def test_the_tune_job_screens_split_configurations_under_the_interpreter(tmp_path: Path):

@@ -4,13 +4,13 @@ the screen, the search and the readable winner. Kernels written for these tests 
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-import torch
 
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.tune import space as spacemod
@@ -192,14 +192,17 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return p
 
 
-def _run_emitted(path: Path, load) -> None:
-    """The emitted source matches its reference under the interpreter (``load``: the ``load_interpreted`` fixture)."""
-    m = load(path)
-    x = m.make_inputs(m.CHECK_SHAPES[0], torch.float32, 1, "cpu")
-    torch.testing.assert_close(m.launch(*x), m.reference(*x), atol=1e-3, rtol=1e-3)
+def _run_emitted(path: Path) -> None:
+    """The emitted source matches its reference under the interpreter, in a fresh process."""
+    code = (f"import torch, importlib.util as u\ns = u.spec_from_file_location('t', {str(path)!r})\n"
+            "m = u.module_from_spec(s); s.loader.exec_module(m)\n"
+            "x = m.make_inputs(m.CHECK_SHAPES[0], torch.float32, 1, 'cpu')\n"
+            "torch.testing.assert_close(m.launch(*x), m.reference(*x), atol=1e-3, rtol=1e-3)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TRITON_INTERPRET": "1"},
+                   timeout=300)
 
 
-def test_launch_behind_autograd_apply_is_found_and_tuned(tmp_path, load_interpreted):
+def test_launch_behind_autograd_apply_is_found_and_tuned(tmp_path):
     task = _write(tmp_path, "apply_task", APPLY_TASK)
     src = task.read_text()
     sp = spacemod.build(src)
@@ -216,10 +219,10 @@ def test_launch_behind_autograd_apply_is_found_and_tuned(tmp_path, load_interpre
     out.write_text(spacemod.emit(src, {"scale_kernel.BLOCK": 1}))
     assert "BLOCK = 128" in out.read_text() and "_tdx_knob" not in out.read_text()
     assert "num_warps" not in out.read_text()   # a configuration's source changes only what it sets
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
 
 
-def test_helper_next_power_of_2_block_is_found_and_scaled_where_computed(tmp_path, load_interpreted):
+def test_helper_next_power_of_2_block_is_found_and_scaled_where_computed(tmp_path):
     task = _write(tmp_path, "helper_task", HELPER_TASK)
     src = task.read_text()
     sp = spacemod.build(src)
@@ -233,10 +236,10 @@ def test_helper_next_power_of_2_block_is_found_and_scaled_where_computed(tmp_pat
     out = tmp_path / "emitted.py"
     out.write_text(spacemod.emit(src, {"rowsum_kernel.BLOCK_N": 1}))
     assert "block = _settings(N) * 2" in out.read_text()   # scaled where the launcher computes it
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
 
 
-def test_gemm_with_short_tile_names_gets_larger_tiles(tmp_path, load_interpreted):
+def test_gemm_with_short_tile_names_gets_larger_tiles(tmp_path):
     src = textwrap.dedent(GEMM_TASK)
     sp = spacemod.build(src)
     tiles = {k.key: k for k in sp.knobs if k.kind == "tile"}
@@ -253,7 +256,7 @@ def test_gemm_with_short_tile_names_gets_larger_tiles(tmp_path, load_interpreted
     out = tmp_path / "gemm.py"
     out.write_text(spacemod.emit(src, {"mm.BM": 2, "mm.BN": 2, "mm.BK": 1}))   # 64x64x32 runs on the 64^3 check
     assert "BM, BN, BK = 64, 64, 32" in out.read_text()
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
 
 
 @pytest.mark.parametrize("keep_assert", [True, False])
@@ -329,7 +332,7 @@ def reference(x):
 '''
 
 
-def test_an_autotuned_kernel_is_searched_from_its_pick_and_pinned_in_the_winner(tmp_path, load_interpreted):
+def test_an_autotuned_kernel_is_searched_from_its_pick_and_pinned_in_the_winner(tmp_path):
     task = _write(tmp_path, "autotuned", AUTOTUNED_TASK)
     src = task.read_text()
     sp = spacemod.build(src)
@@ -347,7 +350,7 @@ def test_an_autotuned_kernel_is_searched_from_its_pick_and_pinned_in_the_winner(
                                                               "twice.num_stages": 3}))
     text = out.read_text()
     assert "configs=[triton.Config({'BLOCK': 256}, num_warps=4" in text and "_tdx_knob" not in text
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
 
 
 def test_an_autotuned_kernels_own_configs_are_the_bar_a_winner_must_clear(tmp_path, monkeypatch):
@@ -422,7 +425,7 @@ def reference(x):
 '''
 
 
-def test_a_fixed_program_count_in_the_grid_is_a_knob(tmp_path, load_interpreted):
+def test_a_fixed_program_count_in_the_grid_is_a_knob(tmp_path):
     task = _write(tmp_path, "fixed_grid", FIXED_GRID_TASK)
     src = task.read_text()
     knob = spacemod.build(src).knob("rows_scale.grid0")
@@ -433,7 +436,7 @@ def test_a_fixed_program_count_in_the_grid_is_a_knob(tmp_path, load_interpreted)
     out = tmp_path / "emitted.py"
     out.write_text(spacemod.emit(src, {"rows_scale.grid0": 3}))
     assert "rows_scale[(min(M, 32),)]" in out.read_text()
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
 
 
 def test_the_search_hands_its_next_configurations_to_prefetch_before_it_runs_them():
@@ -535,7 +538,7 @@ def reference(x):
 '''
 
 
-def test_a_loop_that_loads_gets_a_stages_knob_written_as_tl_range_where_the_loop_is(tmp_path, load_interpreted):
+def test_a_loop_that_loads_gets_a_stages_knob_written_as_tl_range_where_the_loop_is(tmp_path):
     """Triton pipelines a loop's loads that feed no tl.dot only where the loop asks for stages: the loop is a knob
     (0: as written), the screen runs the tl.range form, and the winner's source says ``tl.range(..., num_stages=s)``
     on that loop and nothing else."""
@@ -552,7 +555,7 @@ def test_a_loop_that_loads_gets_a_stages_knob_written_as_tl_range_where_the_loop
     text = out.read_text()
     assert "for c in tl.range(0, cols, BLOCK, num_stages=3):" in text and "_tdx" not in text
     assert text.replace("tl.range(0, cols, BLOCK, num_stages=3)", "range(0, cols, BLOCK)") == src
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
     assert spacemod.emit(src, {"row_sum.loop0": 0}) == src
 
 
@@ -1156,7 +1159,7 @@ def reference(x):
 '''
 
 
-def test_an_autotuned_kernels_launcher_tile_is_a_knob_beside_its_configs(tmp_path, load_interpreted):
+def test_an_autotuned_kernels_launcher_tile_is_a_knob_beside_its_configs(tmp_path):
     """``@triton.autotune`` over num_warps only: the block the launcher computes (which also sizes the grid and the
     partials buffer) is scaled where it is defined, num_warps stays the configs' knob (never a second one at the
     call), and a configuration with a smaller block gives the same sums."""
@@ -1174,7 +1177,7 @@ def test_an_autotuned_kernels_launcher_tile_is_a_knob_beside_its_configs(tmp_pat
                          {"part_sum_kernel.num_stages": 3})
     assert "configs=[triton.Config({}, num_warps=2, num_stages=3)]" in text and "// 4, 1)" in text
     out.write_text(text)
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
 
 
 def test_a_configuration_right_on_one_draw_by_luck_is_caught_by_the_second():
@@ -1353,7 +1356,7 @@ def reference(a, b):
 '''
 
 
-def test_tiles_a_kernel_passes_to_a_device_function_are_tiles_there(tmp_path, load_interpreted):
+def test_tiles_a_kernel_passes_to_a_device_function_are_tiles_there(tmp_path):
     """A kernel that hands its blocks to ``@triton.jit`` device functions (the K loop, the ``tl.dot``): each value's
     role is how the function it reaches uses it; a group size that only sizes a ``reshape`` there is left alone."""
     src = textwrap.dedent(DEVICE_FN_TASK)
@@ -1365,7 +1368,7 @@ def test_tiles_a_kernel_passes_to_a_device_function_are_tiles_there(tmp_path, lo
     out = tmp_path / "device_fn.py"
     out.write_text(spacemod.emit(src, {"mm.BM": 2, "mm.BN": 1, "mm.BK": 1}))
     assert "BM, BN, BK = 64, 32, 32" in out.read_text()
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
 
 
 # launchers as third-party code writes them: the block from a helper with one return per size class, the options
@@ -1402,7 +1405,7 @@ def reference(x):
 '''
 
 
-def test_a_block_returned_by_every_branch_of_a_helper_and_spread_from_a_dict_is_scaled_in_each_return(tmp_path, load_interpreted):
+def test_a_block_returned_by_every_branch_of_a_helper_and_spread_from_a_dict_is_scaled_in_each_return(tmp_path):
     src = textwrap.dedent(BRANCHY_TASK)
     sp = spacemod.build(src)
     knobs = {k.key: k for k in sp.knobs}
@@ -1413,7 +1416,7 @@ def test_a_block_returned_by_every_branch_of_a_helper_and_spread_from_a_dict_is_
     assert "meta = dict(BLOCK=BLOCK, num_warps=warps)" in text and "num_warps=4)" not in text   # set where defined
     out = tmp_path / "branchy.py"
     out.write_text(text)
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
     res = tune_task(str(_write(tmp_path, "branchy_task", BRANCHY_TASK)), tmp_path / "tune",
                     get_backend("interpreter"), budget_s=60)
     tiles = [t for t in res.trials if set(t["config"]) == {"double_kernel.BLOCK"}]
@@ -1442,7 +1445,7 @@ def reference(x):
 '''
 
 
-def test_a_block_assigned_on_several_paths_is_scaled_on_each_and_a_tensor_extent_among_them_is_left_alone(tmp_path, load_interpreted):
+def test_a_block_assigned_on_several_paths_is_scaled_on_each_and_a_tensor_extent_among_them_is_left_alone(tmp_path):
     src = textwrap.dedent(PATHS_TASK)
     knob = {k.key: k for k in spacemod.build(src).knobs}["double_kernel.BLOCK"]
     assert knob.kind == "tile" and knob.grid_tied and "3 paths" in knob.where, knob
@@ -1450,7 +1453,7 @@ def test_a_block_assigned_on_several_paths_is_scaled_on_each_and_a_tensor_extent
     assert "BLOCK = 128" in text and "BLOCK = 2048" in text and "(triton.next_power_of_2(n) // 64) * 2" in text
     out = tmp_path / "paths.py"
     out.write_text(text)
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
     for data in ("x.shape[-1]", "x.size(-1)"):   # one path takes the data's own extent: not a block to scale
         extent = spacemod.build(src.replace("BLOCK = 1024", f"BLOCK = {data}"))
         assert "double_kernel.BLOCK" not in {k.key for k in extent.knobs}
@@ -1508,7 +1511,7 @@ def reference(x):
 '''
 
 
-def test_a_launch_inside_a_modules_method_is_found_and_its_block_set_where_the_module_is_built(tmp_path, load_interpreted):
+def test_a_launch_inside_a_modules_method_is_found_and_its_block_set_where_the_module_is_built(tmp_path):
     src = textwrap.dedent(MODULE_TASK)
     sp = spacemod.build(src)
     knobs = {k.key: k for k in sp.knobs}
@@ -1518,7 +1521,7 @@ def test_a_launch_inside_a_modules_method_is_found_and_its_block_set_where_the_m
     assert "_shift = Shift(block=256)" in text          # the argument the module was built with
     out = tmp_path / "module.py"
     out.write_text(text)
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
     res = tune_task(str(_write(tmp_path, "module_task", MODULE_TASK)), tmp_path / "tune",
                     get_backend("interpreter"), budget_s=60)
     assert [l["kernel"] for l in res.launches] == ["shift_kernel"]
@@ -1526,7 +1529,7 @@ def test_a_launch_inside_a_modules_method_is_found_and_its_block_set_where_the_m
     assert by and all(v == "ok" for v in by.values()), by
 
 
-def test_an_autotuner_whose_configs_are_not_read_statically_is_searched_from_the_recorded_pick(tmp_path, load_interpreted):
+def test_an_autotuner_whose_configs_are_not_read_statically_is_searched_from_the_recorded_pick(tmp_path):
     """``configs=get_configs(2)`` (a function of arguments, or a library's tuned-config table) cannot be read from
     the source: the constexprs the launch leaves to the autotuner are its keys, searched from the pick the launch
     recorded and pinned from it in a winner; with no knob set (a kernel no configuration touches) the instrumented
@@ -1580,7 +1583,7 @@ def test_an_autotuner_whose_configs_are_not_read_statically_is_searched_from_the
     out.write_text(spacemod.emit(src, {"twice.BLOCK": 256}, {"twice.BLOCK": picked, "twice.EVEN": False,
                                                               "twice.num_warps": 4, "twice.num_stages": 3}))
     assert "configs=[triton.Config({'BLOCK': 256, 'EVEN': False}, num_warps=4, num_stages=3)]" in out.read_text()
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
 
 
 @pytest.mark.parametrize("configs", [
@@ -1590,7 +1593,7 @@ def test_an_autotuner_whose_configs_are_not_read_statically_is_searched_from_the
     "get_autotune_config()",
     "_CONFIGS + [triton.Config({'BLOCK': 256}, num_warps=4)]",
 ])
-def test_an_autotuner_whose_configs_are_a_comprehension_or_a_config_function_is_searched_and_pinned(tmp_path, configs, load_interpreted):
+def test_an_autotuner_whose_configs_are_a_comprehension_or_a_config_function_is_searched_and_pinned(tmp_path, configs):
     """``configs=`` written as a comprehension over literal lists, a function returning the list (Triton's tutorials)
     or lists joined with ``+``: read statically like a literal list, replaced by the one pinned config in a winner."""
     text = AUTOTUNED_TASK.replace(
@@ -1609,7 +1612,7 @@ def test_an_autotuner_whose_configs_are_a_comprehension_or_a_config_function_is_
     out.write_text(spacemod.emit(src, {"twice.BLOCK": 256}, {"twice.BLOCK": 64, "twice.num_warps": 2,
                                                               "twice.num_stages": 3}))
     assert "configs=[triton.Config({'BLOCK': 256}, num_warps=2" in out.read_text()
-    _run_emitted(out, load_interpreted)
+    _run_emitted(out)
     if configs != "get_autotune_config()":   # the search itself is the same for every form: run it on one
         return
     res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
