@@ -119,26 +119,40 @@ class _Bail(Exception):
 
 
 def fold_plan(tree: ast.Module) -> FoldPlan | None:
-    """Where ``launch``'s copies can be folded into the kernels that update them (module docstring), or None."""
+    """Where ``launch``'s copies can be folded into the kernels that update them (module docstring), or None.
+
+    All of them where that holds; else the ones that fold on their own (one copy the kernel writes wholly, beside a
+    cache it writes a slot of: the cache's copy stays, the other folds), together if they still fold together."""
     fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     launch = fns.get("launch")
     if launch is None:
         return None
-    roots, clones = [], []
+    clones: dict[str, ast.stmt] = {}
     for s in launch.body:
         x = clone_of(s)
-        if x and x in _params(launch) and x not in roots:
-            roots.append(x)
-            clones.append(s)
-    if not roots:
+        if x and x in _params(launch) and x not in clones:
+            clones[x] = s
+    if not clones:
         return None
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(tree)
                                                                          if isinstance(a, ast.arg)}
-    if any(r + SRC in names for r in roots):
+    if any(r + SRC in names for r in clones):
         return None
-    plan = FoldPlan(roots, [s.lineno for s in clones])
+    plan = _plan_for(tree, fns, launch, clones, list(clones))
+    if plan is not None or len(clones) == 1:
+        return plan
+    alone = [r for r in clones if _plan_for(tree, fns, launch, clones, [r]) is not None]
+    if len(alone) > 1:
+        plan = _plan_for(tree, fns, launch, clones, alone)
+    return plan if plan is not None or not alone else _plan_for(tree, fns, launch, clones, alone[:1])
+
+
+def _plan_for(tree: ast.Module, fns: dict[str, ast.FunctionDef], launch: ast.FunctionDef,
+              clones: dict[str, ast.stmt], roots: list[str]) -> FoldPlan | None:
+    """The plan that folds the copies ``roots`` of ``clones`` (the others stay copies), or None."""
+    plan = FoldPlan(list(roots), [clones[r].lineno for r in roots])
     try:
-        _walk(fns, launch, set(roots), plan, set(), skip=set(clones))
+        _walk(fns, launch, set(roots), plan, set(), skip={clones[r] for r in roots})
         for kernel, params in plan.kernels.items():
             for p in params:
                 guards = _check_kernel(fns[kernel], p)
