@@ -2,7 +2,10 @@
 # Device (nvidia-h200): the corpus batch with the tuner, sized to end inside one 10-minute call.
 # Usage: bash bench/scripts/device_corpus_tune.sh WORKERS DEADLINE_S WALL_BUDGET_S TUNE_BUDGET_S NCU(0|1) [MAX_ROUNDS]
 #        [ONLY: task names, comma-separated]
-# (carry .whl .debs .corpus; .corpus is a copy of ../shared/corpus that git ignores)
+# (carry .whl .debs .corpus; .corpus is a copy of ../shared/corpus that git ignores. With the committed results the
+# tree and all wheels pass the 64 MiB a call may carry: carry a copy of .whl without the wheels the device image
+# already holds (tiktoken regex pygments rich typer pyyaml xxhash requests markdown_it_py mdurl shellingham), linked
+# as .whl there, as session 38 did)
 # TASKS=bench/suite runs the project's own suite with the same settings (default TASKS=.corpus); results go to
 # $OUT/corpus either way.
 source bench/scripts/device_env.sh   # carried debs, wheels, PYTHONPATH
