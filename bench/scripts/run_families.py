@@ -63,14 +63,12 @@ FAMILY_TASKS = {
     "split_reduction": "bench/families/split_reduction.py",
     "absmax_norm": "bench/families/absmax_norm.py",
     "clone_fold": "bench/families/clone_fold.py",
-    "eviction_hints": "bench/families/eviction_hints.py",
 }
 #: table order
 ORDER = ["launch_config", "tl_dot", "fuse_passes", "fuse_launches", "vectorize_scalar_loop", "split_k",
          "grouped_ordering", "pipelining", "persistent", "mask_removal", "index_width", "alignment_hints", "autotune",
          "tile_2d", "strided_args", "cheap_math", "grid_to_cores", "causal_split", "autotune_widen",
-         "grid_per_item", "rows_per_program", "flat_tiles", "split_reduction", "absmax_norm", "clone_fold",
-         "eviction_hints"]
+         "grid_per_item", "rows_per_program", "flat_tiles", "split_reduction", "absmax_norm", "clone_fold"]
 
 
 def run_one(family: str, task: str, out: Path, args, deadline: float) -> dict:

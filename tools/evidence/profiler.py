@@ -44,7 +44,7 @@ def roofline_findings(bench: dict[str, Any], variant: str = "initial",
         if bound == "memory":
             msg = (f"memory-bound at {frac:.0%} of the measured copy bandwidth "
                    f"({nbytes / t / 1e9:.0f} of {bw / 1e9:.0f} GB/s) at shape {shape}{src}")
-            suggests = ["fuse_passes", "fuse_launches", "launch_config", "alignment_hints", "eviction_hints"]
+            suggests = ["fuse_passes", "fuse_launches", "launch_config", "alignment_hints"]
         else:
             msg = (f"compute-bound at {frac:.0%} of the measured matmul rate "
                    f"({flops / t / 1e12:.1f} of {rate / 1e12:.0f} TFLOP/s) at shape {shape}{src}")

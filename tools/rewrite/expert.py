@@ -18,7 +18,6 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     cheap_math,
     clone_fold,
     dot,
-    eviction_hints,
     flat_tiles,
     fuse_launches,
     grid_per_item,

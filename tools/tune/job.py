@@ -279,13 +279,13 @@ def _progress(path: str | None):
 
 def _screen_only(doms, evaluate, budget_s: float, known: list[Trial] | None = None, log=None) -> list[Trial]:
     """No timer: the as-launched configuration and each tile knob one step either way (a loop knob: its loop
-    written as ``tl.range`` with stages), for correctness."""
+    written as ``tl.range`` with stages; an evict knob: the loads hinted), for correctness."""
     t0 = time.monotonic()
     out: list[Trial] = list(known or [])
     done = {tuple(sorted(t.config.items())) for t in out}
     cfgs: list[dict[str, int]] = [{}]
     for d in doms:
-        if d.kind in ("tile", "count", "grid", "loop"):
+        if d.kind in ("tile", "count", "grid", "loop", "evict"):
             i = d.values.index(d.start)
             cfgs += [{d.key: d.values[j]} for j in (i + 1, i - 1) if 0 <= j < len(d.values)]
     for cfg in cfgs:

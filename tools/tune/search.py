@@ -119,6 +119,9 @@ def domains(knobs: list[dict], launched: dict[str, int | None], fill: dict[str, 
         if k["kind"] == "loop":         # a loop's stages: 0 is the loop as written
             out.append(Domain(k["key"], "loop", [0, 1, 2, 3, 4], 0, kernel))
             continue
+        if k["kind"] == "evict":        # a kernel's loads: 0 as written, 1 with eviction hints
+            out.append(Domain(k["key"], "evict", [0, 1], 0, kernel))
+            continue
         if k["how"] == "set":
             cur = launched.get(k["key"]) or k.get("value") or (4 if k["kind"] == "warps" else 3)
             pool = WARPS if k["kind"] == "warps" else STAGES
@@ -369,7 +372,8 @@ class Searcher:
         return dict(b.config), b.ms
 
     def search(self) -> list[Trial]:
-        order = sorted(self.doms, key=lambda d: {"grid": 0, "tile": 1, "count": 2, "warps": 3, "stages": 4, "loop": 5}[d.kind])
+        order = sorted(self.doms, key=lambda d: {"grid": 0, "tile": 1, "count": 2, "warps": 3, "stages": 4, "loop": 5,
+                                                  "evict": 6}[d.kind])
         self.ahead({}, order)
         base = self.run_one({}, "as launched")
         if base is None:

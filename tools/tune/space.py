@@ -5,7 +5,9 @@ from ``launch()`` (through helpers, closures and ``autograd.Function.apply``) an
 defined; ``tunables.py`` says which constexprs are tiles. A tile's knob **scales** its definition by a power of two
 (a literal, a local, a helper's return, or a computed expression such as ``triton.next_power_of_2(N)``), so the
 launcher's grid, buffers and other launches that read the same definition move with it; ``num_warps`` and
-``num_stages`` knobs **set** the option (at its definition, or at the call). A value that an assert or a
+``num_stages`` knobs **set** the option (at its definition, or at the call); an ``evict`` knob (0 or 1) puts L2
+eviction hints on a kernel's loads (``tune/evict.kernel_hints``: what each program streams once
+``evict_first``, what programs share ``evict_last``), timed in the same job as every other knob. A value that an assert or a
 ``view``/``reshape`` also reads, that some kernel uses as a layout constant, or that an autotuner already tunes, is
 left alone, and ``Space.skipped`` says why.
 
@@ -35,7 +37,7 @@ from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
 from tritondx.tools.tune.knob import split
 from tritondx.tools.tune.tunables import callees, dot_operands, host_semantic, kernel_roles
 
-KnobKind = Literal["tile", "count", "grid", "warps", "stages", "loop", "pin"]
+KnobKind = Literal["tile", "count", "grid", "warps", "stages", "loop", "evict", "pin"]
 #: the name the instrumented source reads knobs through
 KNOB_FN = "_tdx_knob"
 KNOB_SET_FN = "_tdx_knob_set"
@@ -81,6 +83,7 @@ class _Plan:
         self.unread: set[int] = set()        # of those, configs not read statically (no first config to fall back on)
         self.loops: dict[int, str] = {}      # a kernel's ``for ... in range(...)`` node id -> its loop knob's key
         self.site: dict[str, int] = {}       # a tile knob's key -> the launch (call node id) that first read it
+        self.evict: dict[int, tuple[str, str]] = {}   # a kernel's ``tl.load`` node id -> (its evict knob, the policy)
 
 
 #: a loop knob's values: 0 leaves the loop as written; s > 0 writes ``tl.range(..., num_stages=s)``
@@ -110,6 +113,30 @@ def _loop_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"]) -> None:
                                          where=f"loop in {s.kernel}, line {an.line(loop)}: "
                                                f"for {code_of(loop.target)} in {code_of(loop.iter)[:50]}"))
         k.params.append(key)
+
+
+#: the instrumented source's module constants for an evict knob: ``_TDX_EVICT_<n>_<first|last>``, the policy string
+#: or "" (Triton's default) as the job sets the knob
+EVICT_CONST = "_TDX_EVICT_{}_{}"
+
+
+def _evict_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"]) -> None:
+    """A kernel whose loads ``kernel_hints`` would hint gets an ``evict`` knob: 0 its loads as written, 1 hinted.
+    Measured by hand on the H100 (``bench/results/inductor_probe_h100_20261207``): FlagGems' two-stage max 36.8 us ->
+    31.8 us with ``evict_first`` on its one load, torch.compile 32.1 us."""
+    from tritondx.tools.tune.evict import kernel_hints
+    key = f"{s.kernel}.evict"
+    if key in by_key:
+        return
+    hints = kernel_hints(s.kfn)
+    if not hints:
+        return
+    for node_id, policy in hints.items():
+        plan.evict[node_id] = (key, policy)
+    firsts = sum(1 for p in hints.values() if p == "evict_first")
+    by_key[key] = Knob(key=key, kind="evict", how="set", value=0, params=[key],
+                       where=f"loads of {s.kernel}, line {an.line(s.kfn)}: {firsts} streamed (evict_first), "
+                             f"{len(hints) - firsts} shared (evict_last)")
 
 
 def _has_loop(kfn: cst.FunctionDef, jit: dict[str, cst.FunctionDef] | None = None) -> bool:
@@ -265,6 +292,7 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
             k.params.append(pname)
         _grid_knobs(s, plan, by_key)
         _loop_knobs(s, an, plan, by_key)
+        _evict_knobs(s, an, plan, by_key)
     space.knobs = list(by_key.values())
     return space, plan, an.module
 
@@ -356,11 +384,16 @@ def build(source: str) -> Space:
 
 class _Rewrite(cst.CSTTransformer):
     def __init__(self, plan: _Plan, leaf, pinned=None, only: set[str] | None = None, range_fn: str = "tl.range",
-                 unread_test=None) -> None:
+                 unread_test=None, evict=None) -> None:
         self.plan, self.leaf, self.pinned, self.only, self.range_fn = plan, leaf, pinned, only, range_fn
         self.unread_test = unread_test   # key -> test that the job set it (instrument: unread configs' fallback)
+        self.evict = evict               # (key, policy) -> the load's ``eviction_policy`` value, or None: as written
 
     def on_leave(self, original, updated):
+        ev = self.plan.evict.get(id(original))
+        if ev is not None and self.evict is not None and isinstance(updated, cst.Call):
+            value = self.evict(*ev)
+            return add_call_kwargs(updated, {"eviction_policy": value}) if value is not None else updated
         loop_key = self.plan.loops.get(id(original))
         if loop_key is not None and isinstance(updated, cst.For):
             stages = self.leaf(loop_key, None)
@@ -422,12 +455,21 @@ def instrument(source: str) -> str:
     def is_set(key: str) -> cst.BaseExpression:
         return cst.parse_expression(f"{KNOB_SET_FN}({key!r})")
 
-    out = module.visit(_Rewrite(plan, leaf, knob_read, range_fn="_tdx_tl.range", unread_test=is_set))
+    evict_keys = list(dict.fromkeys(k for k, _ in plan.evict.values()))
+    evict_names = {(key, pol): EVICT_CONST.format(i, pol.split("_")[1])
+                   for i, key in enumerate(evict_keys) for pol in ("evict_first", "evict_last")}
+
+    def evict(key: str, policy: str) -> cst.BaseExpression:
+        return cst.Name(evict_names[(key, policy)])
+
+    out = module.visit(_Rewrite(plan, leaf, knob_read, range_fn="_tdx_tl.range", unread_test=is_set, evict=evict))
     stmts = [cst.parse_statement(f"from tritondx.tools.tune.knob import knob as {KNOB_FN}, is_set as {KNOB_SET_FN}\n")]
-    if loop_names:
+    if loop_names or evict_names:
         stmts.append(cst.parse_statement("import triton.language as _tdx_tl\n"))
         stmts += [cst.parse_statement(f"{name} = _tdx_tl.constexpr({KNOB_FN}({key!r}, 0) or None)\n")
                   for key, name in loop_names.items()]
+        stmts += [cst.parse_statement(f"{name} = _tdx_tl.constexpr({pol!r} if {KNOB_FN}({key!r}, 0) else '')\n")
+                  for (key, pol), name in evict_names.items()]
     return _after_future(out, stmts).code
 
 
@@ -469,7 +511,11 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
         inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({inner})"
         return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else f"max({inner} // {1 << -v}, 1)")
 
-    out = module.visit(_Rewrite(plan, leaf, pinned, only=set(config), range_fn=_language_alias(module) + ".range"))
+    def evict(key: str, policy: str) -> cst.BaseExpression | None:
+        return cst.SimpleString(f'"{policy}"') if config.get(key) else None
+
+    out = module.visit(_Rewrite(plan, leaf, pinned, only=set(config), range_fn=_language_alias(module) + ".range",
+                                evict=evict))
     if any(how.get(k) == "split" and v for k, v in config.items()) and not _imports_math(out):
         out = _after_future(out, [cst.parse_statement("import math\n")])
     return out.code
@@ -511,6 +557,10 @@ def describe(space: Space, config: dict[str, int], values: dict[str, int] | None
         if k.kind == "loop":
             if v:
                 parts.append(f"{k.where.split(':', 1)[0]} pipelined in {v} stages")
+            continue
+        if k.kind == "evict":
+            if v:
+                parts.append(f"{k.key.split('.', 1)[0]}'s loads with eviction hints")
             continue
         if k.how == "set":
             if cur is not None and v == cur:

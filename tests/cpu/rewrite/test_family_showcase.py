@@ -35,24 +35,15 @@ TIER = {
     "strided_args": "triage", "cheap_math": "triage", "grid_to_cores": "triage", "causal_split": "triage",
     "autotune_widen": "triage", "tile_2d": "ir",
     "grid_per_item": "triage", "flat_tiles": "triage", "rows_per_program": "ir", "split_reduction": "ir",
-    "absmax_norm": "triage", "clone_fold": "triage", "eviction_hints": "profile",
+    "absmax_norm": "triage", "clone_fold": "triage",
 }
 
 
 def _profile_findings(task: Path):
-    ceilings = {"copy_bytes_per_s": 4.221e12, "matmul_flops_per_s": {"bf16": 8.02e14, "tf32": 4.16e14}}
-    if task.stem == "eviction_hints":
-        # 64 MB of fp32 read once in 26 us: 61% of the H200's measured copy bandwidth; below 80% the roofline
-        # detector suggests the memory-bound rewrites
-        shape, nbytes, ms = [1 << 24], 4 << 24, 0.026
-        bench = {"ceilings": ceilings, "shapes": [{
-            "shape": shape, "dtype": "torch.float32", "bytes": nbytes, "flops": 0, "floor_ms": nbytes / 4.221e9,
-            "variants": {"initial": {"median_ms": ms, "spread": 0.01, "roofline_fraction": nbytes / 4.221e9 / ms}}}]}
-        return roofline_findings(bench, "initial")
     # 8192^3 fp16 GEMM at 1.8 ms: 611 TFLOP/s, 76% of the 802 TFLOP/s measured on the H200
     # (bench/results/ceilings_h200_20261130.json); below 80% the roofline detector suggests GEMM rewrites
     shape, flops = [8192, 8192, 8192], 2 * 8192 ** 3
-    bench = {"ceilings": ceilings,
+    bench = {"ceilings": {"copy_bytes_per_s": 4.221e12, "matmul_flops_per_s": {"bf16": 8.02e14, "tf32": 4.16e14}},
              "shapes": [{"shape": shape, "dtype": "torch.float16", "bytes": 3 * 8192 * 8192 * 2, "flops": flops,
                          "floor_ms": flops / 8.02e14 * 1e3,
                          "variants": {"initial": {"median_ms": 1.8, "spread": 0.01,

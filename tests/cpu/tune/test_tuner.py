@@ -559,6 +559,30 @@ def test_a_loop_that_loads_gets_a_stages_knob_written_as_tl_range_where_the_loop
     assert spacemod.emit(src, {"row_sum.loop0": 0}) == src
 
 
+def test_a_kernels_loads_get_an_evict_knob_screened_and_written_as_hints(tmp_path):
+    """A kernel whose loads stream (each program its own row) gets an ``evict`` knob: 0 its loads as written, 1 with
+    ``eviction_policy`` hints (``rewrite/eviction_hints.kernel_hints``), timed in the same job as its tiles and warps;
+    the screen runs the hinted form and the winner's source says the hint on that load and nothing else."""
+    task = _write(tmp_path, "row_loop", ROW_LOOP_TASK)
+    src = task.read_text()
+    sp = spacemod.build(src)
+    ev = [k for k in sp.knobs if k.kind == "evict"]
+    assert [k.key for k in ev] == ["row_sum.evict"] and "1 streamed (evict_first)" in ev[0].where
+    assert [(d.kind, d.values, d.start) for d in domains([k.model_dump() for k in ev], {})] == [("evict", [0, 1], 0)]
+    res = tune_task(str(task), tmp_path / "tune", get_backend("interpreter"), budget_s=60)
+    hinted = [t for t in res.trials if t["config"].get("row_sum.evict")]
+    assert hinted and all(t["status"] == "ok" for t in hinted)
+    out = tmp_path / "emitted.py"
+    out.write_text(spacemod.emit(src, {"row_sum.evict": 1}))
+    text = out.read_text()
+    hint = 'acc += tl.load(x_ptr + r * cols + offs, mask=offs < cols, other=0.0, eviction_policy="evict_first")'
+    assert hint in text and "_tdx" not in text
+    assert text.replace(', eviction_policy="evict_first"', "") == src
+    _run_emitted(out)
+    assert spacemod.emit(src, {"row_sum.evict": 0}) == src
+    assert spacemod.describe(sp, {"row_sum.evict": 1}) == "row_sum's loads with eviction hints"
+
+
 @pytest.fixture
 def holds(monkeypatch) -> list[str]:
     """The device holds (``gpulock.phase`` modes) a block enters, in order; the lock itself is not taken."""

@@ -1,12 +1,13 @@
-"""L2 eviction hints on a kernel's loads: data each program streams once leaves L2 first, data programs share stays.
+"""L2 eviction hints for a kernel's loads, the tuner's ``evict`` knob (``space._evict_knobs``): data each program
+streams once leaves L2 first, data programs share stays.
 
 A load without ``eviction_policy`` allocates its lines in L2 like any other, so a kernel that streams a large tensor
 once pushes out what other programs (or the next kernel) read again, and, when L2 holds dirty lines a previous
-kernel wrote, makes them be written back while it reads. Inductor marks every load it emits: a load that is read
-once in a reduction gets ``evict_first``, a broadcast one (a weight row, a table every row indexes) ``evict_last``.
-Measured on an H100 (session 38, FlagGems' two-stage max over 64 MB, L2 flushed before every call as the bench
-does): the author's first stage 36.8 us, the same kernel with ``evict_first`` on its one load 31.8 us, torch.compile
-32.1 us.
+kernel wrote, makes them be written back while it reads. Inductor marks every load it emits: a load read once in a
+reduction gets ``evict_first``, a broadcast one (a weight row, a table every row indexes) ``evict_last``. Measured
+by hand on an H100 (``bench/results/inductor_probe_h100_20261207``: FlagGems' two-stage max over 64 MB, L2 flushed
+before every call as the bench does): the author's first stage 36.8 us, the same kernel with ``evict_first`` on its
+one load 31.8 us, torch.compile 32.1 us.
 
 Per kernel, a load (``tl.load`` with no ``eviction_policy``, not volatile) gets
 
@@ -17,35 +18,25 @@ Per kernel, a load (``tl.load`` with no ``eviction_policy``, not volatile) gets
   axes read the same elements: rotary tables, a norm's weight).
 
 A load whose base pointer cannot be told (a block pointer, a pointer loaded from memory) keeps no hint. Kernels
-that ask for no program id, and matmuls (``tl.dot``), are left alone.
-
-Proposed from the profile tier: a memory-bound kernel measured below 80% of the copy bandwidth
-(``tools/evidence/profiler.roofline_findings``). Tried only where a run escalates that far, so a kernel that the
-first round made fast pays no verification for it. What is faster is the tuner's and the bench's to say: the hints change
-no value, only where lines live.
+that ask for no program id, and matmuls (``tl.dot``), are left alone. Whether the hints pay is the tune job's to
+measure (the knob is 0 or 1 beside the tiles and warps); they change no value, only where lines live.
 """
 
 from __future__ import annotations
 
 import libcst as cst
-from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
-    add_call_kwargs,
     calls_named,
     code_of,
     dependent_names,
     dotted,
-    expr,
     int_value,
-    jit_functions,
     kwarg,
     names_in,
     param_names,
-    parse,
-    replace_functions,
 )
 
-FIRST, LAST = '"evict_first"', '"evict_last"'
+FIRST, LAST = "evict_first", "evict_last"
 
 
 def _axis(call: cst.Call) -> int | None:
@@ -115,41 +106,3 @@ def kernel_hints(fn: cst.FunctionDef) -> dict[int, str]:
         else:
             out[id(c)] = LAST
     return out
-
-
-def hinted_source(source: str) -> tuple[str, list[str]] | None:
-    """The task with hints on its kernels' loads, and one line per kernel changed; None where none changes."""
-    module = parse(source)
-    new: dict[str, cst.FunctionDef] = {}
-    what = []
-    for name, fn in jit_functions(module).items():
-        hints = kernel_hints(fn)
-        if not hints:
-            continue
-
-        class T(cst.CSTTransformer):
-            def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-                h = hints.get(id(original))
-                return add_call_kwargs(updated, {"eviction_policy": expr(h)}) if h else updated
-
-        new[name] = fn.visit(T())
-        firsts = sum(1 for h in hints.values() if h == FIRST)
-        what.append(f"{name}: {firsts} streamed load(s) evict_first, {len(hints) - firsts} shared evict_last")
-    if not new:
-        return None
-    return replace_functions(module, new).code, what
-
-
-@rewrite("eviction_hints", "L2 eviction hints on loads: what each program streams once evict_first, what programs "
-                           "share evict_last (as Inductor marks its loads)", priority=60)
-def eviction_hints(ctx: RewriteContext) -> list[Proposal]:
-    motivating = ctx.motivating("eviction_hints")   # a memory-bound roofline below 80% (profile tier)
-    if not motivating:
-        return []
-    res = hinted_source(ctx.spec.source)
-    if res is None:
-        return []
-    src, what = res
-    return [Proposal("eviction_hints", src, {}, "; ".join(what), [f.id for f in motivating],
-                     "streamed data leaves L2 first: fewer write-backs of dirty lines and fewer evictions of what "
-                     "programs share, toward the copy bandwidth on memory-bound kernels")]

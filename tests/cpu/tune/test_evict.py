@@ -1,0 +1,74 @@
+"""The tuner's evict knob: which loads get which L2 eviction hint (``tools/tune/evict.py``), written by ``emit``."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tritondx.tools.tune import space as spacemod
+
+HEAD = '''
+import torch
+import triton
+import triton.language as tl
+
+
+'''
+
+NORM = HEAD + '''@triton.jit
+def rope_norm_kernel(x_ptr, table_ptr, w_ptr, out_ptr, D: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    head = tl.program_id(1)
+    cols = tl.arange(0, BLOCK)
+    base = x_ptr + (row * 8 + head) * D
+    x = tl.load(base + cols, mask=cols < D, other=0.0)
+    x2 = tl.load(x_ptr + (row * 8 + head) * D + cols, mask=cols < D, other=0.0)
+    y = tl.load(out_ptr + (row * 8 + head) * D + cols, mask=cols < D, other=0.0)
+    t = tl.load(table_ptr + row * D + cols, mask=cols < D, other=0.0)
+    w = tl.load(w_ptr + cols, mask=cols < D, other=0.0)
+    keep = tl.load(w_ptr + cols, mask=cols < D, other=0.0, eviction_policy="evict_first")
+    tl.store(out_ptr + (row * 8 + head) * D + cols, (x + x2 + y) * t * w + keep, mask=cols < D)
+
+
+def launch(x, table, w):
+    out = torch.zeros_like(x)
+    rope_norm_kernel[(x.shape[0], 8)](x, table, w, out, D=x.shape[-1], BLOCK=triton.next_power_of_2(x.shape[-1]))
+    return out
+'''
+
+
+def _hinted(src: str) -> str:
+    keys = [k.key for k in spacemod.build(src).knobs if k.kind == "evict"]
+    return spacemod.emit(src, {k: 1 for k in keys})
+
+
+def test_streamed_loads_leave_l2_first_shared_ones_stay_and_a_tensor_read_twice_gets_no_hint():
+    src = _hinted(NORM)
+    # each program its own (row, head) slice, loaded once: evict_first
+    assert ('y = tl.load(out_ptr + (row * 8 + head) * D + cols, mask=cols < D, other=0.0, '
+            'eviction_policy="evict_first")') in src
+    # x is loaded twice (through a local and directly): its lines may be read again, no hint
+    assert "x = tl.load(base + cols, mask=cols < D, other=0.0)\n" in src
+    assert "x2 = tl.load(x_ptr + (row * 8 + head) * D + cols, mask=cols < D, other=0.0)\n" in src
+    # the table depends on the row only (every head reads it), the weight on no program id: both kept in L2
+    assert 't = tl.load(table_ptr + row * D + cols, mask=cols < D, other=0.0, eviction_policy="evict_last")' in src
+    assert 'w = tl.load(w_ptr + cols, mask=cols < D, other=0.0, eviction_policy="evict_last")' in src
+    # a hint the author wrote is kept
+    assert src.count('eviction_policy="evict_first")') == 2 and src.count("eviction_policy") == 4
+
+
+def test_matmuls_and_kernels_without_program_ids_get_no_evict_knob():
+    dot = NORM.replace("(x + x2 + y) * t * w + keep", "tl.sum(tl.dot(x[:, None], w[None, :]), axis=1)")
+    assert not [k for k in spacemod.build(dot).knobs if k.kind == "evict"]
+    single = HEAD + textwrap.dedent('''\
+        @triton.jit
+        def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+        def launch(x):
+            out = torch.empty_like(x)
+            k[(1,)](x, out, BLOCK=triton.next_power_of_2(x.numel()))
+            return out
+        ''')
+    assert not [k for k in spacemod.build(single).knobs if k.kind == "evict"]
