@@ -109,13 +109,16 @@ def beside_tune(state: DXState, cfg: RunConfig, winner: str, parent: str, extra:
     trail: screened and timed beside the winners instead of waiting for a rewrite round of their own, which a
     batch's wall budget rarely leaves (H200 corpus batch_k of 2026-12-06: 22 of 34 runs ended after the tune round,
     among them bnb_quant_global_transpose before ``absmax_norm`` and headwise_layernorm before ``rows_per_program``).
-    The tuner's own families are left out (its search did their job)."""
+    The tuner's own families are left out (its search did their job). One candidate per family: another size of
+    the same rewrite is what that candidate's own search covers (``tune.candidates``), and a second slot for it left
+    the next family out (H100, session 38: headwise_layernorm's winner took two ``fuse_passes`` candidates, both
+    rejected, and not the ``rows_per_program`` that had made it 3.81x; the task ended at 1.36x)."""
     if cfg.rewrites_beside_tune <= 0:
         return [], []
     ctx = _context(state, cfg, spec=load_task(winner), extra=tuple(extra))
     ctx.covered = set(TUNED_FAMILIES)
     trail: list[dict] = []
-    proposals = propose(ctx, limit=cfg.rewrites_beside_tune, trail=trail)
+    proposals = propose(ctx, limit=cfg.rewrites_beside_tune, trail=trail, per_family=1)
     records = candidate_records(proposals, state, rnd, highest_tier(state), parent, first)
     return records, [{**t, "round": rnd} for t in trail]
 

@@ -94,6 +94,25 @@ def test_the_rewrite_is_built_on_the_winner_and_numbered_after_it(tmp_path):
     assert beside_tune(state, RunConfig(rewrites_beside_tune=0), str(winner), "r1c1", [], 1, 2) == ([], [])
 
 
+def test_each_family_gets_one_slot_so_a_second_family_is_not_crowded_out(tmp_path, monkeypatch):
+    """A family that offers two candidates (two sizes of one rewrite) takes one of the two slots; the next family
+    the evidence suggests gets the other."""
+    from tritondx.tools.records.evidence import Finding
+    from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteFamily
+
+    def two_sizes(ctx):
+        return [Proposal("two_sizes", ctx.spec.source.replace("4096", str(n)), {"n": n}, f"size {n}", [])
+                for n in (2048, 8192)]
+    monkeypatch.setitem(CATALOG, "two_sizes", RewriteFamily("two_sizes", "a stand-in family", two_sizes, 1))
+    state = _state(tmp_path)
+    winner = tmp_path / "candidates" / "r1c1_tune.py"
+    winner.parent.mkdir()
+    winner.write_text(WINNER)
+    why = Finding(id="x", detector="stand_in", tier="triage", stage="source", message="m", suggests=["two_sizes"])
+    records, _ = beside_tune(state, RunConfig(), str(winner), "r1c1", [why], 1, 2)
+    assert [r["family"] for r in records] == ["two_sizes", "cheap_math"]
+
+
 def test_the_tuner_round_carries_winners_and_rewrites_to_the_verifier(tmp_path, monkeypatch):
     state = _state(tmp_path)
 
