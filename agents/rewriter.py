@@ -143,8 +143,12 @@ def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCo
     if not proposals:
         # without timing, variants of one family that differ in tuning values cannot be told apart:
         # verify fewer of them per round (every family still gets its candidate); a person reviewing
-        # candidates (--interactive) sees them all
-        per_family = None if backend_of(state, cfg).can_time or cfg.interactive else cfg.untimed_per_family
+        # candidates (--interactive) sees them all. Where each candidate's launch is searched before it is verified
+        # (agents/tuner.py), a family's second size is a sibling its first one's search covers and drops
+        # (tune.candidates): one per family leaves its slot to the next family the evidence suggests
+        can_time = backend_of(state, cfg).can_time
+        per_family = 1 if can_time and cfg.tune and cfg.tune_candidates and not cfg.interactive else \
+            None if can_time or cfg.interactive else cfg.untimed_per_family
         proposals = propose(ctx, limit=cfg.candidates_per_round, trail=trail, per_family=per_family)
     update["family_attempts"] = [{**t, "round": rnd} for t in trail]
     update["force_families"] = []

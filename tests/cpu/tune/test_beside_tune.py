@@ -113,6 +113,25 @@ def test_each_family_gets_one_slot_so_a_second_family_is_not_crowded_out(tmp_pat
     assert [r["family"] for r in records] == ["two_sizes", "cheap_math"]
 
 
+def test_a_rewrite_round_whose_candidates_are_searched_gives_each_family_one_slot(tmp_path, monkeypatch):
+    """On a backend that times, each candidate's launch is searched before it is verified and a family's second size
+    is dropped as covered: the round proposes one per family, and the next family gets the slot."""
+    from tritondx.tools.records.evidence import Finding
+    from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteFamily
+
+    def two_sizes(ctx):
+        return [Proposal("two_sizes", ctx.spec.source.replace("1024", str(n)), {"n": n}, f"size {n}", [])
+                for n in (2048, 8192)]
+    monkeypatch.setitem(CATALOG, "two_sizes", RewriteFamily("two_sizes", "a stand-in family", two_sizes, 1))
+    state = _state(tmp_path)
+    state["findings"] += dump([Finding(id="x", detector="stand_in", tier="triage", stage="source", message="m",
+                                       suggests=["two_sizes"])])
+    cmd = rewriter_mod.rewriter_node(state, {"configurable": {"thread_id": "t"}},
+                                     runtime_for(RunConfig(candidates_per_round=2)))
+    assert cmd.goto == "tuner"
+    assert [r["family"] for r in cmd.update["to_tune"]] == ["two_sizes", "cheap_math"]
+
+
 def test_the_tuner_round_carries_winners_and_rewrites_to_the_verifier(tmp_path, monkeypatch):
     state = _state(tmp_path)
 
