@@ -12,8 +12,10 @@ one load 31.8 us, torch.compile 32.1 us.
 Per kernel, a load (``tl.load`` with no ``eviction_policy``, not volatile) gets
 
 - ``evict_first`` where its address depends on every program axis the kernel uses (each program reads its own
-  data) and its base pointer is loaded nowhere else in the kernel (a second load of the same tensor, a two-pass
-  norm's re-read, wants the lines kept);
+  data) and its base pointer is loaded nowhere else in the kernel (a second load of the same tensor wants the lines
+  kept); where the tensor is walked once in each of several loops (a norm's passes over its row), the last pass
+  ``evict_first`` and the passes before it ``evict_last`` (they keep the row for the next), as Inductor writes
+  its looped reductions; two loads of one tensor in the same loop or outside loops get no hint;
 - ``evict_last`` where its address depends on some program axes but not all, or on none (programs along the other
   axes read the same elements: rotary tables, a norm's weight).
 
@@ -74,6 +76,31 @@ def _base(e: cst.BaseExpression, params: set[str], assigns: dict[str, list[cst.B
     return None
 
 
+def _loops_of_loads(fn: cst.FunctionDef) -> dict[int, int | None]:
+    """``id(load call) -> id(the outermost loop around it)`` (None: not in a loop), in source order."""
+    out: dict[int, int | None] = {}
+    stack: list[int] = []
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            stack.append(id(n))
+
+        def leave_For(self, n: cst.For) -> None:
+            stack.pop()
+
+        def visit_While(self, n: cst.While) -> None:
+            stack.append(id(n))
+
+        def leave_While(self, n: cst.While) -> None:
+            stack.pop()
+
+        def visit_Call(self, n: cst.Call) -> None:
+            if dotted(n.func) == "tl.load":
+                out[id(n)] = stack[0] if stack else None
+    fn.body.visit(V())
+    return out
+
+
 def kernel_hints(fn: cst.FunctionDef) -> dict[int, str]:
     """``id(load call) -> policy`` for the loads of ``fn`` that get a hint (module docstring)."""
     pid_calls = calls_named(fn, "tl.program_id")
@@ -90,6 +117,17 @@ def kernel_hints(fn: cst.FunctionDef) -> dict[int, str]:
     for b in bases.values():
         if b is not None:
             count[b] = count.get(b, 0) + 1
+    # a tensor walked in several loops (a norm's passes over its row): each pass but the last keeps its lines for the
+    # next, the last streams (what Inductor writes for its looped reductions)
+    loops = _loops_of_loads(fn)
+    passes: dict[str, list[int]] = {}
+    for c in loads:
+        b = bases[id(c)]
+        if b is not None and count[b] > 1:
+            passes.setdefault(b, []).append(id(c))
+    last_pass = {ids[-1] for ids in passes.values()
+                 if all(loops.get(i) is not None for i in ids) and len({loops[i] for i in ids}) == len(ids)}
+    multi = {i for ids in passes.values() if ids[-1] in last_pass for i in ids}
     out: dict[int, str] = {}
     for c in loads:
         if not c.args or kwarg(c, "eviction_policy", 6) is not None or bases[id(c)] is None:
@@ -101,8 +139,10 @@ def kernel_hints(fn: cst.FunctionDef) -> dict[int, str]:
         used = names_in(addr)
         on = {a for a in axes if used & deps[a] or any(_axis(p) == a for p in calls_named(addr, "tl.program_id"))}
         if on == axes:
-            if count[bases[id(c)]] == 1:
+            if count[bases[id(c)]] == 1 or id(c) in last_pass:
                 out[id(c)] = FIRST
+            elif id(c) in multi:
+                out[id(c)] = LAST
         else:
             out[id(c)] = LAST
     return out

@@ -72,3 +72,33 @@ def test_matmuls_and_kernels_without_program_ids_get_no_evict_knob():
             return out
         ''')
     assert not [k for k in spacemod.build(single).knobs if k.kind == "evict"]
+
+
+PASSES = HEAD + '''@triton.jit
+def norm_kernel(x_ptr, w_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += tl.load(x_row + cols, mask=cols < N, other=0.0)
+    mean = tl.sum(acc, axis=0) / N
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < N, other=0.0)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
+        tl.store(out_ptr + row * N + cols, (x - mean) * w, mask=cols < N)
+
+
+def launch(x, w):
+    out = torch.empty_like(x)
+    norm_kernel[(x.shape[0],)](x, w, out, x.shape[1], BLOCK=1024)
+    return out
+'''
+
+
+def test_a_row_walked_in_two_loops_keeps_its_lines_for_the_second_pass_which_streams():
+    src = _hinted(PASSES)
+    assert 'acc += tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_last")' in src
+    assert 'x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first")' in src
+    assert 'w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last")' in src
