@@ -4,8 +4,7 @@
 #        [ONLY: task names, comma-separated]
 # (carry .whl .debs .corpus; .corpus is a copy of ../shared/corpus that git ignores. With the committed results the
 # tree and all wheels pass the 64 MiB a call may carry: carry a copy of .whl without the wheels the device image
-# already holds (tiktoken regex pygments rich typer pyyaml xxhash requests markdown_it_py mdurl shellingham), linked
-# as .whl there, as session 38 did)
+# already holds, made by bench/scripts/device_wheels.sh, linked as .whl there, as session 38 did)
 # TASKS=bench/suite runs the project's own suite with the same settings (default TASKS=.corpus); results go to
 # $OUT/corpus either way.
 source bench/scripts/device_env.sh   # carried debs, wheels, PYTHONPATH
