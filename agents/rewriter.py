@@ -109,16 +109,16 @@ def beside_tune(state: DXState, cfg: RunConfig, winner: str, parent: str, extra:
     trail: screened and timed beside the winners instead of waiting for a rewrite round of their own, which a
     batch's wall budget rarely leaves (H200 corpus batch_k of 2026-12-06: 22 of 34 runs ended after the tune round,
     among them bnb_quant_global_transpose before ``absmax_norm`` and headwise_layernorm before ``rows_per_program``).
-    The tuner's own families are left out (its search did their job). One candidate per family: another size of
-    the same rewrite is what that candidate's own search covers (``tune.candidates``), and a second slot for it left
-    the next family out (H100, session 38: headwise_layernorm's winner took two ``fuse_passes`` candidates, both
-    rejected, and not the ``rows_per_program`` that had made it 3.81x; the task ended at 1.36x)."""
+    The tuner's own families are left out (its search did their job). No siblings: another size of the same rewrite
+    is what that candidate's own search covers (``tune.candidates``), and a slot for it left the next family out
+    (H100, session 38: headwise_layernorm's winner took two ``fuse_passes`` candidates, both rejected, and not the
+    ``rows_per_program`` that had made it 3.81x; the task ended at 1.36x)."""
     if cfg.rewrites_beside_tune <= 0:
         return [], []
     ctx = _context(state, cfg, spec=load_task(winner), extra=tuple(extra))
     ctx.covered = set(TUNED_FAMILIES)
     trail: list[dict] = []
-    proposals = propose(ctx, limit=cfg.rewrites_beside_tune, trail=trail, per_family=1)
+    proposals = propose(ctx, limit=cfg.rewrites_beside_tune, trail=trail, siblings=not cfg.tune_candidates)
     records = candidate_records(proposals, state, rnd, highest_tier(state), parent, first)
     return records, [{**t, "round": rnd} for t in trail]
 
@@ -144,12 +144,13 @@ def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCo
         # without timing, variants of one family that differ in tuning values cannot be told apart:
         # verify fewer of them per round (every family still gets its candidate); a person reviewing
         # candidates (--interactive) sees them all. Where each candidate's launch is searched before it is verified
-        # (agents/tuner.py), a family's second size is a sibling its first one's search covers and drops
-        # (tune.candidates): one per family leaves its slot to the next family the evidence suggests
+        # (agents/tuner.py), a family's other size is a sibling its first one's search covers and drops
+        # (tune.candidates): it leaves its slot to the next family the evidence suggests
         can_time = backend_of(state, cfg).can_time
-        per_family = 1 if can_time and cfg.tune and cfg.tune_candidates and not cfg.interactive else \
-            None if can_time or cfg.interactive else cfg.untimed_per_family
-        proposals = propose(ctx, limit=cfg.candidates_per_round, trail=trail, per_family=per_family)
+        per_family = None if can_time or cfg.interactive else cfg.untimed_per_family
+        searched = can_time and cfg.tune and cfg.tune_candidates and not cfg.interactive
+        proposals = propose(ctx, limit=cfg.candidates_per_round, trail=trail, per_family=per_family,
+                            siblings=not searched)
     update["family_attempts"] = [{**t, "round": rnd} for t in trail]
     update["force_families"] = []
     tier = highest_tier(state)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -70,6 +71,16 @@ class Proposal:
     @property
     def signature(self) -> str:
         return family_signature(self.family, self.params, self.source)
+
+
+#: a number in a source: two proposals of one family whose sources differ only in numbers are siblings (another size
+#: of the same rewrite), e.g. ``min(64, 2048 // w)`` vs ``min(128, 8192 // w)``
+NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
+
+
+def sibling_key(family: str, source: str) -> tuple[str, str]:
+    """What two siblings share: the family and the source with its numbers masked."""
+    return family, NUMBER.sub("#", source)
 
 
 def family_signature(family: str, params: dict, source: str) -> str:

@@ -44,17 +44,21 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     vectorize,
 )
 from tritondx.tools.records.evidence import Finding
-from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
+from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext, sibling_key
 from tritondx.tools.task.spec import parse_task_source
 
 
 def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None,
-            per_family: int | None = None) -> list[Proposal]:
+            per_family: int | None = None, siblings: bool = True) -> list[Proposal]:
     """Up to ``limit`` new proposals (at most ``per_family`` of one family, when given). ``trail`` (when given) receives one record per motivated family:
     what it gave this round (``proposed``, ``nothing_new``, ``proposed_nothing``, ``not_reached``,
-    ``skipped_unmeasured``, ``avoided_by_person``, ``covered_by_tuner``), the input of the closed-findings table (tools/report/closure.py)."""
+    ``skipped_unmeasured``, ``avoided_by_person``, ``covered_by_tuner``), the input of the closed-findings table (tools/report/closure.py).
+    ``siblings=False``: a proposal whose source differs from one already taken of its family only in numbers (another
+    size of the same rewrite) is left out and leaves its slot to the next: where each candidate's launch is searched
+    before it is verified, that search covers the other sizes (``tools/tune/candidates.py``)."""
     out: list[Proposal] = []
     seen_sources = {ctx.spec.source}
+    taken: set[tuple[str, str]] = set()
     by_id = {f.id: f for f in ctx.findings}
     batch: list[Proposal] = []
     families = sorted(CATALOG.values(), key=lambda f: (f.id not in ctx.prefer, f.priority))
@@ -83,12 +87,15 @@ def propose(ctx: RewriteContext, limit: int = 4, trail: list[dict] | None = None
                 break
             if p.signature in ctx.tried or p.source in seen_sources:
                 continue
+            if not siblings and not in_batch and sibling_key(p.family, p.source) in taken:
+                continue
             try:
                 parse_task_source(p.source, ctx.spec.path)
             except Exception:  # a rewrite that breaks the format is a bug in the rewrite: skip it
                 continue
             p.motivated_by = cited(p, by_id)
             seen_sources.add(p.source)
+            taken.add(sibling_key(p.family, p.source))
             (batch if in_batch else out).append(p)
             fresh += 1
         _note(trail, family.id, "proposed" if fresh else "nothing_new" if made else "proposed_nothing", fresh)

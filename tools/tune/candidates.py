@@ -19,7 +19,6 @@ screen's reference; a winner replaces the candidate's source (same id, the confi
 
 from __future__ import annotations
 
-import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,13 +26,12 @@ from typing import Callable
 
 import libcst as cst
 
+from tritondx.tools.rewrite.base import NUMBER
 from tritondx.tools.tune.run import TuneResult
 from tritondx.tools.tune.space import launch_shape
 
 #: what a tuned candidate's description adds to the rewrite's (``search_candidates``; ``fallback`` takes it off)
 TUNED_NOTE = "; its launch tuned: "
-#: a number in a source (siblings that differ only in numbers), e.g. ``min(64, 2048 // w)`` vs ``min(128, 8192 // w)``
-NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 
 
 @dataclass
@@ -45,7 +43,7 @@ class Searched:
 
 
 def _masked(path: str) -> str:
-    return NUMBER.sub("#", Path(path).read_text())
+    return NUMBER.sub("#", Path(path).read_text())   # rewrite.base.NUMBER: siblings differ only in numbers
 
 
 def same_space(path: str, parent: str | None) -> bool:

@@ -94,9 +94,10 @@ def test_the_rewrite_is_built_on_the_winner_and_numbered_after_it(tmp_path):
     assert beside_tune(state, RunConfig(rewrites_beside_tune=0), str(winner), "r1c1", [], 1, 2) == ([], [])
 
 
-def test_each_family_gets_one_slot_so_a_second_family_is_not_crowded_out(tmp_path, monkeypatch):
-    """A family that offers two candidates (two sizes of one rewrite) takes one of the two slots; the next family
-    the evidence suggests gets the other."""
+def test_a_second_size_of_a_rewrite_does_not_crowd_out_the_next_family(tmp_path, monkeypatch):
+    """A family that offers two sizes of one rewrite (sources that differ only in numbers) takes one of the two slots
+    beside the tune; the next family the evidence suggests gets the other. Two different rewrites of one family (one
+    per kernel) are not siblings: both are kept."""
     from tritondx.tools.records.evidence import Finding
     from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteFamily
 
@@ -112,10 +113,17 @@ def test_each_family_gets_one_slot_so_a_second_family_is_not_crowded_out(tmp_pat
     records, _ = beside_tune(state, RunConfig(), str(winner), "r1c1", [why], 1, 2)
     assert [r["family"] for r in records] == ["two_sizes", "cheap_math"]
 
+    def two_kernels(ctx):
+        return [Proposal("two_sizes", ctx.spec.source + f"\n\ndef helper_{name}():\n    return 0\n", {}, name, [])
+                for name in ("a", "b")]
+    monkeypatch.setitem(CATALOG, "two_sizes", RewriteFamily("two_sizes", "a stand-in family", two_kernels, 1))
+    records, _ = beside_tune(state, RunConfig(), str(winner), "r1c1", [why], 1, 2)
+    assert [r["family"] for r in records] == ["two_sizes", "two_sizes"]
 
-def test_a_rewrite_round_whose_candidates_are_searched_gives_each_family_one_slot(tmp_path, monkeypatch):
+
+def test_a_rewrite_round_whose_candidates_are_searched_leaves_out_a_second_size(tmp_path, monkeypatch):
     """On a backend that times, each candidate's launch is searched before it is verified and a family's second size
-    is dropped as covered: the round proposes one per family, and the next family gets the slot."""
+    is dropped as covered: the round leaves it out, and the next family gets the slot."""
     from tritondx.tools.records.evidence import Finding
     from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteFamily
 
