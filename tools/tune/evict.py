@@ -48,6 +48,8 @@ def _axis(call: cst.Call) -> int | None:
 
 
 def _assignments(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    """Each name's ``name = value`` values. Not ``cst_util.local_assignment``: that one also counts ``p += BLOCK``,
+    and a pointer advanced through its tensor still starts from the same base."""
     out: dict[str, list[cst.BaseExpression]] = {}
 
     class V(cst.CSTVisitor):

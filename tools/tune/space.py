@@ -34,6 +34,7 @@ from tritondx.tools.rewrite.launch_scan import (
 )
 from tritondx.tools.rewrite.launch_sites import host_launch_sites
 from tritondx.tools.rewrite.launches import _analysis, _task_dtypes
+from tritondx.tools.tune.evict import kernel_hints
 from tritondx.tools.tune.knob import split
 from tritondx.tools.tune.tunables import callees, dot_operands, host_semantic, kernel_roles
 
@@ -124,7 +125,6 @@ def _evict_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"]) -> None:
     """A kernel whose loads ``kernel_hints`` would hint gets an ``evict`` knob: 0 its loads as written, 1 hinted.
     Measured by hand on the H100 (``bench/results/inductor_probe_h100_20261207``): FlagGems' two-stage max 36.8 us ->
     31.8 us with ``evict_first`` on its one load, torch.compile 32.1 us."""
-    from tritondx.tools.tune.evict import kernel_hints
     key = f"{s.kernel}.evict"
     if key in by_key:
         return

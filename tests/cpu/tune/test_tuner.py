@@ -561,7 +561,7 @@ def test_a_loop_that_loads_gets_a_stages_knob_written_as_tl_range_where_the_loop
 
 def test_a_kernels_loads_get_an_evict_knob_screened_and_written_as_hints(tmp_path):
     """A kernel whose loads stream (each program its own row) gets an ``evict`` knob: 0 its loads as written, 1 with
-    ``eviction_policy`` hints (``rewrite/eviction_hints.kernel_hints``), timed in the same job as its tiles and warps;
+    ``eviction_policy`` hints (``tune/evict.kernel_hints``), timed in the same job as its tiles and warps;
     the screen runs the hinted form and the winner's source says the hint on that load and nothing else."""
     task = _write(tmp_path, "row_loop", ROW_LOOP_TASK)
     src = task.read_text()
