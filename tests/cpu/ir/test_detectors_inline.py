@@ -331,6 +331,19 @@ def test_uncoalesced_access():
                                 "%x = arith.constant dense<2> : tensor<1024xi32, #blocked>")
     (g,) = fire("uncoalesced_access", kir({"ttgir": two}))
     assert g.metric["stride"] == "2" and g.severity == "medium"
+    assert "interleaved pair" not in g.message
+    # the same stride-2 load and a second one a single element further on: an interleaved pair (re/im), told so
+    load = "    %x_6 = tt.load %x_5 : tensor<1024x!tt.ptr<f32>, #blocked> loc(#loc31)\n"
+    pair = two.replace(load, load + (
+        "    %one = arith.constant dense<1> : tensor<1024xi32, #blocked> loc(#loc10)\n"
+        "    %x_7 = tt.addptr %x_5, %one : tensor<1024x!tt.ptr<f32>, #blocked>, tensor<1024xi32, #blocked> loc(#loc10)\n"
+        "    %x_8 = tt.load %x_7 : tensor<1024x!tt.ptr<f32>, #blocked> loc(#loc31)\n"))
+    assert pair != two
+    (h,) = fire("uncoalesced_access", kir({"ttgir": pair}))
+    assert h.metric["stride"] == "2" and "interleaved pair" in h.message and "tl.split" in h.message
+    # a second load two elements on is no pair
+    (i,) = fire("uncoalesced_access", kir({"ttgir": pair.replace("dense<1>", "dense<2>")}))
+    assert "interleaved pair" not in i.message
     # unit stride: silent
     assert not fire("uncoalesced_access", kir({"ttgir": vadd_ttgir()}))
 

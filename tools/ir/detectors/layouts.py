@@ -31,6 +31,20 @@ def _cvt(det: Detector, k: KernelIR) -> list[Finding]:
                         severity="medium", conversions=len(hits))]
 
 
+def _paired_addresses(f) -> set[str]:
+    """Address tensors of memory ops that another memory op reads or writes one element further on
+    (``tt.addptr %p, %cst`` with ``%cst = arith.constant dense<1>``), both ends: the two halves of an interleaved
+    pair (``x_ptrs`` and ``x_ptrs + 1``)."""
+    addrs = {a for op in memory_ops(f) if (a := f.address_operand(op))}
+    out = set()
+    for a in addrs:
+        d = f.defs.get(a)
+        if d is not None and d.name == "tt.addptr" and len(d.operands) >= 2 and d.operands[0] in addrs \
+                and f.const_value(d.operands[1]) == 1:
+            out |= {a, d.operands[0]}
+    return out
+
+
 @detector("uncoalesced_access", "ir", ("ttgir",), ("alignment_hints", "launch_config", "tile_2d"),
           "the layout's fastest dimension is not the pointer's contiguous one: consecutive lanes touch addresses "
           "a stride apart (strided or transposed access)", targets=("cuda",))
@@ -46,6 +60,7 @@ def _uncoalesced(det: Detector, k: KernelIR) -> list[Finding]:
     f = func_of(k)
     if f is None:
         return []
+    paired = _paired_addresses(f)
     out, seen_lines = [], set()
     for op in memory_ops(f):
         pt = f.pointer_type(op)
@@ -66,7 +81,11 @@ def _uncoalesced(det: Detector, k: KernelIR) -> list[Finding]:
         seen_lines.add(op.src_line)
         unit = [d for d, x in enumerate(st) if x.kind == "unit" and pt.shape[d] > 1]
         stride = f"{s.factor} elements" if s.factor else (display(s.by) if s.by else "a runtime stride")
-        if unit:
+        if s.factor == 2 and f.address_operand(op) in paired:
+            why = ("it and the access one element beside it read an interleaved pair (real/imaginary, a rope's "
+                   "even/odd halves) as two tensors: one flat tile of both, reshaped to [..., 2] and taken apart "
+                   "with tl.split, reads whole lines and vectorizes")
+        elif unit:
             why = (f"the pointer is contiguous along dim {unit[0]}"
                    f"{' (through a modulo the axis analysis cannot see through)' if st[unit[0]].wraps else ''}, "
                    f"but the layout orders dim {lane} fastest (order={lay.order}): a transposed access")
