@@ -81,10 +81,13 @@ def _uncoalesced(det: Detector, k: KernelIR) -> list[Finding]:
         seen_lines.add(op.src_line)
         unit = [d for d, x in enumerate(st) if x.kind == "unit" and pt.shape[d] > 1]
         stride = f"{s.factor} elements" if s.factor else (display(s.by) if s.by else "a runtime stride")
-        if s.factor == 2 and f.address_operand(op) in paired:
-            why = ("it and the access one element beside it read an interleaved pair (real/imaginary, a rope's "
-                   "even/odd halves) as two tensors: one flat tile of both, reshaped to [..., 2] and taken apart "
-                   "with tl.split, reads whole lines and vectorizes")
+        pair_dim = next((d for d, x in enumerate(st) if x.kind == "scaled" and x.factor == 2 and pt.shape[d] > 1),
+                        None) if f.address_operand(op) in paired else None
+        if pair_dim is not None:
+            why = (f"dim {pair_dim} steps by 2 elements and the access one element beside it reads the other half: an "
+                   "interleaved pair (real/imaginary, a rope's even/odd halves) read as two tensors, so no dimension "
+                   "is contiguous; one flat tile of both, reshaped to [..., 2] and taken apart with tl.split, is "
+                   "contiguous along that dimension and vectorizes")
         elif unit:
             why = (f"the pointer is contiguous along dim {unit[0]}"
                    f"{' (through a modulo the axis analysis cannot see through)' if st[unit[0]].wraps else ''}, "
