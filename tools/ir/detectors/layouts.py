@@ -10,7 +10,7 @@ from tritondx.tools.ir.context import KernelIR
 from tritondx.tools.ir.detectors.common import MEMDESC_RE, elem_bytes_of, fast_dims, func_of, memory_ops
 from tritondx.tools.ir.layouts import Layout, layout_of
 from tritondx.tools.ir.registry import Detector, detector
-from tritondx.tools.ir.ssa import display
+from tritondx.tools.ir.ssa import Func, display
 from tritondx.tools.ir.strides import strides
 from tritondx.tools.records.evidence import Finding
 
@@ -31,7 +31,7 @@ def _cvt(det: Detector, k: KernelIR) -> list[Finding]:
                         severity="medium", conversions=len(hits))]
 
 
-def _paired_addresses(f) -> set[str]:
+def _paired_addresses(f: Func) -> set[str]:
     """Address tensors of memory ops that another memory op reads or writes one element further on
     (``tt.addptr %p, %cst`` with ``%cst = arith.constant dense<1>``), both ends: the two halves of an interleaved
     pair (``x_ptrs`` and ``x_ptrs + 1``)."""
@@ -81,8 +81,9 @@ def _uncoalesced(det: Detector, k: KernelIR) -> list[Finding]:
         seen_lines.add(op.src_line)
         unit = [d for d, x in enumerate(st) if x.kind == "unit" and pt.shape[d] > 1]
         stride = f"{s.factor} elements" if s.factor else (display(s.by) if s.by else "a runtime stride")
+        # with a unit-stride dimension, an access one element on is a shifted tile, not the other half of a pair
         pair_dim = next((d for d, x in enumerate(st) if x.kind == "scaled" and x.factor == 2 and pt.shape[d] > 1),
-                        None) if f.address_operand(op) in paired else None
+                        None) if f.address_operand(op) in paired and not unit else None
         if pair_dim is not None:
             why = (f"dim {pair_dim} steps by 2 elements and the access one element beside it reads the other half: an "
                    "interleaved pair (real/imaginary, a rope's even/odd halves) read as two tensors, so no dimension "
