@@ -19,12 +19,22 @@ Per kernel, a load (``tl.load`` with no ``eviction_policy``, not volatile) gets
 - ``evict_last`` where its address depends on some program axes but not all, or on none (programs along the other
   axes read the same elements: rotary tables, a norm's weight).
 
+A load in an arm of an ``if`` that no recorded launch takes (``launches``: the tune job's record, its test read
+from each launch's constexprs, ``EVEN_K`` false where every launch had it true) gets no hint and counts as no load
+of its tensor: a hint there would change code no checked input reaches, which the verifier rejects
+(``verify/plan/branches``: vLLM's bgmv expand, 87x in batch_u, kept its initial kernel when its tuned winner
+hinted both arms of ``if EVEN_K``). ``build`` and ``instrument`` know no launch (every arm is hinted, the untaken
+one never runs); ``emit`` writes the winner with the record's launches.
+
 A load whose base pointer cannot be told (a block pointer, a pointer loaded from memory) keeps no hint. Kernels
 that ask for no program id, and matmuls (``tl.dot``), are left alone. Whether the hints pay is the tune job's to
 measure (the knob is 0 or 1 beside the tiles and warps); they change no value, only where lines live.
 """
 
 from __future__ import annotations
+
+import ast
+from typing import Any
 
 import libcst as cst
 from tritondx.tools.rewrite.cst_util import (
@@ -37,6 +47,7 @@ from tritondx.tools.rewrite.cst_util import (
     names_in,
     param_names,
 )
+from tritondx.tools.verify.plan.evaluator import Evaluator
 
 FIRST, LAST = "evict_first", "evict_last"
 
@@ -103,8 +114,32 @@ def _loops_of_loads(fn: cst.FunctionDef) -> dict[int, int | None]:
     return out
 
 
-def kernel_hints(fn: cst.FunctionDef) -> dict[int, str]:
-    """``id(load call) -> policy`` for the loads of ``fn`` that get a hint (module docstring)."""
+def _untaken_loads(fn: cst.FunctionDef, launches: list[dict[str, Any]]) -> set[int]:
+    """``id`` of each ``tl.load`` in an ``if`` arm that no launch takes: the test evaluated on each launch's
+    constexprs (``launches``) and the same side every time; a test any launch cannot tell leaves both arms."""
+    out: set[int] = set()
+    if not launches:
+        return out
+
+    class V(cst.CSTVisitor):
+        def visit_If(self, n: cst.If) -> None:
+            try:
+                test = ast.parse(code_of(n.test).strip(), mode="eval").body
+            except SyntaxError:
+                return
+            sides = {Evaluator(dict(env)).truth(test) for env in launches}
+            if len(sides) != 1 or None in sides:
+                return
+            dead = n.orelse if sides.pop() else n.body
+            if dead is not None:
+                out.update(id(c) for c in calls_named(dead, "tl.load"))
+    fn.body.visit(V())
+    return out
+
+
+def kernel_hints(fn: cst.FunctionDef, launches: list[dict[str, Any]] | None = None) -> dict[int, str]:
+    """``id(load call) -> policy`` for the loads of ``fn`` that get a hint (module docstring); ``launches``: the
+    constexprs of each recorded launch of ``fn`` (None: no record, every arm counts)."""
     pid_calls = calls_named(fn, "tl.program_id")
     axes = {_axis(c) for c in pid_calls}
     if not pid_calls or None in axes or calls_named(fn, "tl.dot"):
@@ -113,7 +148,8 @@ def kernel_hints(fn: cst.FunctionDef) -> dict[int, str]:
             for a in axes}
     params = set(param_names(fn))
     assigns = _assignments(fn)
-    loads = calls_named(fn, "tl.load")
+    untaken = _untaken_loads(fn, launches or [])
+    loads = [c for c in calls_named(fn, "tl.load") if id(c) not in untaken]
     bases = {id(c): _base(c.args[0].value, params, assigns) if c.args else None for c in loads}
     count: dict[str, int] = {}
     for b in bases.values():

@@ -205,7 +205,7 @@ def tune_task(task_path: str, folder: Path, backend: Backend, budget_s: float = 
             if base / v["median_ms"] < 1 + noise:
                 continue
             try:
-                src = spacemod.emit(source, v["config"], res.get("launched_values") or {})
+                src = spacemod.emit(source, v["config"], res.get("launched_values") or {}, out.launches)
             except Exception as exc:  # noqa: BLE001 - an emit that fails loses this winner only
                 log.warning("tune_emit_failed", config=v["config"], error=str(exc)[:200])
                 continue

@@ -17,7 +17,7 @@ the readable source of one configuration (the values written where they are defi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import libcst as cst
 from pydantic import BaseModel, Field
@@ -121,14 +121,16 @@ def _loop_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"]) -> None:
 EVICT_CONST = "_TDX_EVICT_{}_{}"
 
 
-def _evict_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"]) -> None:
+def _evict_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"],
+                 launches: list[dict[str, Any]] | None = None) -> None:
     """A kernel whose loads ``kernel_hints`` would hint gets an ``evict`` knob: 0 its loads as written, 1 hinted.
     Measured by hand on the H100 (``bench/results/inductor_probe_h100_20261207``): FlagGems' two-stage max 36.8 us ->
     31.8 us with ``evict_first`` on its one load, torch.compile 32.1 us."""
     key = f"{s.kernel}.evict"
     if key in by_key:
         return
-    hints = kernel_hints(s.kfn)
+    mine = [dict(r.get("constexprs") or {}) for r in launches or [] if r.get("kernel") == s.kernel]
+    hints = kernel_hints(s.kfn, mine or None)
     if not hints:
         return
     for node_id, policy in hints.items():
@@ -167,7 +169,9 @@ def _kernel_globals(res) -> set[str]:
     return out
 
 
-def _analyse(source: str) -> tuple[Space, _Plan, object]:
+def _analyse(source: str, launches: list[dict[str, Any]] | None = None) -> tuple[Space, _Plan, object]:
+    """``launches``: the tune job's record (``record.Launch`` dicts), where the eviction hints are written for the
+    arms the launches take (``evict.kernel_hints``); None: every arm."""
     res = _analysis(source, _task_dtypes(source))
     an = res.an
     space, plan = Space(), _Plan()
@@ -292,7 +296,7 @@ def _analyse(source: str) -> tuple[Space, _Plan, object]:
             k.params.append(pname)
         _grid_knobs(s, plan, by_key)
         _loop_knobs(s, an, plan, by_key)
-        _evict_knobs(s, an, plan, by_key)
+        _evict_knobs(s, an, plan, by_key, launches)
     space.knobs = list(by_key.values())
     return space, plan, an.module
 
@@ -473,15 +477,19 @@ def instrument(source: str) -> str:
     return _after_future(out, stmts).code
 
 
-def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | None = None) -> str:
+def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | None = None,
+         launches: list[dict[str, Any]] | None = None) -> str:
     """The readable source of one configuration: ``config`` maps a knob's key to its power-of-two exponent (scale
     knobs) or value (set knobs); each is written where the value is defined. An autotuned kernel touched by the
     configuration gets one config: ``config``'s values over the launched pick (``launched``); one left untouched
-    keeps its autotuner."""
-    space, plan, module = _analyse(source)
+    keeps its autotuner. ``launches``: the job's recorded launches (eviction hints only in the arms they take)."""
+    space, plan, module = _analyse(source, launches)
     how = {k.key: k.how for k in space.knobs}
     touched = {id_: pairs for id_, pairs in plan.autotune.items() if any(k in config for _, k in pairs)}
     plan.autotune = touched
+    # a module that binds ``max`` itself (FlagGems names its launcher ``max``) gets the builtin by its full name: the
+    # winner it was emitted with called the launcher and raised (H100 corpus batch of 2026-12-07, flaggems_max)
+    maxf = "builtins.max" if "max" in _module_names(module) else "max"
 
     def pinned(key: str) -> str:
         v = config.get(key, (launched or {}).get(key))
@@ -503,13 +511,13 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
             inner = code_of(expr)
             inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript, cst.Integer)) \
                 else f"({inner})"
-            return cst.parse_expression(f"math.gcd({inner}, max({inner} >> {-v}, 1))")
+            return cst.parse_expression(f"math.gcd({inner}, {maxf}({inner} >> {-v}, 1))")
         if isinstance(expr, cst.Integer):
             base = int(expr.value, 0)
             return cst.Integer(str(max(1, base << v if v > 0 else base >> -v)))
         inner = code_of(expr)
         inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({inner})"
-        return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else f"max({inner} // {1 << -v}, 1)")
+        return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else f"{maxf}({inner} // {1 << -v}, 1)")
 
     def evict(key: str, policy: str) -> cst.BaseExpression | None:
         return cst.SimpleString(f'"{policy}"') if config.get(key) else None
@@ -518,7 +526,30 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
                                 evict=evict))
     if any(how.get(k) == "split" and v for k, v in config.items()) and not _imports_math(out):
         out = _after_future(out, [cst.parse_statement("import math\n")])
+    if maxf != "max" and "builtins.max(" in out.code:
+        out = _after_future(out, [cst.parse_statement("import builtins\n")])
     return out.code
+
+
+def _module_names(module: cst.Module) -> set[str]:
+    """Names the module binds at its top level: functions, classes, assignments, imports."""
+    out: set[str] = set()
+    for st in module.body:
+        if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            out.add(st.name.value)
+        elif isinstance(st, cst.SimpleStatementLine):
+            for b in st.body:
+                if isinstance(b, (cst.Assign, cst.AnnAssign)):
+                    targets = [t.target for t in b.targets] if isinstance(b, cst.Assign) else [b.target]
+                    out.update(t.value for t in targets if isinstance(t, cst.Name))
+                elif isinstance(b, (cst.Import, cst.ImportFrom)) and not isinstance(b.names, cst.ImportStar):
+                    for a in b.names:
+                        name = a.asname.name if a.asname else a.name
+                        if isinstance(name, cst.Name):
+                            out.add(name.value)
+                        elif isinstance(b, cst.Import):
+                            out.add(dotted(name).split(".")[0])
+    return out
 
 
 def _imports_math(module: cst.Module) -> bool:

@@ -102,3 +102,41 @@ def test_a_row_walked_in_two_loops_keeps_its_lines_for_the_second_pass_which_str
     assert 'acc += tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_last")' in src
     assert 'x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first")' in src
     assert 'w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last")' in src
+
+
+EVEN = HEAD + '''@triton.jit
+def even_kernel(x_ptr, w_ptr, out_ptr, K, BLOCK: tl.constexpr, EVEN_K: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    w = tl.load(w_ptr + cols)
+    if EVEN_K:
+        x = tl.load(x_ptr + row * K + cols)
+    else:
+        x = tl.load(x_ptr + row * K + cols, mask=cols < K, other=0.0)
+    tl.store(out_ptr + row * K + cols, x * w, mask=cols < K)
+
+
+def launch(x, w):
+    out = torch.empty_like(x)
+    K = x.shape[1]
+    even_kernel[(x.shape[0],)](x, w, out, K, BLOCK=64, EVEN_K=K % 64 == 0)
+    return out
+'''
+
+
+def test_an_arm_no_recorded_launch_takes_gets_no_hint():
+    """The verifier rejects a change in an arm no checked input reaches (vLLM's bgmv expand: its tuned winner hinted
+    both arms of ``if EVEN_K`` and was rejected); the record's constexprs say which arm the launches take."""
+    keys = [k.key for k in spacemod.build(EVEN).knobs if k.kind == "evict"]
+    assert keys == ["even_kernel.evict"]
+    rec = [{"kernel": "even_kernel", "constexprs": {"BLOCK": 64, "EVEN_K": True}}]
+    src = spacemod.emit(EVEN, {k: 1 for k in keys}, launches=rec)
+    assert 'x = tl.load(x_ptr + row * K + cols, eviction_policy="evict_first")' in src
+    assert "x = tl.load(x_ptr + row * K + cols, mask=cols < K, other=0.0)\n" in src
+    assert src.count("eviction_policy") == 2   # and the weight's evict_last
+    # launches on both sides, or none of this kernel's: every arm counts, x is read twice and gets no hint
+    both = rec + [{"kernel": "even_kernel", "constexprs": {"BLOCK": 64, "EVEN_K": False}}]
+    other = [{"kernel": "another_kernel", "constexprs": {"EVEN_K": True}}]
+    for launches in (both, other, None):
+        src = spacemod.emit(EVEN, {k: 1 for k in keys}, launches=launches)
+        assert src.count("eviction_policy") == 1 and 'w = tl.load(w_ptr + cols, eviction_policy="evict_last")' in src
