@@ -487,9 +487,13 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
     how = {k.key: k.how for k in space.knobs}
     touched = {id_: pairs for id_, pairs in plan.autotune.items() if any(k in config for _, k in pairs)}
     plan.autotune = touched
-    # a module that binds ``max`` itself (FlagGems names its launcher ``max``) gets the builtin by its full name: the
-    # winner it was emitted with called the launcher and raised (H100 corpus batch of 2026-12-07, flaggems_max)
-    maxf = "builtins.max" if "max" in _module_names(module) else "max"
+    # a module that binds ``max`` itself (FlagGems names its launcher ``max``): ``max(v, 1)`` would call the launcher
+    # (H100 corpus batch_w of 2026-12-07, flaggems_max's winners raised) and ``import builtins`` is what the verifier
+    # rejects as tampering (batch_x); a tile is a non-negative int, so ``(v or 1)`` is the same value
+    shadowed = "max" in _module_names(module)
+
+    def at_least_1(inner: str) -> str:
+        return f"({inner} or 1)" if shadowed else f"max({inner}, 1)"
 
     def pinned(key: str) -> str:
         v = config.get(key, (launched or {}).get(key))
@@ -511,13 +515,13 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
             inner = code_of(expr)
             inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript, cst.Integer)) \
                 else f"({inner})"
-            return cst.parse_expression(f"math.gcd({inner}, {maxf}({inner} >> {-v}, 1))")
+            return cst.parse_expression(f"math.gcd({inner}, {at_least_1(f'{inner} >> {-v}')})")
         if isinstance(expr, cst.Integer):
             base = int(expr.value, 0)
             return cst.Integer(str(max(1, base << v if v > 0 else base >> -v)))
         inner = code_of(expr)
         inner = inner if isinstance(expr, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({inner})"
-        return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else f"{maxf}({inner} // {1 << -v}, 1)")
+        return cst.parse_expression(f"{inner} * {1 << v}" if v > 0 else at_least_1(f"{inner} // {1 << -v}"))
 
     def evict(key: str, policy: str) -> cst.BaseExpression | None:
         return cst.SimpleString(f'"{policy}"') if config.get(key) else None
@@ -526,8 +530,6 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
                                 evict=evict))
     if any(how.get(k) == "split" and v for k, v in config.items()) and not _imports_math(out):
         out = _after_future(out, [cst.parse_statement("import math\n")])
-    if maxf != "max" and "builtins.max(" in out.code:
-        out = _after_future(out, [cst.parse_statement("import builtins\n")])
     return out.code
 
 

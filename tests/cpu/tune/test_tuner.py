@@ -1204,14 +1204,15 @@ def test_an_autotuned_kernels_launcher_tile_is_a_knob_beside_its_configs(tmp_pat
     _run_emitted(out)
 
 
-def test_a_module_that_binds_max_itself_gets_the_builtin_by_its_full_name(tmp_path):
+def test_a_module_that_binds_max_itself_gets_no_call_of_max(tmp_path):
     """FlagGems names its launcher ``max``: a tile scaled down as ``max(B // 4, 1)`` called the launcher and raised
-    (H100 corpus batch of 2026-12-07, flaggems_max's two tuned winners rejected); the emitted source runs."""
+    (H100 corpus batch_w of 2026-12-07), and ``import builtins`` is rejected by the verifier (batch_x): the emitted
+    source floors the tile at 1 with ``or`` and runs."""
     src = textwrap.dedent(PARTIALS_TASK).replace("def launch(x):", "def max(x):\n    return part(x)\n\n\n"
                                                   "def launch(x):\n    return max(x)\n\n\ndef part(x):")
     text = spacemod.emit(src, {"part_sum_kernel.B": -2, "part_sum_kernel.num_warps": 2},
                          {"part_sum_kernel.num_stages": 3})
-    assert "B = builtins.max(min(triton.next_power_of_2(D), 512) // 4, 1)" in text and "\nimport builtins\n" in text
+    assert "B = (min(triton.next_power_of_2(D), 512) // 4 or 1)" in text and "import builtins" not in text
     out = tmp_path / "emitted.py"
     out.write_text(text)
     _run_emitted(out)
