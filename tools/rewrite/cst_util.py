@@ -459,3 +459,24 @@ def statement_lines(module: cst.Module, node_ids: set[int]) -> dict[int, cst.Sim
 
     module.visit(V())
     return found
+
+
+def module_names(module: cst.Module) -> set[str]:
+    """Names the module binds at its top level: functions, classes, assignments, imports."""
+    out: set[str] = set()
+    for st in module.body:
+        if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            out.add(st.name.value)
+        elif isinstance(st, cst.SimpleStatementLine):
+            for b in st.body:
+                if isinstance(b, (cst.Assign, cst.AnnAssign)):
+                    targets = [t.target for t in b.targets] if isinstance(b, cst.Assign) else [b.target]
+                    out.update(t.value for t in targets if isinstance(t, cst.Name))
+                elif isinstance(b, (cst.Import, cst.ImportFrom)) and not isinstance(b.names, cst.ImportStar):
+                    for a in b.names:
+                        name = a.asname.name if a.asname else a.name
+                        if isinstance(name, cst.Name):
+                            out.add(name.value)
+                        elif isinstance(b, cst.Import):
+                            out.add(dotted(name).split(".")[0])
+    return out

@@ -114,11 +114,11 @@ def _loops_of_loads(fn: cst.FunctionDef) -> dict[int, int | None]:
     return out
 
 
-def _untaken_loads(fn: cst.FunctionDef, launches: list[dict[str, Any]]) -> set[int]:
+def _untaken_loads(fn: cst.FunctionDef, envs: list[dict[str, Any]]) -> set[int]:
     """``id`` of each ``tl.load`` in an ``if`` arm that no launch takes: the test evaluated on each launch's
-    constexprs (``launches``) and the same side every time; a test any launch cannot tell leaves both arms."""
+    constexprs (``envs``) and the same side every time; a test any launch cannot tell leaves both arms."""
     out: set[int] = set()
-    if not launches:
+    if not envs:
         return out
 
     class V(cst.CSTVisitor):
@@ -127,7 +127,7 @@ def _untaken_loads(fn: cst.FunctionDef, launches: list[dict[str, Any]]) -> set[i
                 test = ast.parse(code_of(n.test).strip(), mode="eval").body
             except SyntaxError:
                 return
-            sides = {Evaluator(dict(env)).truth(test) for env in launches}
+            sides = {Evaluator(dict(env)).truth(test) for env in envs}
             if len(sides) != 1 or None in sides:
                 return
             dead = n.orelse if sides.pop() else n.body
@@ -138,8 +138,9 @@ def _untaken_loads(fn: cst.FunctionDef, launches: list[dict[str, Any]]) -> set[i
 
 
 def kernel_hints(fn: cst.FunctionDef, launches: list[dict[str, Any]] | None = None) -> dict[int, str]:
-    """``id(load call) -> policy`` for the loads of ``fn`` that get a hint (module docstring); ``launches``: the
-    constexprs of each recorded launch of ``fn`` (None: no record, every arm counts)."""
+    """``id(load call) -> policy`` for the loads of ``fn`` that get a hint (module docstring); ``launches``: the tune
+    job's recorded launches (``record.LaunchRecord`` dicts), those of ``fn`` read for the arms they take (none of
+    ``fn``: every arm counts)."""
     pid_calls = calls_named(fn, "tl.program_id")
     axes = {_axis(c) for c in pid_calls}
     if not pid_calls or None in axes or calls_named(fn, "tl.dot"):
@@ -148,7 +149,8 @@ def kernel_hints(fn: cst.FunctionDef, launches: list[dict[str, Any]] | None = No
             for a in axes}
     params = set(param_names(fn))
     assigns = _assignments(fn)
-    untaken = _untaken_loads(fn, launches or [])
+    envs = [dict(r.get("constexprs") or {}) for r in launches or [] if r.get("kernel") == fn.name.value]
+    untaken = _untaken_loads(fn, envs)
     loads = [c for c in calls_named(fn, "tl.load") if id(c) not in untaken]
     bases = {id(c): _base(c.args[0].value, params, assigns) if c.args else None for c in loads}
     count: dict[str, int] = {}

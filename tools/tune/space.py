@@ -17,12 +17,20 @@ the readable source of one configuration (the values written where they are defi
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import libcst as cst
 from pydantic import BaseModel, Field
 
-from tritondx.tools.rewrite.cst_util import add_call_kwargs, code_of, dotted, jit_functions, kwarg, param_names
+from tritondx.tools.rewrite.cst_util import (
+    add_call_kwargs,
+    code_of,
+    dotted,
+    jit_functions,
+    kwarg,
+    module_names,
+    param_names,
+)
 from tritondx.tools.rewrite.launch_edit import _cdiv_divisors
 from tritondx.tools.rewrite.launch_scan import (
     OPTIONS,
@@ -121,16 +129,14 @@ def _loop_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"]) -> None:
 EVICT_CONST = "_TDX_EVICT_{}_{}"
 
 
-def _evict_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"],
-                 launches: list[dict[str, Any]] | None = None) -> None:
+def _evict_knobs(s, an, plan: "_Plan", by_key: dict[str, "Knob"], launches: list[dict] | None = None) -> None:
     """A kernel whose loads ``kernel_hints`` would hint gets an ``evict`` knob: 0 its loads as written, 1 hinted.
     Measured by hand on the H100 (``bench/results/inductor_probe_h100_20261207``): FlagGems' two-stage max 36.8 us ->
     31.8 us with ``evict_first`` on its one load, torch.compile 32.1 us."""
     key = f"{s.kernel}.evict"
     if key in by_key:
         return
-    mine = [dict(r.get("constexprs") or {}) for r in launches or [] if r.get("kernel") == s.kernel]
-    hints = kernel_hints(s.kfn, mine or None)
+    hints = kernel_hints(s.kfn, launches)
     if not hints:
         return
     for node_id, policy in hints.items():
@@ -169,9 +175,8 @@ def _kernel_globals(res) -> set[str]:
     return out
 
 
-def _analyse(source: str, launches: list[dict[str, Any]] | None = None) -> tuple[Space, _Plan, object]:
-    """``launches``: the tune job's record (``record.Launch`` dicts), where the eviction hints are written for the
-    arms the launches take (``evict.kernel_hints``); None: every arm."""
+def _analyse(source: str, launches: list[dict] | None = None) -> tuple[Space, _Plan, object]:
+    """``launches``: the tune job's record, the eviction hints only in the arms they take (None: every arm)."""
     res = _analysis(source, _task_dtypes(source))
     an = res.an
     space, plan = Space(), _Plan()
@@ -478,7 +483,7 @@ def instrument(source: str) -> str:
 
 
 def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | None = None,
-         launches: list[dict[str, Any]] | None = None) -> str:
+         launches: list[dict] | None = None) -> str:
     """The readable source of one configuration: ``config`` maps a knob's key to its power-of-two exponent (scale
     knobs) or value (set knobs); each is written where the value is defined. An autotuned kernel touched by the
     configuration gets one config: ``config``'s values over the launched pick (``launched``); one left untouched
@@ -487,13 +492,9 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
     how = {k.key: k.how for k in space.knobs}
     touched = {id_: pairs for id_, pairs in plan.autotune.items() if any(k in config for _, k in pairs)}
     plan.autotune = touched
-    # a module that binds ``max`` itself (FlagGems names its launcher ``max``): ``max(v, 1)`` would call the launcher
-    # (H100 corpus batch_w of 2026-12-07, flaggems_max's winners raised) and ``import builtins`` is what the verifier
-    # rejects as tampering (batch_x); a tile is a non-negative int, so ``(v or 1)`` is the same value
-    shadowed = "max" in _module_names(module)
-
-    def at_least_1(inner: str) -> str:
-        return f"({inner} or 1)" if shadowed else f"max({inner}, 1)"
+    # a module binding ``max`` (FlagGems' launcher): ``max(v, 1)`` called it (H100 batch_w of 2026-12-07), ``import
+    # builtins`` the verifier rejects (batch_x); a tile is a non-negative int, so ``(v or 1)`` is the same value
+    at_least_1 = ("({} or 1)" if "max" in module_names(module) else "max({}, 1)").format
 
     def pinned(key: str) -> str:
         v = config.get(key, (launched or {}).get(key))
@@ -531,27 +532,6 @@ def emit(source: str, config: dict[str, int], launched: dict[str, int | None] | 
     if any(how.get(k) == "split" and v for k, v in config.items()) and not _imports_math(out):
         out = _after_future(out, [cst.parse_statement("import math\n")])
     return out.code
-
-
-def _module_names(module: cst.Module) -> set[str]:
-    """Names the module binds at its top level: functions, classes, assignments, imports."""
-    out: set[str] = set()
-    for st in module.body:
-        if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
-            out.add(st.name.value)
-        elif isinstance(st, cst.SimpleStatementLine):
-            for b in st.body:
-                if isinstance(b, (cst.Assign, cst.AnnAssign)):
-                    targets = [t.target for t in b.targets] if isinstance(b, cst.Assign) else [b.target]
-                    out.update(t.value for t in targets if isinstance(t, cst.Name))
-                elif isinstance(b, (cst.Import, cst.ImportFrom)) and not isinstance(b.names, cst.ImportStar):
-                    for a in b.names:
-                        name = a.asname.name if a.asname else a.name
-                        if isinstance(name, cst.Name):
-                            out.add(name.value)
-                        elif isinstance(b, cst.Import):
-                            out.add(dotted(name).split(".")[0])
-    return out
 
 
 def _imports_math(module: cst.Module) -> bool:
