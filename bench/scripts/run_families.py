@@ -63,12 +63,14 @@ FAMILY_TASKS = {
     "split_reduction": "bench/families/split_reduction.py",
     "absmax_norm": "bench/families/absmax_norm.py",
     "clone_fold": "bench/families/clone_fold.py",
+    "deinterleave": "bench/families/deinterleave.py",
 }
 #: table order
 ORDER = ["launch_config", "tl_dot", "fuse_passes", "fuse_launches", "vectorize_scalar_loop", "split_k",
          "grouped_ordering", "pipelining", "persistent", "mask_removal", "index_width", "alignment_hints", "autotune",
          "tile_2d", "strided_args", "cheap_math", "grid_to_cores", "causal_split", "autotune_widen",
-         "grid_per_item", "rows_per_program", "flat_tiles", "split_reduction", "absmax_norm", "clone_fold"]
+         "grid_per_item", "rows_per_program", "flat_tiles", "split_reduction", "absmax_norm", "clone_fold",
+         "deinterleave"]
 
 
 def run_one(family: str, task: str, out: Path, args, deadline: float) -> dict:

@@ -17,6 +17,8 @@ Each check returns ``(detector, message, line, suggests, severity, kernel, metri
 - ``abs_reduce_two_pass``: ``x.abs().max()`` in host code (a temporary written and read back) -> absmax_norm
 - ``clone_then_inplace``: ``launch`` copies a tensor (``x = x.clone()``) that a kernel then reads and writes in
   place (``tools/evidence/inplace.py``) -> clone_fold
+- ``interleaved_pair``: two accesses ``p`` and ``p + 1`` where ``p``'s address walks ``tl.arange(0, H) * 2`` (a
+  complex number's parts, a rope's even/odd halves read as two tensors) -> deinterleave
 """
 
 from __future__ import annotations
@@ -408,7 +410,40 @@ def clone_inplace_patterns(tree: ast.Module) -> list[Pattern]:
                     plan.lines[0], ["clone_fold"], "medium", next(iter(plan.kernels)), {"copies": ", ".join(plan.roots)})]
 
 
+def _doubled_arange(e: ast.expr) -> bool:
+    return any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult) and any(
+        isinstance(x, ast.Constant) and x.value == 2 for x in (b.left, b.right)) and any(
+        isinstance(x, ast.Call) and _name(x.func) == "tl.arange" for x in (b.left, b.right)) for b in ast.walk(e))
+
+
+def interleaved_pair_patterns(tree: ast.Module) -> list[Pattern]:
+    """``tl.load(p)`` and ``tl.load(p + 1)`` (or two stores) where ``p``'s address walks every second element: an
+    interleaved pair read as two tensors, each lane moving one element (``tools/rewrite/deinterleave.py``)."""
+    out = []
+    for fn in _kernels(tree):
+        assigns = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets
+                   if isinstance(t, ast.Name)}
+        doubled = {n for n, v in assigns.items() if _doubled_arange(v)}
+        pairs = {n for n, v in assigns.items() if doubled & {x.id for x in ast.walk(v) if isinstance(x, ast.Name)}}
+        calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and _name(c.func) in ("tl.load", "tl.store")
+                 and c.args]
+        direct = {(_name(c.func), c.args[0].id) for c in calls if isinstance(c.args[0], ast.Name)}
+        for c in calls:
+            a = c.args[0]
+            if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add) and isinstance(a.left, ast.Name) and \
+                    isinstance(a.right, ast.Constant) and a.right.value == 1 and a.left.id in pairs and \
+                    (_name(c.func), a.left.id) in direct:
+                kind = _name(c.func)[3:]
+                out.append(Pattern("interleaved_pair",
+                                   f"{fn.name} reads {a.left.id} and {a.left.id} + 1 with two {kind}s, its address "
+                                   "stepping by 2 elements: an interleaved pair taken as two strided tensors, each "
+                                   "lane moving one element; one flat tile split with tl.split (tl.join for a "
+                                   "store) is contiguous", c.lineno, ["deinterleave"], "medium", fn.name,
+                                   {"pointer": a.left.id}))
+    return out
+
+
 def source_patterns(tree: ast.Module) -> list[Pattern]:
     return (pow_patterns(tree) + program_count_patterns(tree) + causal_patterns(tree) + autotune_patterns(tree)
             + wrapper_copy_patterns(tree) + flat_index_patterns(tree) + abs_reduce_patterns(tree)
-            + clone_inplace_patterns(tree))
+            + clone_inplace_patterns(tree) + interleaved_pair_patterns(tree))

@@ -16,6 +16,7 @@ from tritondx.tools.rewrite import (  # noqa: F401  (importing a module register
     autotune_widen,
     causal_split,
     cheap_math,
+    deinterleave,
     clone_fold,
     dot,
     flat_tiles,

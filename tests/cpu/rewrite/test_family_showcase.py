@@ -35,7 +35,7 @@ TIER = {
     "strided_args": "triage", "cheap_math": "triage", "grid_to_cores": "triage", "causal_split": "triage",
     "autotune_widen": "triage", "tile_2d": "ir",
     "grid_per_item": "triage", "flat_tiles": "triage", "rows_per_program": "ir", "split_reduction": "ir",
-    "absmax_norm": "triage", "clone_fold": "triage",
+    "absmax_norm": "triage", "clone_fold": "triage", "deinterleave": "triage",
 }
 
 

@@ -1,0 +1,244 @@
+"""One flat tile for an interleaved pair read (or written) as two strided tensors.
+
+A kernel that keeps pairs interleaved in memory (a complex number's real and imaginary parts, a rope's even and odd
+elements) often reads them as two tensors,
+
+    offs_n = start + tl.arange(0, BLOCK // 2) * 2          # even elements only
+    x_ptrs = x_ptr + stride_m * offs_m[:, None] + stride_n * offs_n[None, :]
+    real = tl.load(x_ptrs, mask=m, other=0.0)
+    imag = tl.load(x_ptrs + 1, mask=m_plus_one, other=0.0)
+    ...
+    tl.store(out_ptrs, out_real, mask=m)
+    tl.store(out_ptrs + 1, out_imag, mask=m_plus_one)
+
+so neither access has a unit-stride dimension: each lane moves 2 bytes (fp16 on sm_90 compiles to ``ld.global.b16``)
+and the IR tier's ``uncoalesced_access`` names the pair. Read as one flat tile of ``2 * (BLOCK // 2)`` elements along
+the pair axis, reshaped to ``[..., BLOCK // 2, 2]`` and taken apart with ``tl.split`` (a store: ``tl.join`` and the
+flat tile), the access is contiguous where the pair axis's stride is 1, which the JIT specializes (fp16 on sm_90:
+``ld.global.v4.b32``, no shared memory; checked on PTX compiled without a GPU).
+
+Exact for every stride ``s`` of the pair axis: element ``j`` of the flat tile is pair ``j // 2``'s element ``j % 2``,
+at ``s * (start + 2 * (j // 2)) + j % 2 = s * (start + j) + (1 - s) * (j % 2)``; where ``s`` is specialized to 1 the
+second term folds away. The flat mask is the first access's mask with ``offs_n`` replaced by ``start + j``, which is
+the pair's second mask on odd ``j`` only when that mask is the first one with ``offs_n`` moved on by one; the rewrite
+applies only then (else a mask would be invented).
+
+Preconditions: the pair index ``offs_n = start + tl.arange(0, H) * 2`` assigned once in the kernel; the address a name
+assigned once whose only use of ``offs_n`` is ``offs_n`` (1-D) or ``offs_n[None, :]`` (the last of 2 dimensions),
+optionally times a stride; two ``tl.load`` (or ``tl.store``) statements in the kernel's top-level body, ``p`` and
+``p + 1``, with the same ``other`` and no other argument; nothing between them reassigns what they read. Not yet
+handled: a pair addressed inline (``s_ptr + i * 2`` and ``s_ptr + i * 2 + 1``) under one mask on the pair index,
+as alf's diagonal SSM writes it (its flat mask would read ``j // 2``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
+from tritondx.tools.rewrite.cst_util import code_of, dotted, jit_functions, kwarg, parse, replace_functions
+
+#: the detectors whose findings motivate it: the IR tier's lane-stride check and the source triage's pair
+ANSWERS = ("uncoalesced_access", "interleaved_pair")
+PREFIX = "_tdx_pair"
+
+
+def _assigns(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    out: dict[str, list[cst.BaseExpression]] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                if isinstance(t.target, cst.Name):
+                    out.setdefault(t.target.value, []).append(n.value)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if isinstance(n.target, cst.Name):
+                out.setdefault(n.target.value, []).append(n.value)
+    fn.visit(V())
+    return out
+
+
+def _pair_index(e: cst.BaseExpression) -> tuple[str, str] | None:
+    """``(start, H)`` of ``start + tl.arange(0, H) * 2`` (either order, ``2 * tl.arange``, no start: ``0``)."""
+    def doubled(x: cst.BaseExpression) -> str | None:
+        if isinstance(x, cst.BinaryOperation) and isinstance(x.operator, cst.Multiply):
+            for a, b in ((x.left, x.right), (x.right, x.left)):
+                if isinstance(b, cst.Integer) and b.value == "2" and isinstance(a, cst.Call) \
+                        and dotted(a.func) == "tl.arange" and len(a.args) == 2 and code_of(a.args[0].value) == "0":
+                    return code_of(a.args[1].value)
+        return None
+    h = doubled(e)
+    if h is not None:
+        return "0", h
+    if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Add):
+        for a, b in ((e.left, e.right), (e.right, e.left)):
+            h = doubled(b)
+            if h is not None:
+                return code_of(a), h
+    return None
+
+
+def _norm(code: str) -> str:
+    return re.sub(r"\s+", "", code)
+
+
+def _term(addr: str, p: str) -> tuple[str, str, str] | None:
+    """``(term, stride, index)``: the address's one use of the pair index ``p`` (``p`` or ``p[None, :]``), with the
+    stride it is multiplied by (``1`` where none)."""
+    idx = r"(?:\[\s*None\s*,\s*:\s*\])?"
+    uses = re.findall(rf"(?<![\w.]){re.escape(p)}\b(\s*\[[^\]]*\])?", addr)
+    if len(uses) != 1 or (uses[0] and _norm(uses[0]) != "[None,:]"):
+        return None
+    index = "[None, :]" if uses[0] else ""
+    for pat in (rf"(?<![\w.])([\w.]+)\s*\*\s*{re.escape(p)}{idx}", rf"(?<![\w.]){re.escape(p)}{idx}\s*\*\s*([\w.]+)"):
+        m = re.search(pat, addr)
+        if m:
+            return m.group(0), m.group(1), index
+    m = re.search(rf"(?<![\w.]){re.escape(p)}{idx}", addr)
+    return (m.group(0), "1", index) if m else None
+
+
+def _mask_code(mask: cst.BaseExpression | None, assigns) -> str | None:
+    if mask is None:
+        return None
+    if isinstance(mask, cst.Name) and len(assigns.get(mask.value, [])) == 1:
+        return code_of(assigns[mask.value][0])
+    return code_of(mask)
+
+
+def _moved_on(m1: str, m2: str, p: str) -> bool:
+    """``m2`` is ``m1`` with each use of ``p`` (``p`` or ``p[None, :]``) moved one element on."""
+    use = rf"(?<![\w.]){re.escape(p)}\b(?:\s*\[\s*None\s*,\s*:\s*\])?"
+    pieces = [lambda m: f"(1 + {m.group(0)})", lambda m: f"({m.group(0)} + 1)", lambda m: f"1 + {m.group(0)}",
+              lambda m: f"{m.group(0)} + 1"]
+    return any(_norm(re.sub(use, f, m1)) == _norm(m2) for f in pieces)
+
+
+#: the arguments an access may have for the rewrite to keep its meaning (another, a cache or eviction hint, would
+#: be dropped): ``tl.load(ptr, mask, other)``, ``tl.store(ptr, value, mask)``
+ARGS = {"load": ("pointer", "mask", "other"), "store": ("pointer", "value", "mask")}
+
+
+def _pair_stmt(st: cst.BaseStatement) -> tuple[str, cst.Call, str | None] | None:
+    """``(kind, call, target)`` of a statement ``t = tl.load(...)`` or ``tl.store(...)`` with only ``ARGS``."""
+    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+        return None
+    s = st.body[0]
+    if isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name) and \
+            isinstance(s.value, cst.Call) and dotted(s.value.func) == "tl.load" and s.value.args:
+        kind, call, target = "load", s.value, s.targets[0].target.value
+    elif isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and dotted(s.value.func) == "tl.store" and \
+            len(s.value.args) >= 2:
+        kind, call, target = "store", s.value, None
+    else:
+        return None
+    allowed = ARGS[kind]
+    if len(call.args) > 3 or any(a.keyword is not None and a.keyword.value not in allowed or a.star
+                                 for a in call.args):
+        return None
+    return kind, call, target
+
+
+def _written_between(body, i: int, j: int) -> set[str]:
+    out: set[str] = set()
+    for st in body[i + 1:j]:
+        for n in _assigns(cst.FunctionDef(name=cst.Name("_"), params=cst.Parameters(),
+                                          body=cst.IndentedBlock(body=[st]))):
+            out.add(n)
+    return out
+
+
+def _read_between(body, i: int, j: int) -> set[str]:
+    return set().union(*(_names(code_of(st)) for st in body[i + 1:j]))
+
+
+def _names(code: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", code))
+
+
+def kernel_source(source: str, kernel: str) -> tuple[str, str] | None:
+    """The source with ``kernel``'s interleaved pairs read and written as flat tiles, and what changed; None where no
+    pair fits the preconditions (module docstring)."""
+    module = parse(source)
+    fn = jit_functions(module).get(kernel)
+    if fn is None or not isinstance(fn.body, cst.IndentedBlock):
+        return None
+    assigns = _assigns(fn)
+    pair_idx = {n: pi for n, vs in assigns.items() if len(vs) == 1 and (pi := _pair_index(vs[0])) is not None}
+    body = list(fn.body.body)
+    stmts = [(i, r) for i, st in enumerate(body) if (r := _pair_stmt(st)) is not None]
+    replace: dict[int, list[cst.BaseStatement]] = {}
+    what = []
+    for a, (i, (kind, c1, t1)) in enumerate(stmts):
+        ptr = code_of(c1.args[0].value)
+        if i in replace or not re.fullmatch(r"[A-Za-z_]\w*", ptr) or len(assigns.get(ptr, [])) != 1:
+            continue
+        for j, (kind2, c2, t2) in stmts[a + 1:]:
+            if kind2 != kind or j in replace or _norm(code_of(c2.args[0].value)) not in (f"{ptr}+1", f"1+{ptr}"):
+                continue
+            addr = code_of(assigns[ptr][0])
+            hit = next(((p, t) for p in pair_idx if (t := _term(addr, p)) is not None), None)
+            if hit is None:
+                break
+            p, (term, stride, index) = hit
+            start, half = pair_idx[p]
+            mpos = 1 if kind == "load" else 2
+            m1, m2 = (_mask_code(kwarg(c, "mask", mpos), assigns) for c in (c1, c2))
+            if (m1 is None) != (m2 is None) or (m1 is not None and not _moved_on(m1, m2, p)):
+                break
+            other = [kwarg(c, "other", 2) for c in (c1, c2)] if kind == "load" else [None, None]
+            if (other[0] is None) != (other[1] is None) or \
+                    (other[0] is not None and _norm(code_of(other[0])) != _norm(code_of(other[1]))):
+                break
+            # what the flat access reads stays as it was: assigned once, or not written between the two accesses
+            between = _written_between(body, i, j)
+            reads = _names(addr) | _names(m1 or "") | _names(code_of(c1))
+            if any(len(assigns.get(x, [])) > 1 for x in _names(addr) | _names(m1 or "")) or between & reads:
+                break
+            if kind == "load" and (t1 == t2 or {t1, t2} & (between | _read_between(body, i, j))):
+                break
+            n = len(replace) // 2
+            jn, nn, pn, vn = (f"{PREFIX}{n}_{x}" for x in ("j", "n", "ptr", "v"))
+            use = rf"(?<![\w.]){re.escape(p)}\b(?:\s*\[\s*None\s*,\s*:\s*\])?"
+            flat_term = f"{nn}{index}" if stride == "1" else \
+                f"({stride} * {nn}{index} + (1 - {stride}) * ({jn} % 2){index})"
+            new_addr = addr.replace(term, flat_term, 1)
+            flat_mask = re.sub(use, f"{nn}{index}", m1) if m1 is not None else None
+            lines = [f"{jn} = tl.arange(0, 2 * ({half}))",
+                     f"{nn} = {start} + {jn}  # the pair axis as one flat index (pairs interleaved in memory)",
+                     f"{pn} = {new_addr}"]
+            mask_kw = f", mask={flat_mask}" if flat_mask is not None else ""
+            shape_lead = "" if not index else f"{vn}.shape[0], "
+            if kind == "load":
+                other_kw = f", other={code_of(other[0])}" if other[0] is not None else ""
+                lines += [f"{vn} = tl.load({pn}{mask_kw}{other_kw})",
+                          f"{t1}, {t2} = tl.split(tl.reshape({vn}, [{shape_lead}{half}, 2]))"]
+                replace[i], replace[j] = [cst.parse_statement(x + "\n") for x in lines], []
+            else:
+                va, vb = code_of(c1.args[1].value), code_of(c2.args[1].value)
+                lead = "" if not index else f"{PREFIX}{n}_a.shape[0], "
+                lines = [f"{PREFIX}{n}_a = {va}", f"{PREFIX}{n}_b = {vb}"] + lines + [
+                    f"tl.store({pn}, tl.reshape(tl.join({PREFIX}{n}_a, {PREFIX}{n}_b), "
+                    f"[{lead}2 * ({half})]){mask_kw})"]
+                replace[i], replace[j] = [], [cst.parse_statement(x + "\n") for x in lines]
+            what.append(f"{kind} {ptr} / {ptr} + 1 as one flat tile")
+            break
+    if not replace:
+        return None
+    new_body = []
+    for i, st in enumerate(body):
+        new_body += replace.get(i, [st])
+    new_fn = fn.with_changes(body=fn.body.with_changes(body=new_body))
+    return replace_functions(module, {kernel: new_fn}).code, f"{kernel}: " + "; ".join(what)
+
+
+@rewrite("deinterleave", "an interleaved pair read or written as two strided tensors (x_ptrs, x_ptrs + 1) -> one "
+                         "flat tile split with tl.split / joined with tl.join", priority=8)
+def deinterleave(ctx: RewriteContext) -> list[Proposal]:
+    motivating = ctx.motivating("deinterleave", ANSWERS)
+    return ctx.per_kernel("deinterleave", motivating, [()], kernel_source, lambda k: {"kernel": k},
+                          "the pair's accesses become contiguous where the pair axis has stride 1: fewer, wider "
+                          "memory transactions")
