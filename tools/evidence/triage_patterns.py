@@ -410,36 +410,41 @@ def clone_inplace_patterns(tree: ast.Module) -> list[Pattern]:
                     plan.lines[0], ["clone_fold"], "medium", next(iter(plan.kernels)), {"copies": ", ".join(plan.roots)})]
 
 
-def _doubled_arange(e: ast.expr) -> bool:
-    return any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult) and any(
-        isinstance(x, ast.Constant) and x.value == 2 for x in (b.left, b.right)) and any(
-        isinstance(x, ast.Call) and _name(x.func) == "tl.arange" for x in (b.left, b.right)) for b in ast.walk(e))
+def _steps_by_two(e: ast.expr, assigns: dict[str, ast.expr], depth: int = 0) -> bool:
+    """``e`` scales an index built on ``tl.arange`` by 2 (through names): lanes a pair apart."""
+    def from_arange(x: ast.expr, d: int = 0) -> bool:
+        return any(isinstance(c, ast.Call) and _name(c.func) == "tl.arange" for c in ast.walk(x)) or d < 4 and any(
+            isinstance(n, ast.Name) and n.id in assigns and from_arange(assigns[n.id], d + 1) for n in ast.walk(x))
+    if any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult) and any(
+            isinstance(x, ast.Constant) and x.value == 2 and from_arange(y) for x, y in ((b.left, b.right),
+                                                                                      (b.right, b.left)))
+           for b in ast.walk(e)):
+        return True
+    return depth < 3 and any(isinstance(n, ast.Name) and n.id in assigns and
+                             _steps_by_two(assigns[n.id], assigns, depth + 1) for n in ast.walk(e))
 
 
 def interleaved_pair_patterns(tree: ast.Module) -> list[Pattern]:
-    """``tl.load(p)`` and ``tl.load(p + 1)`` (or two stores) where ``p``'s address walks every second element: an
-    interleaved pair read as two tensors, each lane moving one element (``tools/rewrite/deinterleave.py``)."""
+    """``tl.load(p)`` and ``tl.load(p + 1)`` (or two stores) where ``p`` walks every second element: an interleaved
+    pair read as two tensors, each lane moving one element (``tools/rewrite/deinterleave.py``)."""
     out = []
     for fn in _kernels(tree):
         assigns = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets
                    if isinstance(t, ast.Name)}
-        doubled = {n for n, v in assigns.items() if _doubled_arange(v)}
-        pairs = {n for n, v in assigns.items() if doubled & {x.id for x in ast.walk(v) if isinstance(x, ast.Name)}}
         calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and _name(c.func) in ("tl.load", "tl.store")
                  and c.args]
-        direct = {(_name(c.func), c.args[0].id) for c in calls if isinstance(c.args[0], ast.Name)}
+        direct = {(_name(c.func), ast.dump(c.args[0])) for c in calls}
         for c in calls:
             a = c.args[0]
-            if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add) and isinstance(a.left, ast.Name) and \
-                    isinstance(a.right, ast.Constant) and a.right.value == 1 and a.left.id in pairs and \
-                    (_name(c.func), a.left.id) in direct:
-                kind = _name(c.func)[3:]
+            if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add) and isinstance(a.right, ast.Constant) and \
+                    a.right.value == 1 and (_name(c.func), ast.dump(a.left)) in direct and \
+                    _steps_by_two(a.left, assigns):
+                kind, p = _name(c.func)[3:], ast.unparse(a.left)
                 out.append(Pattern("interleaved_pair",
-                                   f"{fn.name} reads {a.left.id} and {a.left.id} + 1 with two {kind}s, its address "
-                                   "stepping by 2 elements: an interleaved pair taken as two strided tensors, each "
-                                   "lane moving one element; one flat tile split with tl.split (tl.join for a "
-                                   "store) is contiguous", c.lineno, ["deinterleave"], "medium", fn.name,
-                                   {"pointer": a.left.id}))
+                                   f"{fn.name} reads {p} and {p} + 1 with two {kind}s, its address stepping by 2 "
+                                   "elements: an interleaved pair taken as two strided tensors, each lane moving one "
+                                   "element; one tile of both taken apart with tl.split (tl.join for a store) moves "
+                                   "whole pairs", c.lineno, ["deinterleave"], "medium", fn.name, {"pointer": p}))
     return out
 
 

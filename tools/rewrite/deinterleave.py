@@ -25,10 +25,14 @@ applies only then (else a mask would be invented).
 
 Preconditions: the pair index ``offs_n = start + tl.arange(0, H) * 2`` assigned once in the kernel; the address a name
 assigned once whose only use of ``offs_n`` is ``offs_n`` (1-D) or ``offs_n[None, :]`` (the last of 2 dimensions),
-optionally times a stride; two ``tl.load`` (or ``tl.store``) statements in the kernel's top-level body, ``p`` and
-``p + 1``, with the same ``other`` and no other argument; nothing between them reassigns what they read. Not yet
-handled: a pair addressed inline (``s_ptr + i * 2`` and ``s_ptr + i * 2 + 1``) under one mask on the pair index,
-as alf's diagonal SSM writes it (its flat mask would read ``j // 2``).
+optionally times a stride; two ``tl.load`` (or ``tl.store``) statements of one block (the kernel's body, a loop's),
+``p`` and ``p + 1``, with the same ``other`` and no other argument; nothing between them reassigns what they read.
+
+**A pair under one mask** (``x_ptr + offs * 2`` and ``x_ptr + offs * 2 + 1``, both ``mask=offs < n``: FlagGems'
+complex ops, alf's diagonal SSM) gets a ``[..., 2]`` tile instead: ``tl.expand_dims(p, -1) + tl.arange(0, 2)``,
+the mask broadcast along the new dimension, ``tl.split`` (a store: ``tl.join``). Exact for any address; the lanes
+then hold both elements of their pair (fp32 on sm_90: ``ld.global.v2.b32`` for two ``ld.global.b32``). Only where
+the address scales an index built on ``tl.arange`` by 2 (``x + offs`` and ``x + offs + 1`` are a shifted tile).
 """
 
 from __future__ import annotations
@@ -122,20 +126,31 @@ def _moved_on(m1: str, m2: str, p: str) -> bool:
 ARGS = {"load": ("pointer", "mask", "other"), "store": ("pointer", "value", "mask")}
 
 
+def _load_value(v: cst.BaseExpression) -> tuple[cst.Call, str] | None:
+    """``(the tl.load call, what follows it)`` of ``tl.load(...)`` or ``tl.load(...).to(dtype)``."""
+    if isinstance(v, cst.Call) and dotted(v.func) == "tl.load" and v.args:
+        return v, ""
+    if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "to" and \
+            isinstance(v.func.value, cst.Call) and dotted(v.func.value.func) == "tl.load" and v.func.value.args:
+        return v.func.value, ".to(" + ", ".join(code_of(a) for a in v.args) + ")"
+    return None
+
+
 def _pair_stmt(st: cst.BaseStatement) -> tuple[str, cst.Call, str | None] | None:
-    """``(kind, call, target)`` of a statement ``t = tl.load(...)`` or ``tl.store(...)`` with only ``ARGS``."""
+    """``(kind, call, target)`` of a statement ``t = tl.load(...)`` (``.to(...)`` after it: kind ``load<suffix>``)
+    or ``tl.store(...)`` with only ``ARGS``."""
     if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
         return None
     s = st.body[0]
     if isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name) and \
-            isinstance(s.value, cst.Call) and dotted(s.value.func) == "tl.load" and s.value.args:
-        kind, call, target = "load", s.value, s.targets[0].target.value
+            (lv := _load_value(s.value)) is not None:
+        kind, call, target = "load" + lv[1], lv[0], s.targets[0].target.value
     elif isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) and dotted(s.value.func) == "tl.store" and \
             len(s.value.args) >= 2:
         kind, call, target = "store", s.value, None
     else:
         return None
-    allowed = ARGS[kind]
+    allowed = ARGS[kind[:4] if kind.startswith("load") else kind]
     if len(call.args) > 3 or any(a.keyword is not None and a.keyword.value not in allowed or a.star
                                  for a in call.args):
         return None
@@ -159,79 +174,162 @@ def _names(code: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_]\w*", code))
 
 
+def _steps_by_two(e: str, assigns, depth: int = 0) -> bool:
+    """The address ``e`` scales an index built on ``tl.arange`` by 2 (through names assigned once): its lanes are a
+    pair apart, not one element (``x + offs`` and ``x + offs + 1`` are a shifted tile, no pair)."""
+    try:
+        node = cst.parse_expression(e)
+    except cst.ParserSyntaxError:
+        return False
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+            nonlocal found
+            if isinstance(n.operator, cst.Multiply):
+                for a, b in ((n.left, n.right), (n.right, n.left)):
+                    if isinstance(b, cst.Integer) and b.value == "2" and _from_arange(code_of(a), assigns):
+                        found = True
+    node.visit(V())
+    if found or depth > 3:
+        return found
+    return any(len(assigns.get(x, [])) == 1 and _steps_by_two(code_of(assigns[x][0]), assigns, depth + 1)
+               for x in _names(e))
+
+
+def _from_arange(e: str, assigns, depth: int = 0) -> bool:
+    if "tl.arange" in e:
+        return True
+    return depth < 4 and any(len(assigns.get(x, [])) == 1 and _from_arange(code_of(assigns[x][0]), assigns, depth + 1)
+                             for x in _names(e))
+
+
+def _block_pairs(body: list, assigns, pair_idx, counter: list[int], what: list[str]) -> list | None:
+    """``body`` with each pair of its accesses made one access (flat tile or ``[..., 2]`` tile); None: none."""
+    stmts = [(i, r) for i, st in enumerate(body) if (r := _pair_stmt(st)) is not None]
+    replace: dict[int, list[cst.BaseStatement]] = {}
+    for a, (i, (kind, c1, t1)) in enumerate(stmts):
+        ptr = code_of(c1.args[0].value)
+        if i in replace:
+            continue
+        for j, (kind2, c2, t2) in stmts[a + 1:]:
+            if kind2 != kind or j in replace or _norm(code_of(c2.args[0].value)) not in (
+                    f"{_norm(ptr)}+1", f"1+{_norm(ptr)}", f"({_norm(ptr)})+1"):
+                continue
+            load, suffix = kind.startswith("load"), kind[4:] if kind.startswith("load") else ""
+            mpos = 1 if load else 2
+            m1, m2 = (_mask_code(kwarg(c, "mask", mpos), assigns) for c in (c1, c2))
+            other = [kwarg(c, "other", 2) for c in (c1, c2)] if load else [None, None]
+            if (other[0] is None) != (other[1] is None) or (m1 is None) != (m2 is None) or \
+                    (other[0] is not None and _norm(code_of(other[0])) != _norm(code_of(other[1]))):
+                break
+            flat = None
+            if re.fullmatch(r"[A-Za-z_]\w*", ptr) and len(assigns.get(ptr, [])) == 1:
+                addr = code_of(assigns[ptr][0])
+                hit = next(((p, t) for p in pair_idx if (t := _term(addr, p)) is not None), None)
+                if hit is not None and (m1 is None or _moved_on(m1, m2, hit[0])):
+                    flat = (addr, hit)
+            same_mask = m1 is None or _norm(m1) == _norm(m2)
+            if flat is None and not (same_mask and _steps_by_two(ptr, assigns)):
+                break
+            addr = flat[0] if flat else ptr
+            # what the new access reads stays as it was: assigned once, or not written between the two accesses
+            between = _written_between(body, i, j)
+            reads = _names(addr) | _names(m1 or "") | _names(code_of(c1))
+            if any(len(assigns.get(x, [])) > 1 for x in _names(addr) | _names(m1 or "")) and flat or between & reads:
+                break
+            if load and (t1 == t2 or {t1, t2} & (between | _read_between(body, i, j))):
+                break
+            n = counter[0]
+            counter[0] += 1
+            lines = _flat_lines(n, suffix, c1, c2, t1, t2, m1, other[0], flat[0], *flat[1], *pair_idx[flat[1][0]]) \
+                if flat else _tile_lines(n, suffix, c1, c2, t1, t2, ptr, kwarg(c1, "mask", mpos), other[0])
+            stmts_new = [cst.parse_statement(x + "\n") for x in lines]
+            # the comments and blank lines above the two accesses stay above the one that replaces them
+            stmts_new[0] = stmts_new[0].with_changes(leading_lines=[*body[i].leading_lines, *body[j].leading_lines])
+            if load:
+                replace[i], replace[j] = stmts_new, []
+            else:
+                replace[i], replace[j] = [], stmts_new
+            what.append(f"{'load' if load else 'store'} {ptr} / + 1 as one {'flat' if flat else '[..., 2]'} tile")
+            break
+    out, changed = [], bool(replace)
+    for i, st in enumerate(body):
+        if i in replace:
+            out += replace[i]
+            continue
+        inner = _nested(st, assigns, pair_idx, counter, what)
+        changed = changed or inner is not st
+        out.append(inner)
+    return out if changed else None
+
+
+def _nested(st, assigns, pair_idx, counter, what):
+    """A compound statement (``for``, ``while``, ``if``) with its blocks' pairs made one access."""
+    if isinstance(st, (cst.For, cst.While, cst.If)) and isinstance(st.body, cst.IndentedBlock):
+        new = _block_pairs(list(st.body.body), assigns, pair_idx, counter, what)
+        if new is not None:
+            st = st.with_changes(body=st.body.with_changes(body=new))
+        orelse = getattr(st, "orelse", None)
+        if isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock):
+            new = _block_pairs(list(orelse.body.body), assigns, pair_idx, counter, what)
+            if new is not None:
+                st = st.with_changes(orelse=orelse.with_changes(body=orelse.body.with_changes(body=new)))
+        elif isinstance(orelse, cst.If):
+            st = st.with_changes(orelse=_nested(orelse, assigns, pair_idx, counter, what))
+    return st
+
+
+def _flat_lines(n, suffix, c1, c2, t1, t2, m1, other, addr, p, term_hit, start, half) -> list[str]:
+    """One flat tile along the pair axis: ``start + j`` for ``j < 2 * half`` (module docstring)."""
+    term, stride, index = term_hit
+    jn, nn, pn, vn = (f"{PREFIX}{n}_{x}" for x in ("j", "n", "ptr", "v"))
+    use = rf"(?<![\w.]){re.escape(p)}\b(?:\s*\[\s*None\s*,\s*:\s*\])?"
+    flat_term = f"{nn}{index}" if stride == "1" else \
+        f"({stride} * {nn}{index} + (1 - {stride}) * ({jn} % 2){index})"
+    lines = [f"{jn} = tl.arange(0, 2 * ({half}))",
+             f"{nn} = {start} + {jn}  # the pair axis as one flat index (pairs interleaved in memory)",
+             f"{pn} = {addr.replace(term, flat_term, 1)}"]
+    mask_kw = f", mask={re.sub(use, f'{nn}{index}', m1)}" if m1 is not None else ""
+    if t1 is not None:   # a load (``suffix``: the ``.to(...)`` after it)
+        other_kw = f", other={code_of(other)}" if other is not None else ""
+        lead = "" if not index else f"{vn}.shape[0], "
+        return lines + [f"{vn} = tl.load({pn}{mask_kw}{other_kw}){suffix}",
+                        f"{t1}, {t2} = tl.split(tl.reshape({vn}, [{lead}{half}, 2]))"]
+    va, vb = code_of(c1.args[1].value), code_of(c2.args[1].value)
+    an, bn = f"{PREFIX}{n}_a", f"{PREFIX}{n}_b"
+    lead = "" if not index else f"{an}.shape[0], "
+    return [f"{an} = {va}", f"{bn} = {vb}"] + lines + [
+        f"tl.store({pn}, tl.reshape(tl.join({an}, {bn}), [{lead}2 * ({half})]){mask_kw})"]
+
+
+def _tile_lines(n, suffix, c1, c2, t1, t2, ptr, mask, other) -> list[str]:
+    """One ``[..., 2]`` tile: the pair's two pointers side by side (``ptr`` and ``ptr + 1`` along a new last
+    dimension of 2), the one mask broadcast along it; ``tl.split`` / ``tl.join`` take it apart / build it."""
+    pn, vn = f"{PREFIX}{n}_ptr", f"{PREFIX}{n}_v"
+    lines = [f"{pn} = tl.expand_dims({ptr}, -1) + tl.arange(0, 2)  # the pair side by side (interleaved in memory)"]
+    mask_kw = f", mask=tl.expand_dims({code_of(mask)}, -1)" if mask is not None else ""
+    if t1 is not None:   # a load (``suffix``: the ``.to(...)`` after it)
+        other_kw = f", other={code_of(other)}" if other is not None else ""
+        return lines + [f"{vn} = tl.load({pn}{mask_kw}{other_kw}){suffix}", f"{t1}, {t2} = tl.split({vn})"]
+    va, vb = code_of(c1.args[1].value), code_of(c2.args[1].value)
+    return lines + [f"tl.store({pn}, tl.join({va}, {vb}){mask_kw})"]
+
+
 def kernel_source(source: str, kernel: str) -> tuple[str, str] | None:
-    """The source with ``kernel``'s interleaved pairs read and written as flat tiles, and what changed; None where no
-    pair fits the preconditions (module docstring)."""
+    """The source with ``kernel``'s interleaved pairs read and written as one access each, and what changed; None
+    where no pair fits the preconditions (module docstring)."""
     module = parse(source)
     fn = jit_functions(module).get(kernel)
     if fn is None or not isinstance(fn.body, cst.IndentedBlock):
         return None
     assigns = _assigns(fn)
     pair_idx = {n: pi for n, vs in assigns.items() if len(vs) == 1 and (pi := _pair_index(vs[0])) is not None}
-    body = list(fn.body.body)
-    stmts = [(i, r) for i, st in enumerate(body) if (r := _pair_stmt(st)) is not None]
-    replace: dict[int, list[cst.BaseStatement]] = {}
-    what = []
-    for a, (i, (kind, c1, t1)) in enumerate(stmts):
-        ptr = code_of(c1.args[0].value)
-        if i in replace or not re.fullmatch(r"[A-Za-z_]\w*", ptr) or len(assigns.get(ptr, [])) != 1:
-            continue
-        for j, (kind2, c2, t2) in stmts[a + 1:]:
-            if kind2 != kind or j in replace or _norm(code_of(c2.args[0].value)) not in (f"{ptr}+1", f"1+{ptr}"):
-                continue
-            addr = code_of(assigns[ptr][0])
-            hit = next(((p, t) for p in pair_idx if (t := _term(addr, p)) is not None), None)
-            if hit is None:
-                break
-            p, (term, stride, index) = hit
-            start, half = pair_idx[p]
-            mpos = 1 if kind == "load" else 2
-            m1, m2 = (_mask_code(kwarg(c, "mask", mpos), assigns) for c in (c1, c2))
-            if (m1 is None) != (m2 is None) or (m1 is not None and not _moved_on(m1, m2, p)):
-                break
-            other = [kwarg(c, "other", 2) for c in (c1, c2)] if kind == "load" else [None, None]
-            if (other[0] is None) != (other[1] is None) or \
-                    (other[0] is not None and _norm(code_of(other[0])) != _norm(code_of(other[1]))):
-                break
-            # what the flat access reads stays as it was: assigned once, or not written between the two accesses
-            between = _written_between(body, i, j)
-            reads = _names(addr) | _names(m1 or "") | _names(code_of(c1))
-            if any(len(assigns.get(x, [])) > 1 for x in _names(addr) | _names(m1 or "")) or between & reads:
-                break
-            if kind == "load" and (t1 == t2 or {t1, t2} & (between | _read_between(body, i, j))):
-                break
-            n = len(replace) // 2
-            jn, nn, pn, vn = (f"{PREFIX}{n}_{x}" for x in ("j", "n", "ptr", "v"))
-            use = rf"(?<![\w.]){re.escape(p)}\b(?:\s*\[\s*None\s*,\s*:\s*\])?"
-            flat_term = f"{nn}{index}" if stride == "1" else \
-                f"({stride} * {nn}{index} + (1 - {stride}) * ({jn} % 2){index})"
-            new_addr = addr.replace(term, flat_term, 1)
-            flat_mask = re.sub(use, f"{nn}{index}", m1) if m1 is not None else None
-            lines = [f"{jn} = tl.arange(0, 2 * ({half}))",
-                     f"{nn} = {start} + {jn}  # the pair axis as one flat index (pairs interleaved in memory)",
-                     f"{pn} = {new_addr}"]
-            mask_kw = f", mask={flat_mask}" if flat_mask is not None else ""
-            shape_lead = "" if not index else f"{vn}.shape[0], "
-            if kind == "load":
-                other_kw = f", other={code_of(other[0])}" if other[0] is not None else ""
-                lines += [f"{vn} = tl.load({pn}{mask_kw}{other_kw})",
-                          f"{t1}, {t2} = tl.split(tl.reshape({vn}, [{shape_lead}{half}, 2]))"]
-                replace[i], replace[j] = [cst.parse_statement(x + "\n") for x in lines], []
-            else:
-                va, vb = code_of(c1.args[1].value), code_of(c2.args[1].value)
-                lead = "" if not index else f"{PREFIX}{n}_a.shape[0], "
-                lines = [f"{PREFIX}{n}_a = {va}", f"{PREFIX}{n}_b = {vb}"] + lines + [
-                    f"tl.store({pn}, tl.reshape(tl.join({PREFIX}{n}_a, {PREFIX}{n}_b), "
-                    f"[{lead}2 * ({half})]){mask_kw})"]
-                replace[i], replace[j] = [], [cst.parse_statement(x + "\n") for x in lines]
-            what.append(f"{kind} {ptr} / {ptr} + 1 as one flat tile")
-            break
-    if not replace:
+    what: list[str] = []
+    new = _block_pairs(list(fn.body.body), assigns, pair_idx, [0], what)
+    if new is None or not what:
         return None
-    new_body = []
-    for i, st in enumerate(body):
-        new_body += replace.get(i, [st])
-    new_fn = fn.with_changes(body=fn.body.with_changes(body=new_body))
+    new_fn = fn.with_changes(body=fn.body.with_changes(body=new))
     return replace_functions(module, {kernel: new_fn}).code, f"{kernel}: " + "; ".join(what)
 
 

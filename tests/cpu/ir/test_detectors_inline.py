@@ -374,6 +374,36 @@ def test_uncoalesced_transposed_2d():
     assert f.metric["contiguous_dim"] == 0 and f.metric["order"] == "[1, 0]" and "modulo" in f.message
 
 
+def test_a_lane_that_holds_its_whole_run_is_coalesced():
+    """A [256, 2] tile of pairs (deinterleave's ``[..., 2]`` tile): rows 2 elements apart, each lane holding both
+    elements of its row (sizePerThread [1, 2]): consecutive lanes read consecutive 8-byte runs, one contiguous warp
+    access (cuda:90 PTX ``ld.global.v2.b32``), not a transposed one."""
+    def pairs(spt: str) -> str:
+        return f'''#blocked = #ttg.blocked<{{sizePerThread = {spt}, threadsPerWarp = [32, 1], warpsPerCTA = [4, 1], order = [1, 0]}}>
+{MODULE_HEAD}
+  tt.func public @k(%x_ptr: !tt.ptr<f32> {{tt.divisibility = 16 : i32}} loc("x_ptr"(#loc))) attributes {{noinline = false}} {{
+    %r = tt.make_range {{end = 256 : i32, start = 0 : i32}} : tensor<256xi32, #ttg.slice<{{dim = 1, parent = #blocked}}>> loc(#loc8)
+    %two = arith.constant dense<2> : tensor<256xi32, #ttg.slice<{{dim = 1, parent = #blocked}}>> loc(#loc8)
+    %r2 = arith.muli %r, %two : tensor<256xi32, #ttg.slice<{{dim = 1, parent = #blocked}}>> loc(#loc8)
+    %re = tt.expand_dims %r2 {{axis = 1 : i32}} : tensor<256xi32, #ttg.slice<{{dim = 1, parent = #blocked}}>> -> tensor<256x1xi32, #blocked> loc(#loc10)
+    %c = tt.make_range {{end = 2 : i32, start = 0 : i32}} : tensor<2xi32, #ttg.slice<{{dim = 0, parent = #blocked}}>> loc(#loc8)
+    %ce = tt.expand_dims %c {{axis = 0 : i32}} : tensor<2xi32, #ttg.slice<{{dim = 0, parent = #blocked}}>> -> tensor<1x2xi32, #blocked> loc(#loc10)
+    %rb = tt.broadcast %re : tensor<256x1xi32, #blocked> -> tensor<256x2xi32, #blocked> loc(#loc10)
+    %cb = tt.broadcast %ce : tensor<1x2xi32, #blocked> -> tensor<256x2xi32, #blocked> loc(#loc10)
+    %o = arith.addi %rb, %cb : tensor<256x2xi32, #blocked> loc(#loc10)
+    %p = tt.splat %x_ptr : !tt.ptr<f32> -> tensor<256x2x!tt.ptr<f32>, #blocked> loc(#loc10)
+    %pa = tt.addptr %p, %o : tensor<256x2x!tt.ptr<f32>, #blocked>, tensor<256x2xi32, #blocked> loc(#loc10)
+    %x = tt.load %pa : tensor<256x2x!tt.ptr<f32>, #blocked> loc(#loc31)
+    tt.return loc(#loc1)
+  }} loc(#loc)
+}} loc(#loc)
+{LOCS}'''
+    assert not fire("uncoalesced_access", kir({"ttgir": pairs("[1, 2]")}))
+    # one element per lane: lanes 2 elements apart, each reading one of them: reported
+    (f,) = fire("uncoalesced_access", kir({"ttgir": pairs("[1, 1]")}))
+    assert f.metric["stride"] == "2"
+
+
 DOT_TTIR = f'''module {{
   tt.func public @k(%a_ptr: !tt.ptr<f32> {{tt.divisibility = 16 : i32}} loc("a_ptr"(#loc))) attributes {{noinline = false}} {{
     %acc_28 = tt.dot %a_18, %b_27, %acc_7 : tensor<128x32xf32> * tensor<32x16xf32> -> tensor<128x16xf32> loc(#loc17)

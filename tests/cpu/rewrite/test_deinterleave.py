@@ -57,3 +57,63 @@ def test_a_second_mask_that_is_not_the_first_moved_on_leaves_the_pair_alone():
     used = src.replace("    im = tl.load(x_ptrs + 1", "    im = re\n    re = re + im\n    im = tl.load(x_ptrs + 1")
     new = kernel_source(used, "rotate_kernel")
     assert new is not None and "load x_ptrs" not in new[1] and "store o_ptrs" in new[1]
+
+
+CMUL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def cmul_kernel(a_ptr, b_ptr, out_ptr, n, L, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    br = tl.load(b_ptr + offs * 2, mask=mask, other=0.0)
+    bi = tl.load(b_ptr + offs * 2 + 1, mask=mask, other=0.0)
+    for t in range(L):
+        o = (t * n + offs) * 2
+        ar = tl.load(a_ptr + o, mask=mask, other=0.0)
+        ai = tl.load(a_ptr + o + 1, mask=mask, other=0.0)
+        tl.store(out_ptr + o, ar * br - ai * bi, mask=mask)
+        tl.store(out_ptr + o + 1, ar * bi + ai * br, mask=mask)
+
+
+def launch(a, b):
+    out = torch.empty_like(a)
+    cmul_kernel[(triton.cdiv(a.shape[1], 256),)](a, b, out, a.shape[1], a.shape[0], BLOCK=256)
+    return out
+'''
+
+
+def test_a_pair_under_one_mask_becomes_a_tile_of_pairs_in_loops_too(tmp_path):
+    """``p + offs * 2`` and ``+ 1`` under one mask (FlagGems' complex ops): a ``[..., 2]`` tile, the mask broadcast
+    along it, in the kernel's body and in a loop's; a ``.to(...)`` after both loads stays after the one."""
+    new, what = kernel_source(CMUL, "cmul_kernel")
+    assert what.count("[..., 2] tile") == 3 and "ai = tl.load" not in new and "tl.store(out_ptr + o + 1" not in new
+    assert "_tdx_pair1_ptr = tl.expand_dims(a_ptr + o, -1) + tl.arange(0, 2)" in new
+    assert "        ar, ai = tl.split(_tdx_pair1_v)" in new    # still inside the loop
+    assert "tl.store(_tdx_pair2_ptr, tl.join(ar * br - ai * bi, ar * bi + ai * br), mask=tl.expand_dims(mask, -1))" \
+        in new
+    (tmp_path / "a.py").write_text(CMUL)
+    (tmp_path / "b.py").write_text(new)
+    code = ("import importlib.util as u, torch\n"
+            "def load(p, n):\n    s = u.spec_from_file_location(n, p); m = u.module_from_spec(s); "
+            "s.loader.exec_module(m); return m\n"
+            f"a, b = load({str(tmp_path / 'a.py')!r}, 'a'), load({str(tmp_path / 'b.py')!r}, 'b')\n"
+            "for L, n in ((3, 300), (2, 5)):\n"
+            "    x, y = torch.randn(L, n, 2), torch.randn(n, 2)\n"
+            "    assert torch.equal(a.launch(x, y), b.launch(x, y))\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    # a shifted tile (x + offs and x + offs + 1: lanes one element apart) is no pair
+    shifted = CMUL.replace("b_ptr + offs * 2", "b_ptr + offs")
+    assert "load b_ptr" not in kernel_source(shifted, "cmul_kernel")[1]
+
+
+def test_a_two_by_two_pool_reads_its_pairs_as_pairs(rw, tmp_path):
+    src = rw.task_path("l2_avgpool2d").read_text()
+    new, what = kernel_source(src, "avgpool_kernel")
+    assert what.count("[..., 2] tile") == 2
+    assert "_tdx_pair0_v = tl.load(_tdx_pair0_ptr, mask=tl.expand_dims(mask, -1)).to(tl.float32)" in new
+    assert "a, b = tl.split(_tdx_pair0_v)" in new and "c, d = tl.split(_tdx_pair1_v)" in new
+    rw.verify("l2_avgpool2d", new, tmp_path)

@@ -80,6 +80,9 @@ def _uncoalesced(det: Detector, k: KernelIR) -> list[Finding]:
             continue
         seen_lines.add(op.src_line)
         unit = [d for d, x in enumerate(st) if x.kind == "unit" and pt.shape[d] > 1]
+        spt = lay.ints("sizePerThread")
+        if len(unit) == 1 and len(spt) == len(pt.shape) and spt[unit[0]] >= pt.shape[unit[0]] == s.factor:
+            continue   # each lane holds its whole run of the unit-stride dim, the next lane's starts where it ends
         stride = f"{s.factor} elements" if s.factor else (display(s.by) if s.by else "a runtime stride")
         # with a unit-stride dimension, an access one element on is a shifted tile, not the other half of a pair
         pair_dim = next((d for d, x in enumerate(st) if x.kind == "scaled" and x.factor == 2 and pt.shape[d] > 1),
