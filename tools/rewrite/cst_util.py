@@ -480,3 +480,36 @@ def module_names(module: cst.Module) -> set[str]:
                         elif isinstance(b, cst.Import):
                             out.add(dotted(name).split(".")[0])
     return out
+
+
+def assignments(fn: cst.CSTNode, augmented: bool = False, unpacked: bool = False
+                ) -> dict[str, list[cst.BaseExpression]]:
+    """Each name's assigned values in ``fn``: ``name = value``; with ``augmented`` also ``name += value``; with
+    ``unpacked`` also a name in a tuple target (``a, b = ...``: the whole value) and a ``for`` target (its iterable).
+    Not ``local_assignment``: that one answers for one name, counting ``p += BLOCK`` always."""
+    out: dict[str, list[cst.BaseExpression]] = {}
+
+    def names(target: cst.BaseExpression) -> list[str]:
+        if isinstance(target, cst.Name):
+            return [target.value]
+        if unpacked and isinstance(target, (cst.Tuple, cst.List)):
+            return [x for e in target.elements for x in names(e.value)]
+        return []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                for x in names(t.target):
+                    out.setdefault(x, []).append(n.value)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if augmented:
+                for x in names(n.target):
+                    out.setdefault(x, []).append(n.value)
+
+        def visit_For(self, n: cst.For) -> None:
+            if unpacked:
+                for x in names(n.target):
+                    out.setdefault(x, []).append(n.iter)
+    fn.visit(V())
+    return out

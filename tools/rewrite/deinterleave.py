@@ -42,27 +42,23 @@ import re
 import libcst as cst
 
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
-from tritondx.tools.rewrite.cst_util import code_of, dotted, jit_functions, kwarg, parse, replace_functions
+from tritondx.tools.rewrite.cst_util import (
+    assignments,
+    code_of,
+    dotted,
+    jit_functions,
+    kwarg,
+    parse,
+    replace_functions,
+)
 
 #: the detectors whose findings motivate it: the IR tier's lane-stride check and the source triage's pair
 ANSWERS = ("uncoalesced_access", "interleaved_pair")
 PREFIX = "_tdx_pair"
 
 
-def _assigns(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
-    out: dict[str, list[cst.BaseExpression]] = {}
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            for t in n.targets:
-                if isinstance(t.target, cst.Name):
-                    out.setdefault(t.target.value, []).append(n.value)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            if isinstance(n.target, cst.Name):
-                out.setdefault(n.target.value, []).append(n.value)
-    fn.visit(V())
-    return out
+def _assigns(fn: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
+    return assignments(fn, augmented=True, unpacked=True)
 
 
 def _pair_index(e: cst.BaseExpression) -> tuple[str, str] | None:
@@ -158,12 +154,7 @@ def _pair_stmt(st: cst.BaseStatement) -> tuple[str, cst.Call, str | None] | None
 
 
 def _written_between(body, i: int, j: int) -> set[str]:
-    out: set[str] = set()
-    for st in body[i + 1:j]:
-        for n in _assigns(cst.FunctionDef(name=cst.Name("_"), params=cst.Parameters(),
-                                          body=cst.IndentedBlock(body=[st]))):
-            out.add(n)
-    return out
+    return set().union(*(_assigns(st) for st in body[i + 1:j]))
 
 
 def _read_between(body, i: int, j: int) -> set[str]:

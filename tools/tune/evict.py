@@ -38,6 +38,7 @@ from typing import Any
 
 import libcst as cst
 from tritondx.tools.rewrite.cst_util import (
+    assignments,
     calls_named,
     code_of,
     dependent_names,
@@ -56,20 +57,6 @@ def _axis(call: cst.Call) -> int | None:
     if not call.args:
         return 0
     return int_value(kwarg(call, "axis", 0))
-
-
-def _assignments(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
-    """Each name's ``name = value`` values. Not ``cst_util.local_assignment``: that one also counts ``p += BLOCK``,
-    and a pointer advanced through its tensor still starts from the same base."""
-    out: dict[str, list[cst.BaseExpression]] = {}
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            for t in n.targets:
-                if isinstance(t.target, cst.Name):
-                    out.setdefault(t.target.value, []).append(n.value)
-    fn.visit(V())
-    return out
 
 
 def _base(e: cst.BaseExpression, params: set[str], assigns: dict[str, list[cst.BaseExpression]],
@@ -148,7 +135,7 @@ def kernel_hints(fn: cst.FunctionDef, launches: list[dict[str, Any]] | None = No
     deps = {a: dependent_names(fn, lambda v, a=a: any(_axis(c) == a for c in calls_named(v, "tl.program_id")))
             for a in axes}
     params = set(param_names(fn))
-    assigns = _assignments(fn)
+    assigns = assignments(fn)   # not counting ``p += BLOCK``: a pointer advanced through its tensor keeps its base
     envs = [dict(r.get("constexprs") or {}) for r in launches or [] if r.get("kernel") == fn.name.value]
     untaken = _untaken_loads(fn, envs)
     loads = [c for c in calls_named(fn, "tl.load") if id(c) not in untaken]

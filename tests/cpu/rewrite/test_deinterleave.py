@@ -57,6 +57,8 @@ def test_a_second_mask_that_is_not_the_first_moved_on_leaves_the_pair_alone():
     used = src.replace("    im = tl.load(x_ptrs + 1", "    im = re\n    re = re + im\n    im = tl.load(x_ptrs + 1")
     new = kernel_source(used, "rotate_kernel")
     assert new is not None and "load x_ptrs" not in new[1] and "store o_ptrs" in new[1]
+    unpacked = src.replace("    im = tl.load(x_ptrs + 1", "    re, k = re * 2, 1\n    im = tl.load(x_ptrs + 1")
+    assert "load x_ptrs" not in kernel_source(unpacked, "rotate_kernel")[1]
 
 
 CMUL = '''
