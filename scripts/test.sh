@@ -21,6 +21,6 @@ fi
 # fixture on one worker (tests/cpu/conftest.py).
 cores=$(nproc 2>/dev/null || echo 2)
 workers=${TRITONDX_TEST_WORKERS:-$(( cores * 2 > 8 ? 8 : cores * 2 ))}
-echo "tests: the CPU suite takes about 15 minutes on 2 cores with $workers workers on a quiet machine (Triton interpreter," \
-     "sandboxed jobs; measured: pytest 799-1027 s on 2026-12-06/07; up to 2-2.5x that on a loaded machine) ..." >&2
+echo "tests: the CPU suite takes about 15-18 minutes on 2 cores with $workers workers on a quiet machine (Triton interpreter," \
+     "sandboxed jobs; measured: pytest 799-1069 s on 2026-12-06/07; up to 2-2.5x that on a loaded machine) ..." >&2
 exec "$py" -m pytest tests/cpu -n "$workers" -q --durations=25 "$@"
