@@ -93,12 +93,16 @@ def _term(addr: str, p: str) -> tuple[str, str, str] | None:
     if len(uses) != 1 or (uses[0] and _norm(uses[0]) != "[None,:]"):
         return None
     index = "[None, :]" if uses[0] else ""
+
+    def summand(m: re.Match) -> bool:   # a whole ``+`` term: ``a * b * p`` scales p by ``a * b``, ``- s * p`` by -s
+        before, after = addr[:m.start()].rstrip(), addr[m.end():].lstrip()
+        return (not before or before[-1] in "+(") and (not after or after[0] in "+-)")
     for pat in (rf"(?<![\w.])([\w.]+)\s*\*\s*{re.escape(p)}{idx}", rf"(?<![\w.]){re.escape(p)}{idx}\s*\*\s*([\w.]+)"):
         m = re.search(pat, addr)
         if m:
-            return m.group(0), m.group(1), index
+            return (m.group(0), m.group(1), index) if summand(m) else None
     m = re.search(rf"(?<![\w.]){re.escape(p)}{idx}", addr)
-    return (m.group(0), "1", index) if m else None
+    return (m.group(0), "1", index) if m and summand(m) else None
 
 
 def _mask_code(mask: cst.BaseExpression | None, assigns) -> str | None:

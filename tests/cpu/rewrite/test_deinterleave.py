@@ -50,6 +50,12 @@ def test_a_second_mask_that_is_not_the_first_moved_on_leaves_the_pair_alone():
     same = src.replace("im_mask = (offs_m[:, None] < M) & (offs_k[None, :] + 1 < K)",
                        "im_mask = (offs_m[:, None] < M) & (offs_k[None, :] + 2 < K)")
     assert kernel_source(same, "rotate_kernel") is None
+    # the pair index scaled by a product or inside a larger product: its stride is not the one factor beside it
+    for addr in ("x_ptr + offs_m[:, None] * stride_xm + 1 * offs_k[None, :] * stride_xk",
+                 "x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk * 1",
+                 "x_ptr + offs_m[:, None] * stride_xm - offs_k[None, :] * stride_xk"):
+        other = src.replace("x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk", addr)
+        assert other != src and "load x_ptrs" not in kernel_source(other, "rotate_kernel")[1]
     # a partner two elements on is no pair
     assert kernel_source(src.replace("x_ptrs + 1", "x_ptrs + 2").replace("o_ptrs + 1", "o_ptrs + 2"),
                          "rotate_kernel") is None
