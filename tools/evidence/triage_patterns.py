@@ -410,8 +410,22 @@ def clone_inplace_patterns(tree: ast.Module) -> list[Pattern]:
                     plan.lines[0], ["clone_fold"], "medium", next(iter(plan.kernels)), {"copies": ", ".join(plan.roots)})]
 
 
-def _steps_by_two(e: ast.expr, assigns: dict[str, ast.expr], depth: int = 0) -> bool:
-    """``e`` scales an index built on ``tl.arange`` by 2 (through names): lanes a pair apart."""
+def single_assignments(fn: ast.FunctionDef) -> dict[str, ast.expr]:
+    """The names ``fn`` assigns exactly once (``name = value``, no other binding), with their values."""
+    seen: dict[str, list[ast.expr]] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                for x in ast.walk(t):
+                    if isinstance(x, ast.Name):
+                        seen.setdefault(x.id, []).append(n.value if isinstance(n, ast.Assign) and t is x else None)
+    return {k: v[0] for k, v in seen.items() if len(v) == 1 and v[0] is not None}
+
+
+def steps_by_two(e: ast.expr, assigns: dict[str, ast.expr], depth: int = 0) -> bool:
+    """``e`` scales an index built on ``tl.arange`` by 2 (through names assigned once, ``single_assignments``): its
+    lanes are a pair apart (``x + offs`` and ``x + offs + 1`` are a shifted tile, no pair)."""
     def from_arange(x: ast.expr, d: int = 0) -> bool:
         return any(isinstance(c, ast.Call) and _name(c.func) == "tl.arange" for c in ast.walk(x)) or d < 4 and any(
             isinstance(n, ast.Name) and n.id in assigns and from_arange(assigns[n.id], d + 1) for n in ast.walk(x))
@@ -421,7 +435,7 @@ def _steps_by_two(e: ast.expr, assigns: dict[str, ast.expr], depth: int = 0) -> 
            for b in ast.walk(e)):
         return True
     return depth < 3 and any(isinstance(n, ast.Name) and n.id in assigns and
-                             _steps_by_two(assigns[n.id], assigns, depth + 1) for n in ast.walk(e))
+                             steps_by_two(assigns[n.id], assigns, depth + 1) for n in ast.walk(e))
 
 
 def interleaved_pair_patterns(tree: ast.Module) -> list[Pattern]:
@@ -429,8 +443,7 @@ def interleaved_pair_patterns(tree: ast.Module) -> list[Pattern]:
     pair read as two tensors, each lane moving one element (``tools/rewrite/deinterleave.py``)."""
     out = []
     for fn in _kernels(tree):
-        assigns = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets
-                   if isinstance(t, ast.Name)}
+        assigns = single_assignments(fn)
         calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and _name(c.func) in ("tl.load", "tl.store")
                  and c.args]
         direct = {(_name(c.func), ast.dump(c.args[0])) for c in calls}
@@ -438,7 +451,7 @@ def interleaved_pair_patterns(tree: ast.Module) -> list[Pattern]:
             a = c.args[0]
             if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add) and isinstance(a.right, ast.Constant) and \
                     a.right.value == 1 and (_name(c.func), ast.dump(a.left)) in direct and \
-                    _steps_by_two(a.left, assigns):
+                    steps_by_two(a.left, assigns):
                 kind, p = _name(c.func)[3:], ast.unparse(a.left)
                 out.append(Pattern("interleaved_pair",
                                    f"{fn.name} reads {p} and {p} + 1 with two {kind}s, its address stepping by 2 "

@@ -37,10 +37,13 @@ the address scales an index built on ``tl.arange`` by 2 (``x + offs`` and ``x + 
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
 
 import libcst as cst
 
+from tritondx.tools.evidence.triage_patterns import single_assignments, steps_by_two
 from tritondx.tools.rewrite.base import Proposal, RewriteContext, rewrite
 from tritondx.tools.rewrite.cst_util import (
     assignments,
@@ -169,37 +172,7 @@ def _names(code: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_]\w*", code))
 
 
-def _steps_by_two(e: str, assigns, depth: int = 0) -> bool:
-    """The address ``e`` scales an index built on ``tl.arange`` by 2 (through names assigned once): its lanes are a
-    pair apart, not one element (``x + offs`` and ``x + offs + 1`` are a shifted tile, no pair)."""
-    try:
-        node = cst.parse_expression(e)
-    except cst.ParserSyntaxError:
-        return False
-    found = False
-
-    class V(cst.CSTVisitor):
-        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
-            nonlocal found
-            if isinstance(n.operator, cst.Multiply):
-                for a, b in ((n.left, n.right), (n.right, n.left)):
-                    if isinstance(b, cst.Integer) and b.value == "2" and _from_arange(code_of(a), assigns):
-                        found = True
-    node.visit(V())
-    if found or depth > 3:
-        return found
-    return any(len(assigns.get(x, [])) == 1 and _steps_by_two(code_of(assigns[x][0]), assigns, depth + 1)
-               for x in _names(e))
-
-
-def _from_arange(e: str, assigns, depth: int = 0) -> bool:
-    if "tl.arange" in e:
-        return True
-    return depth < 4 and any(len(assigns.get(x, [])) == 1 and _from_arange(code_of(assigns[x][0]), assigns, depth + 1)
-                             for x in _names(e))
-
-
-def _block_pairs(body: list, assigns, pair_idx, counter: list[int], what: list[str]) -> list | None:
+def _block_pairs(body: list, assigns, pair_idx, counter: list[int], what: list[str], once) -> list | None:
     """``body`` with each pair of its accesses made one access (flat tile or ``[..., 2]`` tile); None: none."""
     stmts = [(i, r) for i, st in enumerate(body) if (r := _pair_stmt(st)) is not None]
     replace: dict[int, list[cst.BaseStatement]] = {}
@@ -225,7 +198,7 @@ def _block_pairs(body: list, assigns, pair_idx, counter: list[int], what: list[s
                 if hit is not None and (m1 is None or _moved_on(m1, m2, hit[0])):
                     flat = (addr, hit)
             same_mask = m1 is None or _norm(m1) == _norm(m2)
-            if flat is None and not (same_mask and _steps_by_two(ptr, assigns)):
+            if flat is None and not (same_mask and steps_by_two(ast.parse(ptr, mode="eval").body, once)):
                 break
             addr = flat[0] if flat else ptr
             # what the new access reads stays as it was: assigned once, or not written between the two accesses
@@ -253,25 +226,25 @@ def _block_pairs(body: list, assigns, pair_idx, counter: list[int], what: list[s
         if i in replace:
             out += replace[i]
             continue
-        inner = _nested(st, assigns, pair_idx, counter, what)
+        inner = _nested(st, assigns, pair_idx, counter, what, once)
         changed = changed or inner is not st
         out.append(inner)
     return out if changed else None
 
 
-def _nested(st, assigns, pair_idx, counter, what):
+def _nested(st, assigns, pair_idx, counter, what, once):
     """A compound statement (``for``, ``while``, ``if``) with its blocks' pairs made one access."""
     if isinstance(st, (cst.For, cst.While, cst.If)) and isinstance(st.body, cst.IndentedBlock):
-        new = _block_pairs(list(st.body.body), assigns, pair_idx, counter, what)
+        new = _block_pairs(list(st.body.body), assigns, pair_idx, counter, what, once)
         if new is not None:
             st = st.with_changes(body=st.body.with_changes(body=new))
         orelse = getattr(st, "orelse", None)
         if isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock):
-            new = _block_pairs(list(orelse.body.body), assigns, pair_idx, counter, what)
+            new = _block_pairs(list(orelse.body.body), assigns, pair_idx, counter, what, once)
             if new is not None:
                 st = st.with_changes(orelse=orelse.with_changes(body=orelse.body.with_changes(body=new)))
         elif isinstance(orelse, cst.If):
-            st = st.with_changes(orelse=_nested(orelse, assigns, pair_idx, counter, what))
+            st = st.with_changes(orelse=_nested(orelse, assigns, pair_idx, counter, what, once))
     return st
 
 
@@ -321,7 +294,8 @@ def kernel_source(source: str, kernel: str) -> tuple[str, str] | None:
     assigns = _assigns(fn)
     pair_idx = {n: pi for n, vs in assigns.items() if len(vs) == 1 and (pi := _pair_index(vs[0])) is not None}
     what: list[str] = []
-    new = _block_pairs(list(fn.body.body), assigns, pair_idx, [0], what)
+    once = single_assignments(ast.parse(textwrap.dedent(code_of(fn))).body[0])   # the triage's reading of the kernel
+    new = _block_pairs(list(fn.body.body), assigns, pair_idx, [0], what, once)
     if new is None or not what:
         return None
     new_fn = fn.with_changes(body=fn.body.with_changes(body=new))
