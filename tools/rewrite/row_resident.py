@@ -50,7 +50,9 @@ def _row_loops(fn: cst.FunctionDef) -> tuple[list[int], str, str] | None:
                 return None
             continue
         it = st.iter
-        args = [a.value for a in it.args] if isinstance(it, cst.Call) else []
+        # positional bounds only: tl.range's keywords (num_stages, loop_unroll_factor ...) tune a loop that the row
+        # kernel no longer has
+        args = [a.value for a in it.args if a.keyword is None] if isinstance(it, cst.Call) else []
         if not (isinstance(it, cst.Call) and dotted(it.func) in ("range", "tl.range") and len(args) == 3 and
                 code_of(args[0]) == "0" and isinstance(args[1], cst.Name) and args[1].value in params and
                 isinstance(args[2], cst.Name) and args[2].value in consts and isinstance(st.target, cst.Name)):
@@ -168,7 +170,9 @@ def row_kernel(fn: cst.FunctionDef) -> tuple[cst.FunctionDef, str, str] | None:
     return new, bound, block
 
 
-def row_resident_source(source: str, max_row: int) -> tuple[str, list[str]]:
+def row_resident_source(source: str, max_row: int, only: set[str] | None = None) -> tuple[str, list[str]]:
+    """``source`` with each multi-pass kernel (of ``only``, when given) given its one-block sibling and its launches
+    the branch to it; the kernels changed."""
     module = parse(source)
     kernels = jit_functions(module)
     host_sites = host_launch_sites(module)   # launch() and the helpers that launch (real launchers wrap kernels)
@@ -176,6 +180,8 @@ def row_resident_source(source: str, max_row: int) -> tuple[str, list[str]]:
     new_kernels: dict[str, cst.FunctionDef] = {}
     plans: dict[int, tuple[str, str, str]] = {}
     for name, fn in kernels.items():
+        if only is not None and name not in only:
+            continue
         r = row_kernel(fn)
         if r is None:
             continue
