@@ -103,7 +103,7 @@ def candidate_records(proposals: list[Proposal], state: DXState, rnd: int, tier:
 
 
 def beside_tune(state: DXState, cfg: RunConfig, winner: str, parent: str, extra: list[Finding], rnd: int,
-                first: int) -> tuple[list[dict], list[dict]]:
+                first: int, subject: tuple[str, str] | None = None) -> tuple[list[dict], list[dict]]:
     """Structural rewrites of the tuner's best winner (its source at ``winner``, candidate ``parent``) that the
     evidence suggests, at most ``cfg.rewrites_beside_tune``, as candidates of the tuner's round, and the expert's
     trail: screened and timed beside the winners instead of waiting for a rewrite round of their own, which a
@@ -119,8 +119,51 @@ def beside_tune(state: DXState, cfg: RunConfig, winner: str, parent: str, extra:
     ctx.covered = set(TUNED_FAMILIES)
     trail: list[dict] = []
     proposals = propose(ctx, limit=cfg.rewrites_beside_tune, trail=trail, siblings=not cfg.tune_candidates)
+    parents = [parent] * len(proposals)
+    if subject is not None and subject[1] != winner:
+        proposals, parents = _fallbacks_as_original(state, cfg, proposals, parents, subject, extra)
     records = candidate_records(proposals, state, rnd, highest_tier(state), parent, first)
+    for r, p in zip(records, parents):
+        r["parent"] = p
     return records, [{**t, "round": rnd} for t in trail]
+
+
+def _unchecked_sides(original: str, source: str) -> int:
+    """How many sides of the branches ``source`` adds to ``original`` the judge must see taken (the sides that run
+    the original's code unchanged need no check: ``verify.plan.branches.added_branches``)."""
+    from tritondx.tools.verify.plan.branches import added_branches
+    try:
+        return sum(len(b.needs) for b in added_branches(original, source))
+    except SyntaxError:
+        return 0
+
+
+def _fallbacks_as_original(state: DXState, cfg: RunConfig, proposals: list[Proposal], parents: list[str],
+                           subject: tuple[str, str], extra: list[Finding]) -> tuple[list[Proposal], list[str]]:
+    """A rewrite that keeps the old code for the sizes it does not take (``if _row_block <= 16384: <new> else:
+    <old>``) needs no check of that side where the old code is the original's; built on the tuner's winner, the old
+    side holds the winner's launch values and the judge must see it taken, which no checked size may do (H100 corpus
+    batch of 2026-12-07: headwise_layernorm's row_resident and rows_per_program candidates, both built on the
+    winner's ``num_warps=1``, rejected as ``unchecked_branch``). Such a proposal is replaced by the same family's
+    built on the tuned subject (``subject``: id, path) where that leaves fewer sides to check; the candidate's own
+    launch search (``tune_candidates``) then tunes it."""
+    original = load_task(state["task_path"]).source
+    need = [_unchecked_sides(original, p.source) for p in proposals]
+    if not any(need):
+        return proposals, parents
+    sctx = _context(state, cfg, spec=load_task(subject[1]), extra=tuple(extra))
+    sctx.covered = set(TUNED_FAMILIES)
+    alts: dict[str, Proposal] = {}
+    for a in propose(sctx, limit=len(proposals) + cfg.rewrites_beside_tune, siblings=not cfg.tune_candidates):
+        alts.setdefault(a.family, a)
+    out, outp = [], []
+    for p, par, n in zip(proposals, parents, need):
+        a = alts.get(p.family)
+        if n and a is not None and _unchecked_sides(original, a.source) < n:
+            p, par = a, subject[0]
+        out.append(p)
+        outp.append(par)
+    return out, outp
 
 
 def rewriter_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunContext] | None = None

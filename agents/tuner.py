@@ -159,10 +159,12 @@ def tuner_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunConte
             parent=subject, signature=family_signature("tune", w.config, w.source), origin="tuner").model_dump())
     if backend.can_time:   # the structural rewrites the evidence suggests, of the best winner, in the same round
         extra, trail = beside_tune(state, cfg, records[0]["path"], records[0]["id"],
-                                   [Finding(**f) for f in update.get("findings", [])], rnd, len(records) + 1)
+                                   [Finding(**f) for f in update.get("findings", [])], rnd, len(records) + 1,
+                                   subject=(subject, best_path(state)))
         if extra:
-            log.info("proposed_beside_tune", round=rnd, candidates=[(r["id"], r["family"]) for r in extra])
-        extra, tuned = tune_candidates(state, cfg, backend, extra, rnd, log, {records[0]["id"]: records[0]["path"]})
+            log.info("proposed_beside_tune", round=rnd, candidates=[(r["id"], r["family"], r["parent"]) for r in extra])
+        extra, tuned = tune_candidates(state, cfg, backend, extra, rnd, log,
+                                       {records[0]["id"]: records[0]["path"], subject: best_path(state)})
         records += extra
         update["family_attempts"] = trail
         if tuned:   # the winners' search and the candidates' searches in one update

@@ -166,3 +166,74 @@ def test_the_tuner_round_carries_winners_and_rewrites_to_the_verifier(tmp_path, 
     cmd = tuner_mod.tuner_node(state, {"configurable": {"thread_id": "t"}},
                                runtime_for(RunConfig(rewrites_beside_tune=0)))
     assert [c["family"] for c in cmd.update["candidates"]] == ["tune"]
+
+
+PASSES = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def passes_norm_kernel(X, Y, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * N
+    Y += row * N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+    mean = tl.sum(acc, axis=0) / N
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+        tl.store(Y + cols, x - mean, mask=cols < N)
+
+
+def launch(x):
+    y = torch.empty_like(x)
+    passes_norm_kernel[(x.shape[0],)](x, y, x.shape[1], 16)
+    return y
+
+
+def reference(x):
+    return x - x.mean(dim=1, keepdim=True)
+
+
+def make_inputs(shape, dtype, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
+
+
+CHECK_SHAPES = [(5, 40), (70, 33)]
+BENCH_SHAPES = [(1 << 16, 64)]
+DTYPES = [torch.float32]
+TOLERANCE = {torch.float32: {"atol": 1e-4, "rtol": 1e-4}}
+'''
+
+
+def test_a_rewrite_that_keeps_the_old_code_for_long_rows_keeps_the_original_there(tmp_path):
+    """row_resident keeps the old kernel for rows longer than its block behind ``if _row_block <= 16384``; built on
+    the tuner's winner that side holds the winner's ``num_warps=2``, which the judge must see taken and no checked
+    size takes; built on the tuned subject it is the original's code and needs no check. The proposal comes from the
+    subject, with the subject as its parent."""
+    from tritondx.agents.rewriter import _unchecked_sides
+    from tritondx.tools.records.evidence import Finding
+    task = tmp_path / "task_initial.py"
+    task.write_text(PASSES)
+    kclass, found = triage(load_task(task))
+    state = {"run_dir": str(tmp_path), "task_path": str(task), "kernel_class": kclass, "findings": dump(found),
+             "best": {"id": "initial", "path": str(task), "speedup": 1.0}, "round": 0, "tiers_done": ["triage"],
+             "candidates": [], "backend": "cuda"}
+    winner = tmp_path / "candidates" / "r1c1_tune.py"
+    winner.parent.mkdir()
+    winner.write_text(PASSES.replace("x.shape[1], 16)", "x.shape[1], 16, num_warps=2)"))
+    why = Finding(id="mp", detector="multi_pass_loops", tier="triage", stage="source", message="m",
+                  kernel="passes_norm_kernel", suggests=["fuse_passes"])
+    cfg = RunConfig(rewrites_beside_tune=1)
+    records, _ = beside_tune(state, cfg, str(winner), "r1c1", [why], 1, 2)   # no subject: built on the winner
+    assert [(r["family"], r["parent"]) for r in records] == [("fuse_passes", "r1c1")]
+    assert _unchecked_sides(PASSES, Path(records[0]["path"]).read_text()) == 2     # both sides of the new test
+    records, _ = beside_tune(state, cfg, str(winner), "r1c1", [why], 1, 2, subject=("initial", str(task)))
+    assert [(r["family"], r["parent"]) for r in records] == [("fuse_passes", "initial")]
+    src = Path(records[0]["path"]).read_text()
+    assert "num_warps=2" not in src and "_row_block <= 16384" in src and _unchecked_sides(PASSES, src) == 1   # the new side
