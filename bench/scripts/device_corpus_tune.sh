@@ -2,7 +2,7 @@
 # Device (nvidia-h200): the corpus batch with the tuner, sized to end inside one 10-minute call.
 # Usage: bash bench/scripts/device_corpus_tune.sh WORKERS DEADLINE_S WALL_BUDGET_S TUNE_BUDGET_S NCU(0|1) [MAX_ROUNDS]
 #        [ONLY: task names, comma-separated]
-# (carry .whl .debs .corpus; .corpus is a copy of ../shared/corpus that git ignores. With the committed results the
+# (carry .whldev .debs .corpus, .whldev linked as .whl there; .corpus is a copy of ../shared/corpus that git ignores. With the committed results the
 # tree and all wheels pass the 64 MiB a call may carry: carry a copy of .whl without the wheels the device image
 # already holds, made by bench/scripts/device_wheels.sh, linked as .whl there, as session 38 did)
 # TASKS=bench/suite runs the project's own suite with the same settings (default TASKS=.corpus); results go to

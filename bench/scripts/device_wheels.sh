@@ -10,5 +10,12 @@ rm -rf .whldev && mkdir .whldev && cp .whl/*.whl .whldev/
 for n in tiktoken regex pygments rich typer pyyaml xxhash requests markdown_it_py mdurl shellingham; do
   rm -f .whldev/${n}-[0-9]*.whl
 done
+# and what a batch with the offline expert never imports (8 MB; the tree and the committed results grew to 47 MB by
+# 2026-12-07): the LLM path's client (tools/llm/client.py, imported only by the rewriter's LLM branch: openai,
+# langchain_openai and their jiter, distro) and langsmith's optional trace compression (zstandard: imported inside a
+# try, skipped when absent). A device run with --llm carries .whl instead.
+for n in openai langchain_openai jiter distro zstandard; do
+  rm -f .whldev/${n}-[0-9]*.whl
+done
 grep -qx '/.whldev/' .git/info/exclude 2>/dev/null || echo '/.whldev/' >> .git/info/exclude
 echo "device_wheels.sh: .whldev holds $(ls .whldev | wc -l) wheels, $(du -sh .whldev | cut -f1)"
