@@ -29,15 +29,27 @@ CHECK_SHAPES_AT_MOST, CHECKED_AT_MOST = 3, 12
 CHECK_DRAWS = 2
 
 
+#: knob kinds that never change what a kernel computes, only how (``space.Knob.kind``): warps, pipelining stages and
+#: eviction hints
+NEUTRAL_KINDS = ("warps", "stages", "loop", "evict")
+
+
 def check_shapes(env: Env, trials: list[Trial], how: dict[str, str], pins: dict[str, int], n: int,
-                 log=None) -> dict[str, Any]:
+                 log=None, neutral: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The ``n`` fastest configurations that also match the launched kernel on the task's check shapes (its
     ``CHECK_SHAPES``, the ones the verifier checks first), the others marked failed with the shape that showed it.
     The search screens every configuration at the benchmark size only; a tile wider than a small shape's row can
     be right there and wrong on the small one (H100 corpus batch of 2026-12-05, batch_j: optimize_softmax_online's
     two winners, TILE_N 4096 -> 16384 at 1.23x, both gave NaN at the check shape and the verifier rejected them; the
     task ended at 1.00x where batch_g had kept a smaller tile at 1.12x). Checked after the search, on at most
-    ``CHECKED_AT_MOST`` configurations, so the search itself stays cheap."""
+    ``CHECKED_AT_MOST`` configurations, so the search itself stays cheap.
+
+    Checked fastest first, except that a configuration whose values on the knobs that can change a result (all but
+    the ``neutral`` ones: warps, stages, eviction hints) are a failed one's waits until the others are checked: the
+    same tile fails again (H100 corpus batch_y_rest of 2026-12-07: optimize_softmax_online's 12 checks all went to
+    ``TILE_N 4096 -> 8192`` with other warps and hints, all NaN at the check shape). ``info["passed"]`` names the
+    configurations that passed; only they (and the launched one) are timed again and can win (``passed_only``): the
+    two unchecked ones the budget left over had become that batch's winners, and the verifier rejected both."""
     from tritondx.tools.exec.gpulock import autotune_exclusive, phase
     shapes = [norm_shape(x) for x in getattr(env.orig, "CHECK_SHAPES", [])]
     shapes = [x for x in shapes if x != env.shape][:CHECK_SHAPES_AT_MOST]
@@ -59,9 +71,18 @@ def check_shapes(env: Env, trials: list[Trial], how: dict[str, str], pins: dict[
         if not cases:
             return info
         passed = 0
-        for t in top(trials, len(trials)):   # the fastest first
+        info["passed"] = []
+        pending = top(trials, len(trials))   # the fastest first
+
+        def result_values(t: Trial) -> tuple:
+            return tuple(sorted((k, v) for k, v in t.config.items() if k not in neutral))
+
+        failed_values: set[tuple] = set()
+        while pending:
             if passed >= n or info["checked"] >= CHECKED_AT_MOST:
                 break
+            t = next((x for x in pending if result_values(x) not in failed_values), pending[0])
+            pending.remove(t)
             if not t.config:   # the configuration launched: the reference itself
                 passed += 1
                 continue
@@ -90,9 +111,21 @@ def check_shapes(env: Env, trials: list[Trial], how: dict[str, str], pins: dict[
             if bad:
                 info["failed"][label(t.config)] = bad
                 t.status, t.ms, t.note = "failed", None, bad
+                failed_values.add(result_values(t))
             else:
                 passed += 1
+                info["passed"].append(label(t.config))
     return info
+
+
+def passed_only(trials: list[Trial], checks: dict[str, Any]) -> list[Trial]:
+    """The fastest configurations that may be timed again and win: where ``check_shapes`` checked, the launched one and
+    those that passed its check, not those its budget left unchecked; else all of them."""
+    ranked = top(trials, len(trials))
+    if "passed" not in checks:
+        return ranked
+    ok = set(checks["passed"])
+    return [t for t in ranked if not t.config or label(t.config) in ok]
 
 
 def contenders(trials: list[Trial]) -> bool:

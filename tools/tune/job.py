@@ -25,10 +25,11 @@ import torch
 
 from tritondx.tools.tune.env import (CONFIG_LIMIT_S, WROTE_OUTSIDE, Env, as_knobs, label, outputs, own_seconds,
                                     run_checked, usage, watch)
-from tritondx.tools.tune.final import FINAL_TOP, autotuner_configs, check_shapes, contenders, final_timing
+from tritondx.tools.tune.final import (FINAL_TOP, NEUTRAL_KINDS, autotuner_configs, check_shapes, contenders,
+                                      final_timing, passed_only)
 from tritondx.tools.tune.precompile import PRECOMPILE_THREADS, Precompiler, install_compile_only
 from tritondx.tools.tune.record import recording
-from tritondx.tools.tune.search import EXTEND, WALL_CAP, Searcher, Trial, domains, top
+from tritondx.tools.tune.search import EXTEND, WALL_CAP, Searcher, Trial, domains
 
 #: a kernel's knobs are searched when it carries this share of the recorded device time (or of the calls, on CPU)
 HOT_SHARE = 0.10
@@ -245,12 +246,13 @@ def tune(job: dict[str, Any]) -> dict[str, Any]:
     if pre is not None and baselines and contenders(trials):   # compiled while the check shapes run, not in a hold
         pre.submit(baselines)
     if env.cuda and contenders(trials):
-        checks = check_shapes(env, trials, how, pins, FINAL_TOP, log)
+        checks = check_shapes(env, trials, how, pins, FINAL_TOP, log,
+                              neutral=frozenset(d.key for d in doms if d.kind in NEUTRAL_KINDS))
     marks["checked"] = round(time.monotonic() - t_start, 2)
     if env.cuda and contenders(trials):
         for cfg in baselines if pre is not None else []:
             pre.wait(cfg)
-        final = final_timing(env, [t for t in top(trials, FINAL_TOP)], how, refs, pins, baselines)
+        final = final_timing(env, passed_only(trials, checks)[:FINAL_TOP], how, refs, pins, baselines)
     precompiled = pre.close() if pre is not None else {}
     marks["final"] = round(time.monotonic() - t_start, 2)
     return {"ok": True, "launches": [r.model_dump() for r in launches], "hot": sorted(hot),

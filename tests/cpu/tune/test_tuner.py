@@ -1083,6 +1083,50 @@ def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_f
     assert [t.config for t in top(trials, 2)] == [{"k.T": 1}, {"k.T": 3}]
 
 
+def test_a_failed_tile_is_not_checked_again_first_and_unchecked_configurations_do_not_win(monkeypatch):
+    """The same tile with other warps fails the check shape again: after a failure, configurations whose values on the
+    knobs that can change a result match the failed one's wait until the others are checked; and what the check's
+    budget leaves unchecked is not timed again, so it cannot win (batch_y_rest of 2026-12-07: all 12 checks went to
+    TILE_N 8192 with other warps and hints, and the two unchecked ones became winners the verifier rejected)."""
+    import types
+
+    import torch
+
+    from tritondx.tools.tune import final
+    from tritondx.tools.tune import knob as knobmod
+    from tritondx.tools.tune.search import Trial
+
+    def launch(x):
+        return x * 2
+
+    def tuned_launch(x):
+        wide = dict(knobmod.CURRENT).get("k.T", ("set", 0))[1] == 2
+        return torch.full_like(x, float("nan")) if wide and x.numel() < 8 else x * 2
+
+    orig = types.SimpleNamespace(CHECK_SHAPES=[(64,), (3,)], launch=launch,
+                                 make_inputs=lambda shape, dtype, seed, device: (torch.randn(*shape, dtype=dtype),))
+    monkeypatch.setattr(final, "CHECKED_AT_MOST", 2)
+
+    def trials():
+        return [Trial(config={}, status="ok", ms=1.0), Trial(config={"k.T": 2, "k.w": 16}, status="ok", ms=0.5),
+                Trial(config={"k.T": 2, "k.w": 8}, status="ok", ms=0.51),
+                Trial(config={"k.T": 2, "k.w": 4}, status="ok", ms=0.52),
+                Trial(config={"k.T": 1, "k.w": 16}, status="ok", ms=0.7)]
+    how = {"k.T": "set", "k.w": "set"}
+    ts = trials()
+    info = final.check_shapes(_check_env(orig, tuned_launch)(), ts, how, {}, 3, neutral=frozenset({"k.w"}))
+    assert list(info["failed"]) == ["k.T=2,k.w=16"] and info["passed"] == ["k.T=1,k.w=16"], info
+    assert [t.config for t in final.passed_only(ts, info)] == [{"k.T": 1, "k.w": 16}, {}]
+    # no knob known to leave results alone: the fastest first, both checks on the failing tile, and nothing unchecked
+    # is timed again (only the launched configuration is left)
+    ts = trials()
+    info = final.check_shapes(_check_env(orig, tuned_launch)(), ts, how, {}, 3)
+    assert len(info["failed"]) == 2 and info["passed"] == []
+    assert [t.config for t in final.passed_only(ts, info)] == [{}]
+    # no check ran: every configuration still timed stays, fastest first
+    assert [t.config for t in final.passed_only(ts, {})] == [{"k.T": 2, "k.w": 4}, {"k.T": 1, "k.w": 16}, {}]
+
+
 def test_a_dot_tile_grows_to_256_at_most_and_other_tiles_further():
     """A ``tl.dot`` operand's tile stops at ``MAX_DOT_TILE`` (an attention kernel's BLOCK_M 512 beside fixed K/V tiles
     compiled past the job's hang watchdog); a tile launched above it keeps its own value; a non-dot tile still grows."""
