@@ -159,50 +159,6 @@ def test_pointer_advanced_at_the_top_level(tmp_path):
     assert r.passed, f"{r.klass}: {r.reason}"
 
 
-PASSES = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def passes_norm_kernel(X, Y, N, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    X += row * N
-    Y += row * N
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for off in tl.range(0, N, BLOCK, num_stages=1):
-        cols = off + tl.arange(0, BLOCK)
-        acc += tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-    mean = tl.sum(acc, axis=0) / N
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        tl.store(Y + cols, x - mean, mask=cols < N)
-
-
-def launch(x):
-    y = torch.empty_like(x)
-    passes_norm_kernel[(x.shape[0],)](x, y, x.shape[1], 16)
-    return y
-
-
-def reference(x):
-    return x - x.mean(dim=1, keepdim=True)
-
-
-def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
-
-
-CHECK_SHAPES = [(5, 40), (70, 33)]
-BENCH_SHAPES = [(1 << 16, 64)]
-DTYPES = [torch.float32]
-TOLERANCE = {torch.float32: {"atol": 1e-4, "rtol": 1e-4}}
-'''
-
-
 def test_multi_pass_rows_read_once(rw, tmp_path):
     """A multi-pass row kernel (two passes over a short row, one row a program) takes its rows together on the
     one-block sibling (``row_resident`` first): each program reads its rows once, not once per pass; rows longer
@@ -210,7 +166,8 @@ def test_multi_pass_rows_read_once(rw, tmp_path):
     too."""
     import ast
     from tritondx.tools.rewrite.rows_per_program import one_pass_rows
-    src, what = one_pass_rows(PASSES, "passes_norm_kernel", 2048, 64)
+    passes = rw.task_path("passes_norm").read_text()
+    src, what = one_pass_rows(passes, "passes_norm_kernel", 2048, 64)
     assert "rows up to 16384 elements read once" in what
     row = rw.function(src, "passes_norm_kernel_row")
     assert not [n for n in ast.walk(row) if isinstance(n, ast.For)]
@@ -219,8 +176,6 @@ def test_multi_pass_rows_read_once(rw, tmp_path):
     (branch,) = [n for n in ast.walk(launch) if isinstance(n, ast.If)]
     assert "passes_norm_kernel_row[" in ast.unparse(branch.body) and "TDX_BLOCK_R" in ast.unparse(branch.body)
     assert "passes_norm_kernel[x.shape[0],](x, y, x.shape[1], 16)" in ast.unparse(branch.orelse)
-    task = tmp_path / "passes_task.py"
-    task.write_text(PASSES)
-    rw.verify(str(task), src, tmp_path)
+    rw.verify("passes_norm", src, tmp_path)
     # a single-pass kernel has no sibling to take rows on: the plain rows rewrite is the proposal
     assert one_pass_rows(SHARED, "k", 2048, 64) is None

@@ -168,47 +168,8 @@ def test_the_tuner_round_carries_winners_and_rewrites_to_the_verifier(tmp_path, 
     assert [c["family"] for c in cmd.update["candidates"]] == ["tune"]
 
 
-PASSES = '''import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def passes_norm_kernel(X, Y, N, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    X += row * N
-    Y += row * N
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        acc += tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-    mean = tl.sum(acc, axis=0) / N
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        tl.store(Y + cols, x - mean, mask=cols < N)
-
-
-def launch(x):
-    y = torch.empty_like(x)
-    passes_norm_kernel[(x.shape[0],)](x, y, x.shape[1], 16)
-    return y
-
-
-def reference(x):
-    return x - x.mean(dim=1, keepdim=True)
-
-
-def make_inputs(shape, dtype, seed, device):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g).to(device=device, dtype=dtype),)
-
-
-CHECK_SHAPES = [(5, 40), (70, 33)]
-BENCH_SHAPES = [(1 << 16, 64)]
-DTYPES = [torch.float32]
-TOLERANCE = {torch.float32: {"atol": 1e-4, "rtol": 1e-4}}
-'''
+#: a multi-pass row kernel written for the tests
+PASSES = (Path(__file__).resolve().parents[1] / "rewrite" / "kernels" / "passes_norm.py").read_text()
 
 
 def test_a_rewrite_that_keeps_the_old_code_for_long_rows_keeps_the_original_there(tmp_path):

@@ -1050,17 +1050,14 @@ def _check_env(orig, launch):
     return Env
 
 
-def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_final_timing():
-    """A configuration right at the benchmark size and wrong on a small check shape (a tile wider than the row: NaN)
-    is marked failed with the shape that showed it; the next fastest takes its place; the launched one is the
-    reference (batch_j of 2026-12-05: optimize_softmax_online's two winners failed the verifier's check shape)."""
+def _wide_tile_nan():
+    """A task module checked at shapes (64,) and (3,), and a tuned launch that is right except with ``k.T`` at 2 on the
+    small shape, where it gives NaN (a tile wider than the row)."""
     import types
 
     import torch
 
     from tritondx.tools.tune import knob as knobmod
-    from tritondx.tools.tune.final import check_shapes
-    from tritondx.tools.tune.search import Trial, top
 
     def launch(x):
         return x * 2
@@ -1071,6 +1068,17 @@ def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_f
 
     orig = types.SimpleNamespace(CHECK_SHAPES=[(64,), (3,)], launch=launch,
                                  make_inputs=lambda shape, dtype, seed, device: (torch.randn(*shape, dtype=dtype),))
+    return orig, tuned_launch
+
+
+def test_the_fastest_configurations_are_checked_on_the_check_shapes_before_the_final_timing():
+    """A configuration right at the benchmark size and wrong on a small check shape (a tile wider than the row: NaN)
+    is marked failed with the shape that showed it; the next fastest takes its place; the launched one is the
+    reference (batch_j of 2026-12-05: optimize_softmax_online's two winners failed the verifier's check shape)."""
+    from tritondx.tools.tune.final import check_shapes
+    from tritondx.tools.tune.search import Trial, top
+
+    orig, tuned_launch = _wide_tile_nan()
 
     Env = _check_env(orig, tuned_launch)
     trials = [Trial(config={}, status="ok", ms=1.0), Trial(config={"k.T": 2}, status="ok", ms=0.5),
@@ -1088,23 +1096,10 @@ def test_a_failed_tile_is_not_checked_again_first_and_unchecked_configurations_d
     knobs that can change a result match the failed one's wait until the others are checked; and what the check's
     budget leaves unchecked is not timed again, so it cannot win (batch_y_rest of 2026-12-07: all 12 checks went to
     TILE_N 8192 with other warps and hints, and the two unchecked ones became winners the verifier rejected)."""
-    import types
-
-    import torch
-
     from tritondx.tools.tune import final
-    from tritondx.tools.tune import knob as knobmod
     from tritondx.tools.tune.search import Trial
 
-    def launch(x):
-        return x * 2
-
-    def tuned_launch(x):
-        wide = dict(knobmod.CURRENT).get("k.T", ("set", 0))[1] == 2
-        return torch.full_like(x, float("nan")) if wide and x.numel() < 8 else x * 2
-
-    orig = types.SimpleNamespace(CHECK_SHAPES=[(64,), (3,)], launch=launch,
-                                 make_inputs=lambda shape, dtype, seed, device: (torch.randn(*shape, dtype=dtype),))
+    orig, tuned_launch = _wide_tile_nan()
     monkeypatch.setattr(final, "CHECKED_AT_MOST", 2)
 
     def trials():
