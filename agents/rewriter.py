@@ -7,6 +7,7 @@ check is fed back once, then the offline expert takes over for that round.
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -153,12 +154,12 @@ def _fallbacks_as_original(state: DXState, cfg: RunConfig, proposals: list[Propo
         return proposals, parents
     sctx = _context(state, cfg, spec=load_task(subject[1]), extra=tuple(extra))
     sctx.covered = set(TUNED_FAMILIES)
-    alts: dict[str, Proposal] = {}
+    alts: dict[tuple[str, str], Proposal] = {}   # the same rewrite (family and params: its kernel, its size)
     for a in propose(sctx, limit=len(proposals) + cfg.rewrites_beside_tune, siblings=not cfg.tune_candidates):
-        alts.setdefault(a.family, a)
+        alts.setdefault((a.family, json.dumps(a.params, sort_keys=True, default=str)), a)
     out, outp = [], []
     for p, par, n in zip(proposals, parents, need):
-        a = alts.get(p.family)
+        a = alts.get((p.family, json.dumps(p.params, sort_keys=True, default=str)))
         if n and a is not None and _unchecked_sides(original, a.source) < n:
             p, par = a, subject[0]
         out.append(p)
