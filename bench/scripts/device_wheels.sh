@@ -12,9 +12,10 @@ for n in tiktoken regex pygments rich typer pyyaml xxhash requests markdown_it_p
 done
 # and what a batch with the offline expert never imports (8 MB; the tree and the committed results grew to 47 MB by
 # 2026-12-07): the LLM path's client (tools/llm/client.py, imported only by the rewriter's LLM branch: openai,
-# langchain_openai and their jiter, distro) and langsmith's optional trace compression (zstandard: imported inside a
-# try, skipped when absent). A device run with --llm carries .whl instead.
-for n in openai langchain_openai jiter distro zstandard; do
+# langchain_openai, jiter; distro stays, langsmith imports it) and langsmith's optional trace compression (zstandard:
+# imported inside a try). Checked here: `tritondx optimize` on an example with these four blocked from import runs to
+# its report. A device run with --llm carries .whl instead.
+for n in openai langchain_openai jiter zstandard; do
   rm -f .whldev/${n}-[0-9]*.whl
 done
 grep -qx '/.whldev/' .git/info/exclude 2>/dev/null || echo '/.whldev/' >> .git/info/exclude
