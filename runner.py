@@ -9,21 +9,19 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import structlog
-
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import Command
 
 from tritondx.config import RunConfig, RunContext
 from tritondx.errors import TaskFormatError, TritonDXError
 from tritondx.checkpoints import thread_id_for
-from tritondx.graph import builder
 from tritondx.logs import Heartbeat, setup_logging
 from tritondx import IMPORTED_AT
-from tritondx.tools.evidence import ahead
 from tritondx.tools.task.spec import load_task
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 RUNS_DIR = Path(os.environ.get("TRITONDX_RUNS", "runs"))
 
@@ -86,6 +84,7 @@ def drive(graph, graph_input: Any, config: dict[str, Any], cfg: RunConfig, appro
     report node writes the run's files) or, without an approver, until it pauses. Returns the state values and
     the requests still waiting for an answer. ``started_at``: where this invocation's wall time starts (the
     report's), default now."""
+    from tritondx.tools.evidence import ahead
     beat = Heartbeat(thread_id=(config.get("configurable") or {}).get("thread_id"))
     context = RunContext(config=cfg, started_at=started_at or time.time())
 
@@ -105,6 +104,7 @@ def drive(graph, graph_input: Any, config: dict[str, Any], cfg: RunConfig, appro
                 if waiting and snap.values.get("run_dir"):   # paused: its background capture ends first
                     ahead.settle(Path(snap.values["run_dir"]))
                 return snap.values, waiting
+            from langgraph.types import Command
             run(Command(resume=[approver(waiting[0])]), latest)
     except BaseException:
         ahead.settle()  # no background capture outlives the run that started it
@@ -127,6 +127,7 @@ def run_task(task_path: str, cfg: RunConfig, out: str | None = None, verbose: bo
     if cfg.verifier != "judge":   # a test setting (tools/verify/interface.py): said in the log, report and result
         structlog.get_logger("runner").warning("verifier_not_the_judge", verifier=cfg.verifier,
                                                note="nothing this run makes is checked")
+    from tritondx.graph import builder   # the graph's imports (torch among them) after the checks above
     saver = open_checkpointer(run_dir)
     graph = builder.compile(checkpointer=saver)
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 200}

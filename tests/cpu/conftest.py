@@ -97,6 +97,10 @@ def pytest_collection_modifyitems(config, items):
                     keys.add("module:" + item.nodeid.split("::", 1)[0])
                 elif d.scope == "package":
                     keys.add("package:" + d.baseid)
+        callspec = getattr(item, "callspec", None)
+        rkey = round_key(callspec.params.get("case")) if callspec is not None else None
+        if rkey is not None:   # a round of verified cases (case_futures): its tests on one worker
+            keys.add("round:" + rkey)
         keys = sorted(keys)
         for k in keys[1:]:
             parent[find(k)] = find(keys[0])
@@ -262,23 +266,56 @@ class OnDemand(dict):
         return f
 
 
+def round_key(case: Any) -> str | None:
+    """The round a case's candidate is verified in (``case.round``: cases with equal keys are verified together, in
+    one judge job, as the rewriter's candidates of one round are); None: the case runs alone."""
+    key = getattr(case, "round", None)
+    if key is None:
+        return None
+    words = [k.stem if isinstance(k, Path) else ("static" if k else "runtime") if isinstance(k, bool)
+             else ",".join(k) if isinstance(k, tuple) else str(k) for k in key]
+    return "round-" + "-".join(words).replace("/", ".")
+
+
 @pytest.fixture(scope="session")
 def case_futures(request):
     """Starts a session's slow cases (the verifier's and the reliability suite's: ``{id: case}``, each with a
     ``cost``) on a thread pool and returns their futures by id. Serially every case starts at once, slowest first;
     under pytest-xdist a worker runs only the tests the scheduler sends it (a pool of every case would run each case
-    once per worker), so a case starts when its test asks. The pools end with the session."""
+    once per worker), so a case starts when its test asks. The pools end with the session.
+
+    ``run_round(cids) -> {cid: result}``: the cases with one ``round_key`` run as one call (the first look-up of any
+    of them starts it); ``pytest_collection_modifyitems`` puts their tests on one worker."""
     pools: list[ThreadPoolExecutor] = []
 
-    def start_all(cases: dict[str, Any], run: Callable[[str], Any], workers: int, name: str) -> dict[str, Future]:
+    def start_all(cases: dict[str, Any], run: Callable[[str], Any], workers: int, name: str,
+                  run_round: Callable[[list[str]], dict[str, Any]] | None = None) -> dict[str, Future]:
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
         pools.append(pool)
+        rounds: dict[str, Future] = {}
 
         def submit(cid: str) -> Future:
-            return pool.submit(run, cid)
+            key = round_key(cases[cid]) if run_round is not None else None
+            if key is None:
+                return pool.submit(run, cid)
+            if key not in rounds:
+                rounds[key] = pool.submit(run_round, sorted(c for c in cases if round_key(cases[c]) == key))
+            mine: Future = Future()
+
+            def done(f: Future) -> None:
+                if f.exception() is not None:
+                    mine.set_exception(f.exception())
+                else:
+                    mine.set_result(f.result()[cid])
+            rounds[key].add_done_callback(done)
+            return mine
         if hasattr(request.config, "workerinput"):
             return OnDemand(submit)
-        return {cid: submit(cid) for cid, _ in sorted(cases.items(), key=lambda kv: -kv[1].cost)}
+
+        def cost(cid: str) -> float:
+            key = round_key(cases[cid]) if run_round is not None else None
+            return sum(c.cost for c in cases.values() if round_key(c) == key) if key else cases[cid].cost
+        return {cid: submit(cid) for cid in sorted(cases, key=lambda c: -cost(c))}
     yield start_all
     for pool in pools:
         pool.shutdown(wait=True, cancel_futures=True)

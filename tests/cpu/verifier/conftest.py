@@ -33,4 +33,20 @@ def outcomes(request, case_futures) -> dict[str, Future]:
         case = callspec.params.get("case") if callspec is not None else None
         if case is not None and hasattr(case, "run"):
             cases.setdefault(case.id, case)
-    return case_futures(cases, lambda cid: cases[cid].run(), WORKERS, "verify")   # tests/cpu/conftest.py
+    return case_futures(cases, lambda cid: cases[cid].run(), WORKERS, "verify",   # tests/cpu/conftest.py
+                        run_round=lambda cids: verify_in_round([cases[c] for c in cids]))
+
+
+def verify_in_round(cases: list) -> dict:
+    """The cases' candidates (each ``case.candidate_path``; one ``case.round``: task, static policy on, allowed
+    ops, timeout per candidate) as one round of the judge, as the
+    rewriter's candidates are verified (``verification.verify_round``: one judge job, the original and the check
+    cases made once, a runner forked per candidate where that is safe): ``{case.id: Verdict}``."""
+    from tritondx.tools.backends.registry import get_backend
+    from tritondx.tools.verify.verification import verify_round
+    (key,) = {c.round for c in cases}
+    task, static_policy, allowed_ops, timeout = key
+    cands = [{"id": c.id, "path": str(c.candidate_path)} for c in cases]
+    verdicts = verify_round(str(task), cands, get_backend("interpreter"), list(allowed_ops), timeout, 1,
+                            static_policy=static_policy)
+    return {v.candidate_id: v for v in verdicts}

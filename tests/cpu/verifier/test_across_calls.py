@@ -43,6 +43,15 @@ class Case:
         if not self.id:
             object.__setattr__(self, "id", f"across:{self.candidate.stem}:{self.expect or 'PASS'}")
 
+    @property
+    def candidate_path(self) -> Path:
+        return self.candidate
+
+    @property
+    def round(self) -> tuple:
+        """Verified with the other cases in one round (verifier/conftest.py)."""
+        return (AXPY, False, ("empty", "empty_like"), 300)
+
     def run(self) -> Verdict:
         return verify_candidate(str(AXPY), str(self.candidate), self.candidate.stem, get_backend("interpreter"),
                                 allowed_ops=["empty", "empty_like"], timeout=300, static_policy=False)

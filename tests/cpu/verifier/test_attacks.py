@@ -43,6 +43,15 @@ class Attack:
     def path(self) -> Path:
         return HERE / "attacks" / f"{self.name}.py"
 
+    @property
+    def candidate_path(self) -> Path:
+        return self.path
+
+    @property
+    def round(self) -> tuple:
+        """Verified with the other attacks on its task in one round (verifier/conftest.py)."""
+        return (self.task, False, tuple(ALLOWED_OPS), 300)
+
     def run(self) -> Verdict:
         return verify_candidate(str(self.task), str(self.path), self.name, get_backend("interpreter"),
                                 allowed_ops=ALLOWED_OPS, timeout=300, static_policy=False)

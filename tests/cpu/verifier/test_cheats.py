@@ -45,6 +45,15 @@ class Case:
         if not self.id:
             object.__setattr__(self, "id", f"{self.candidate.stem}:{self.expect or 'PASS'}")
 
+    @property
+    def candidate_path(self) -> Path:
+        return self.candidate
+
+    @property
+    def round(self) -> tuple:
+        """Verified with the other cases of its task and policy in one round (verifier/conftest.py)."""
+        return (self.task, self.static or self.expect is None, tuple(ALLOWED_OPS), 300)
+
     def run(self) -> Verdict:
         # A run-time case runs without the static source policy (tools/verify/policy.py), which
         # would catch most of them first: what it tests is the run-time check.

@@ -39,6 +39,15 @@ class Case:
         if not self.id:
             object.__setattr__(self, "id", f"checks:{self.candidate.stem}:{self.expect or 'PASS'}")
 
+    @property
+    def candidate_path(self) -> Path:
+        return self.candidate
+
+    @property
+    def round(self) -> tuple:
+        """Verified with the other cases of its task in one round (verifier/conftest.py)."""
+        return (self.task, True, self.allowed_ops, 300)
+
     def run(self) -> Verdict:
         return verify_candidate(str(self.task), str(self.candidate), self.candidate.stem,
                                 get_backend("interpreter"), allowed_ops=list(self.allowed_ops), timeout=300)

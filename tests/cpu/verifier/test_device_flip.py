@@ -40,6 +40,15 @@ class FlipCase:
         if not self.id:
             object.__setattr__(self, "id", f"flip:{self.name}")
 
+    @property
+    def candidate_path(self) -> Path:
+        return HERE / "flips" / f"{self.name}.py"
+
+    @property
+    def round(self) -> tuple:
+        """Verified with the other flips in one round (verifier/conftest.py)."""
+        return (AXPY, True, (), 300)
+
     def run(self) -> Verdict:
         return verify_candidate(str(AXPY), str(HERE / "flips" / f"{self.name}.py"), self.name,
                                 get_backend("interpreter"), timeout=300)

@@ -124,6 +124,15 @@ class Case:
         if not self.id:
             object.__setattr__(self, "id", f"dims:{self.candidate.stem}:{self.expect or 'PASS'}:{self.static}")
 
+    @property
+    def candidate_path(self) -> Path:
+        return self.candidate
+
+    @property
+    def round(self) -> tuple:
+        """Verified with the other cases of its task and policy in one round (verifier/conftest.py)."""
+        return (self.task, self.static, ("empty", "empty_like"), 300)
+
     def run(self) -> Verdict:
         return verify_candidate(str(self.task), str(self.candidate), self.candidate.stem, get_backend("interpreter"),
                                 allowed_ops=["empty", "empty_like"], timeout=300, static_policy=self.static)

@@ -43,8 +43,8 @@ class JudgeService:
         self.device, self.task = job["device"], job["task"]
         self.slots = max(1, int(job.get("slots") or 1))
         self.sandboxed = os.environ.get(SANDBOXED_JOB_ENV) == "1"
-        # the warm runners start beside this process's imports, in a thread that lives as long as the
-        # server (they die with the thread that started them); refills go through the same thread
+        # the warm runners start beside this process's imports (RunnerPool starts each in a thread of its own
+        # that lives as long as the pool: they die with the thread that started them)
         self.starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-warm")
         self.pool_f = self.starter.submit(RunnerPool, self.device, [os.getcwd()], self.slots)
         from tritondx.tools.task.module import load_module
@@ -88,20 +88,6 @@ class JudgeService:
             zygote._remove_sysv_ipc()
             if self.snapshots is not None and not self.snapshots.restore():
                 return "a file this server had before a request was changed or removed during it"
-        if not pool.why_cold and len(pool.free) < self.slots:   # a warm runner ended: a new one
-            self.starter.submit(_refill, pool, self.slots).result()
+        pool.refill()   # a warm runner that ended: a new one
         return ""
 
-
-def _refill(pool, slots: int) -> None:
-    """Warm runners up to ``slots`` again (in the starter thread: they die with it)."""
-    from tritondx.tools.verify.judge.warm import Zygote
-    while len(pool.free) < slots and not pool.shared:
-        try:
-            z = Zygote(pool.device, pool.hide)
-        except Exception:  # noqa: BLE001 - cold runners from now on, as RunnerPool does
-            return
-        if not z.ok:
-            z.close()
-            return
-        pool.free.append(z)

@@ -16,6 +16,7 @@ import os
 import socket
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +164,13 @@ class ForkedRunner(RunnerProcess):
 
 
 class RunnerPool:
-    """Runners for the candidates of one judge job: forked by a zygote where it is safe, else cold."""
+    """Runners for the candidates of one judge job: forked by a zygote where it is safe, else cold.
+
+    One zygote starts with the pool; more, up to ``slots``, as candidates run side by side (``runner``): a second
+    zygote costs a Python, torch and Triton start (seconds of CPU), the same as the cold runner it replaces,
+    and a round of one candidate, or a job whose candidates run one at a time, never uses it. Every zygote is
+    started by the pool's own thread, which lives until ``close`` (a zygote dies with the thread that started
+    it: parent-death signal)."""
 
     def __init__(self, device: str, hide: list[str], slots: int = 1) -> None:
         self.device, self.hide = device, hide
@@ -171,6 +178,8 @@ class RunnerPool:
         self.lock = threading.Lock()
         self.why_cold = ""
         self.forked = 0
+        self.slots, self.started = max(1, slots), 0
+        self._starter: ThreadPoolExecutor | None = None
         if os.environ.get(WARM_ENV, "1") == "0":
             self.why_cold = f"{WARM_ENV}=0"
             return
@@ -181,22 +190,38 @@ class RunnerPool:
             # runners had made there meanwhile (the contract's original runner: "candidate.py: No such
             # file", CI dry run 2026-12-01)
             self.why_cold = "the judge job has no read-only sandbox: a warm runner's clean-up would reach the host's /tmp"
-            return
-        for _ in range(max(1, slots)):
-            try:
-                z = Zygote(device, hide)
-            except Exception as exc:  # noqa: BLE001 - no warm runner: cold ones, as before
-                self.why_cold = f"the warm runner did not start: {exc}"
-                break
-            if not z.ok:
-                self.why_cold = z.why
-                z.close()
-                break
-            self.free.append(z)
-            if z.shared:  # one at a time: a second runner's files would be removed under it
-                break
+        else:
+            self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tdx-zygote")
+            self.started = 1
+            z = self._start()
+            if z is not None:
+                self.free.append(z)
+                if z.shared:  # one at a time: a second runner's files would be removed under it
+                    self.slots = 1
         if self.why_cold:
             log.info("warm_runner_off", why=self.why_cold)
+
+    def _start(self) -> Zygote | None:
+        """A new zygote, or None (``why_cold`` says why: no zygote starts after that)."""
+        try:
+            z = self._starter.submit(Zygote, self.device, self.hide).result()
+        except Exception as exc:  # noqa: BLE001 - no warm runner: cold ones, as before
+            self.why_cold = f"the warm runner did not start: {exc}"
+            return None
+        if not z.ok:
+            self.why_cold = z.why
+            z.close()
+            return None
+        return z
+
+    def refill(self) -> None:
+        """Zygotes up to the number started again (one a candidate ended is replaced; a judge server between
+        requests)."""
+        while not self.why_cold and len(self.free) < self.started and not self.shared:
+            z = self._start()
+            if z is None:
+                return
+            self.free.append(z)
 
     @property
     def shared(self) -> bool:
@@ -212,6 +237,10 @@ class RunnerPool:
         ``flip``: see ``RunnerProcess``."""
         with self.lock:
             z = self.free.pop() if self.free else None
+            grow = z is None and not self.why_cold and 0 < self.started < self.slots
+            self.started += grow
+        if grow:   # candidates side by side: one more zygote, kept for the later ones
+            z = self._start()
         if z is None:
             return RunnerProcess(candidate, self.device, allowed_ops, hide=self.hide, flip=flip), None
         try:
@@ -250,3 +279,5 @@ class RunnerPool:
         for z in self.free:
             z.close()
         self.free = []
+        if self._starter is not None:
+            self._starter.shutdown(wait=False)
