@@ -41,7 +41,8 @@ def triage_node(state: DXState, config: RunnableConfig, runtime: Runtime[RunCont
     except TaskFormatError as exc:  # name the user's file, not the run folder's copy of it
         raise TaskFormatError(state["task_path"], exc.problem) from None
     if cfg.mode != "diagnose":   # a usable task: the judge's start (Python, torch, warm runners) overlaps the rewrite
-        servers.prestart(str(initial), backend, cfg.verify_parallel)
+        if cfg.verifier == "judge":   # (a test's no-op verifier never asks it)
+            servers.prestart(str(initial), backend, cfg.verify_parallel)
         if backend.nsight_compute and cfg.ncu and os.environ.get(HW_INITIAL_AT_ENV, "triage") == "triage":
             # the initial kernel's half of a hardware check, in the background, behind every urgent ncu session
             initial_hardware(str(initial), backend, speculative=True)
