@@ -17,7 +17,7 @@ from tritondx.tools.rewrite.ascend import ASCEND_FAMILIES, drop_gpu_settings, sp
 from tritondx.tools.rewrite.base import CATALOG, Proposal, RewriteContext
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.task.spec import load_task, parse_task_source
-from tritondx.tools.verify.verification import verify_candidate
+from tritondx.tools.verify.verification import verify_candidate, verify_round
 
 KERNELS = Path(__file__).parent / "kernels"
 
@@ -103,9 +103,11 @@ def test_motivating_finding_gone_after_rewrite(rounds, case, stem, target, det, 
 def test_candidate_correct_under_interpreter(rounds, case, stem, target, det, family):
     r = rounds[case]
     assert r["paths"]
-    backend = get_backend("interpreter")
-    for i, path in enumerate(r["paths"]):
-        res = verify_candidate(str(KERNELS / f"{stem}.py"), str(path), f"{case}{i}", backend)
+    # the case's candidates in one round of the judge, as the rewriter's are verified
+    verdicts = verify_round(str(KERNELS / f"{stem}.py"), [{"id": f"{case}{i}", "path": str(path)}
+                                                          for i, path in enumerate(r["paths"])],
+                            get_backend("interpreter"), [], 600, 1)
+    for i, res in enumerate(verdicts):
         if case in KNOWN_UNVERIFIED:
             # what the derived checks found (a side beyond the CPU budget): must stay found
             klass, words = KNOWN_UNVERIFIED[case]

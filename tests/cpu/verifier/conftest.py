@@ -1,14 +1,17 @@
 """Shared machinery of the verifier's adversarial suite (tests/cpu/verifier).
 
-Every case is one or a few ``verify_candidate`` calls, each a sandboxed worker process that takes
-~5 s under the Triton interpreter (process start and imports dominate). The ``outcomes`` fixture
-starts every selected case of the session at once on a small thread pool, slowest first (each job
-is its own process, so threads are enough), and each test waits for its own case. A case is any
-object with ``id``, ``cost`` and ``run()``, passed to a test as the parameter ``case``.
+A case is any object with ``id``, ``cost`` and ``run()``, passed to a test as the parameter ``case``. A case with a
+``round`` (task, static policy on, allowed ops, timeout) and a ``candidate_path`` is verified together with the
+other cases of the same round in one ``verify_round``, the path the rewriter's candidates take (one judge job or
+server for the task; the original, the check cases and their references made once; a runner forked per candidate
+where that is safe): the six files that do so took 354 CPU-s one cold job per case and take 60 now (2026-12-07).
+Other cases (``run()``: one ``verify_candidate``, a sandboxed job of its own, ~3 CPU-s under the interpreter) run
+alone. The ``outcomes`` fixture starts every selected case (or round) of the session at once on a small thread pool,
+slowest first, and each test waits for its own case.
 
 Under pytest-xdist (``scripts/test.sh``) a worker runs only the tests the scheduler sends it, so a pool of every
-case would run each case once per worker: there a case starts when its test asks for it, and the workers run the
-cases side by side.
+case would run each case once per worker: there a case (or its round) starts when its test asks for it, and the
+tests of one round are put on one worker (``tests/cpu/conftest.py``).
 """
 
 from __future__ import annotations
