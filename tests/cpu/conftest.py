@@ -269,12 +269,11 @@ class OnDemand(dict):
 def round_key(case: Any) -> str | None:
     """The round a case's candidate is verified in (``case.round``: cases with equal keys are verified together, in
     one judge job, as the rewriter's candidates of one round are); None: the case runs alone."""
-    key = getattr(case, "round", None)
+    key = getattr(case, "round", None)   # (task, static policy on, allowed ops, timeout)
     if key is None:
         return None
-    words = [k.stem if isinstance(k, Path) else ("static" if k else "runtime") if isinstance(k, bool)
-             else ",".join(k) if isinstance(k, tuple) else str(k) for k in key]
-    return "round-" + "-".join(words).replace("/", ".")
+    task, static_policy, allowed_ops, timeout = key
+    return f"round-{Path(task).stem}-{'static' if static_policy else 'runtime'}-{','.join(allowed_ops)}-{timeout}"
 
 
 @pytest.fixture(scope="session")
@@ -302,11 +301,11 @@ def case_futures(request):
                 rounds[key] = pool.submit(run_round, sorted(c for c in cases if round_key(cases[c]) == key))
             mine: Future = Future()
 
-            def done(f: Future) -> None:
-                if f.exception() is not None:
-                    mine.set_exception(f.exception())
-                else:
+            def done(f: Future) -> None:   # (an error here must reach the test, not leave it waiting)
+                try:
                     mine.set_result(f.result()[cid])
+                except BaseException as exc:  # noqa: BLE001
+                    mine.set_exception(exc)
             rounds[key].add_done_callback(done)
             return mine
         if hasattr(request.config, "workerinput"):

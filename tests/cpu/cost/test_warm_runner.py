@@ -135,3 +135,47 @@ raise RuntimeError(f"HELPER {{tdx_helper_mod.VALUE}} {{wrote}} {{os.path.exists(
         assert not (lib / "planted.py").exists() and (lib / "tdx_helper_mod.py").read_text() == "VALUE = 42\n"
     finally:
         z.close()
+
+
+def test_a_pool_starts_one_zygote_and_another_only_for_a_candidate_beside_the_first(monkeypatch):
+    """``RunnerPool(slots=2)``: one zygote at the start; a second when a candidate asks while the first is out (then
+    kept); none beyond the slots (a cold runner); ``refill`` replaces one that ended, up to the number started."""
+    from tritondx.tools.exec.sandbox import SANDBOXED_JOB_ENV
+    from tritondx.tools.verify.judge import warm
+
+    started: list[object] = []
+
+    class FakeZygote:
+        ok, shared, why = True, False, ""
+
+        def __init__(self, device, hide):
+            self.proc = type("P", (), {"proc": type("Q", (), {"poll": staticmethod(lambda: None)})()})()
+            started.append(self)
+
+        def fork(self, candidate, allowed_ops, flip=False):
+            return ("forked", self)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(warm, "Zygote", FakeZygote)
+    monkeypatch.setattr(warm, "RunnerProcess", lambda *a, **k: "cold")
+    monkeypatch.setenv(SANDBOXED_JOB_ENV, "1")
+    monkeypatch.delenv(warm.WARM_ENV, raising=False)
+    pool = warm.RunnerPool("cpu", [], slots=2)
+    try:
+        assert len(started) == 1
+        r1, z1 = pool.runner("a.py", [])
+        pool.release(z1)
+        r2, z2 = pool.runner("b.py", [])   # one after the other: the same zygote
+        assert z2 is z1 and len(started) == 1
+        r3, z3 = pool.runner("c.py", [])   # beside b.py: a second one
+        assert len(started) == 2 and z3 is started[1] and r3 == ("forked", z3)
+        r4, z4 = pool.runner("d.py", [])   # beyond the slots: cold
+        assert r4 == "cold" and z4 is None and len(started) == 2
+        pool.release(z2)
+        pool.free.clear()                   # both gone (a candidate ended them): refill starts two again
+        pool.refill()
+        assert len(pool.free) == 2 and len(started) == 4
+    finally:
+        pool.close()

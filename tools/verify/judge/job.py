@@ -133,7 +133,7 @@ def verify_round(job: dict[str, Any], key: str, pool=None, orig=None) -> dict[st
         if pool is not None and owned:
             pool.close()
         contract.close()
-        # only now: the zygotes die with the thread that started them (parent-death signal)
+        # (the pool's zygotes are started by its own thread, ended by close above)
         if starter is not None:
             starter.shutdown(wait=True)
     return {"verdicts": {c["id"]: r for c, r in zip(cands, results)}, "runners": runners}

@@ -34,8 +34,8 @@ def slots(job: dict[str, Any]) -> int:
 
 def start(job: dict[str, Any]) -> None:
     """The ``verify`` job's first step (``exec/kinds.py`` ``EARLY``): for a round (``candidates``), take the seal
-    key out of the environment, then start the round's warm runners in a thread of their own (kept until the
-    judge's end: the runners die with the thread that started them). A single candidate's job: nothing."""
+    key out of the environment, then start the round's warm runners (``RunnerPool``) beside the imports, in a thread
+    of their own. A single candidate's job: nothing."""
     if not job.get("candidates"):
         return
     _taken["key"] = seal.take_key()
