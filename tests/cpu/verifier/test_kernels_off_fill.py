@@ -81,3 +81,34 @@ def test_a_kernel_that_leaves_the_scales_untouched_is_rejected(tmp_path):
         assert "prefilled" in r.reason, r.reason
     else:
         assert r.klass == "not_from_triton", (r.klass, r.reason)
+
+
+def test_a_prefilled_destination_the_kernels_changed_is_their_output(tmp_path):
+    """The prefilled-destination case fills the buffers with random values: a fill the kernels-off call left as
+    passed in is untouched too, though not a constant. With a tolerance wide enough that every random fill sits
+    within it, the honest kernel used to be called "still correct without Triton" whenever that case drew the
+    every-launch-off mode (one draw in two per candidate): six copies in one round all pass only with the fix."""
+    from tritondx.tools.verify.verification import verify_round
+    task = tmp_path / "task.py"
+    task.write_text(TASK.replace('{"atol": 1.0, "rtol": 0.0}', '{"atol": 1000.0, "rtol": 0.0}'))
+    cands = []
+    for k in range(6):
+        p = tmp_path / f"cand{k}.py"
+        p.write_text(task.read_text())
+        cands.append({"id": f"c{k}", "path": str(p)})
+    verdicts = verify_round(str(task), cands, get_backend("interpreter"), ["clone"], 120.0, 1)
+    assert len(verdicts) == 6
+    for v in verdicts:
+        assert v.passed, (v.candidate_id, v.klass, v.reason)
+
+
+def test_left_as_passed_knows_a_fill_from_an_input():
+    import torch
+
+    from tritondx.tools.verify.judge.compare import left_as_passed
+    fill = torch.tensor([0.3, -1.2, 0.7])
+    written = torch.tensor([0.01, 0.02, 0.03])
+    assert left_as_passed(fill.clone(), written, (torch.ones(2), fill))           # the destination as passed in
+    assert left_as_passed(torch.zeros(3), written, ())                             # a constant fill
+    assert not left_as_passed(fill.clone(), written, (torch.ones(2),))             # computed, not passed in
+    assert not left_as_passed(fill.clone(), fill.clone(), (fill,))                 # the kernels did not change it

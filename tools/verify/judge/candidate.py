@@ -37,7 +37,7 @@ from tritondx.tools.task.module import load_module, tolerance, to_dtype
 from tritondx.tools.verify.judge.call_checks import check_diag, check_ops
 from tritondx.tools.verify.judge.case_data import CaseData
 from tritondx.tools.verify.plan.cases import plan_checks
-from tritondx.tools.verify.judge.compare import compare, is_constant, unchanged
+from tritondx.tools.verify.judge.compare import compare, is_constant, left_as_passed, unchanged
 from tritondx.tools.verify.judge.contract import OriginalContract
 from tritondx.tools.verify.judge.coverage import trace_decides, trace_verdict
 from tritondx.tools.verify.plan.evaluator import state_names
@@ -412,13 +412,13 @@ class Judge:
                 check_ops(off_diag, where, self.allowed, self._ran)
                 with self.steps.time("compare"):
                     self._outputs(ans, off, refs, ref_aliases, mask, mode, earlier_refs, where, dtype,
-                                  self.data.atol_scales(case), lambda: self.data.floors(case))
+                                  self.data.atol_scales(case), lambda: self.data.floors(case), tuple(snapshot))
                 earlier_refs.append((case.seed, refs))
                 self.records.append({**case.model_dump(), "launches": diag["launches"], "kernels_off": mode})
 
     def _outputs(self, ans: dict, off: dict, refs: tuple, ref_aliases: list, mask: list, mode: str,
                  earlier_refs: list, where: str, dtype: torch.dtype, atol_scales: list[float] = (),
-                 floors=None) -> None:
+                 floors=None, inputs: tuple = ()) -> None:
         outs, layout = ans.get("outs"), (ans.get("diag") or {}).get("layout") or []
         if not isinstance(outs, list):
             raise Rejected("wrong_output", f"{where}: the candidate sent no outputs")
@@ -479,11 +479,11 @@ class Judge:
                 raise Rejected("caches_outputs", f"{where}: output {i} of the kernels-off call shares memory with "
                                                  "an output of an earlier call (a cached or reused output; launch() "
                                                  "must return fresh tensors)")
-            # an untouched fill (a constant) that the kernels changed is the kernels' output, even where the task's
-            # tolerance cannot tell that fill from the reference (int8 values with atol 1 beside fp16 scales of
-            # ~0.02 under the same entry: every kernel that writes the scales was rejected, the original too)
-            untouched = isinstance(oo, torch.Tensor) and is_constant(oo) and oo.shape == o.shape \
-                and not torch.equal(oo.to(o.device), o)
+            # an untouched fill (a constant, or a destination as passed in: the prefilled case) that the kernels
+            # changed is the kernels' output, even where the task's tolerance cannot tell that fill from the
+            # reference (int8 values with atol 1 beside fp16 scales of ~0.02 under the same entry: every kernel
+            # that writes the scales was rejected, the original too)
+            untouched = left_as_passed(oo, o, inputs)
             if off_skipped and isinstance(oo, torch.Tensor) and not ref_aliases[i] and not is_constant(r) \
                     and not untouched and compare(oo, r, atol, rtol) is None:
                 which = "every Triton launch" if mode == "all" else "a random subset of its Triton launches"
