@@ -27,6 +27,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,6 +35,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+
+# the tests' helper modules beside this file (``tdx_interp``: the warm interpreter host) import by name
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture(scope="session")

@@ -82,8 +82,8 @@ def verify(name: str, source: str, tmp_path: Path, label: str = "cand", full: bo
     assert not bad, bad
 
 
-#: the light check's program (``check_light``): Triton reads ``TRITON_INTERPRET`` when it is imported, so it runs in
-#: a process of its own
+#: the light check's program (``check_light``): Triton reads ``TRITON_INTERPRET`` when a kernel is decorated, so it
+#: runs in the warm interpreter host (``tests/cpu/tdx_interp.py``), not in the pytest process
 _LIGHT = """
 import sys
 from tritondx.tools.task.module import as_tuple, load_module, norm_shape, to_dtype, tolerance_entries
@@ -103,14 +103,10 @@ for shape in orig.CHECK_SHAPES:
 
 def check_light(task: Path, candidate: Path) -> str:
     """The candidate's outputs against the task's ``reference`` at each check shape and dtype (one draw, the task's
-    tolerances, the tune job's comparison: ``tune.env.mismatch``) under the Triton interpreter, in a plain process;
-    "" where equal."""
-    import os
-    import subprocess
-    import sys
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    r = subprocess.run([sys.executable, "-c", _LIGHT, str(task), str(candidate)], env=env, capture_output=True,
-                       text=True, timeout=600)
+    tolerances, the tune job's comparison: ``tune.env.mismatch``) under the Triton interpreter, in the warm
+    interpreter host; "" where equal."""
+    from tdx_interp import run_interpreted
+    r = run_interpreted(_LIGHT, str(task), str(candidate), timeout=600)
     if r.returncode == 0:
         return ""
     return (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]

@@ -193,13 +193,15 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def _run_emitted(path: Path) -> None:
-    """The emitted source matches its reference under the interpreter, in a fresh process."""
+    """The emitted source matches its reference under the interpreter (the warm interpreter host:
+    ``tests/cpu/tdx_interp.py``)."""
+    from tdx_interp import run_interpreted
     code = (f"import torch, importlib.util as u\ns = u.spec_from_file_location('t', {str(path)!r})\n"
             "m = u.module_from_spec(s); s.loader.exec_module(m)\n"
             "x = m.make_inputs(m.CHECK_SHAPES[0], torch.float32, 1, 'cpu')\n"
             "torch.testing.assert_close(m.launch(*x), m.reference(*x), atol=1e-3, rtol=1e-3)\n")
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TRITON_INTERPRET": "1"},
-                   timeout=300)
+    r = run_interpreted(code, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
 
 
 def test_launch_behind_autograd_apply_is_found_and_tuned(tmp_path):
