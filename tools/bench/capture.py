@@ -110,30 +110,7 @@ STAGE_ORDER = ("ttir", "ttgir", "llir", "ptx", "sass", "passes")
 
 def capture(job: dict[str, Any]) -> dict[str, Any]:
     """Compile every launch of the task's ``launch`` for the target; the SASS of each kernel (nvdisasm:
-    about 1 s of its own per kernel) is disassembled in a thread while the next kernel compiles.
-
-    ``tasks`` and ``out_names`` (instead of ``task``): several candidates of one task compiled in this one job, each
-    into its folder ``out_dir/<name>``, one manifest each (``{"manifests": [...], "errors": [...]}``): the launch
-    search's ptxas figures for a round's configurations, one Python start and torch import for all of them (about
-    3 s each before).
-    ``sass`` False: no disassembly (the search reads ptxas' figures only)."""
-    import triton
-
-    if job.get("tasks"):
-        manifests: list[dict[str, Any] | None] = []
-        errors: list[str] = []
-        for task, name in zip(job["tasks"], job["out_names"]):
-            try:
-                manifests.append(_capture_one({**job, "task": task, "out_dir": str(Path(job["out_dir"]) / name)}))
-                errors.append("")
-            except Exception as exc:  # one candidate's failure is its own
-                manifests.append(None)
-                errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}")
-        return {"manifests": manifests, "errors": errors, "triton_version": triton.__version__}
-    return _capture_one(job)
-
-
-def _capture_one(job: dict[str, Any]) -> dict[str, Any]:
+    about 1 s of its own per kernel) is disassembled in a thread while the next kernel compiles."""
     from concurrent.futures import ThreadPoolExecutor
 
     import triton
@@ -146,7 +123,6 @@ def _capture_one(job: dict[str, Any]) -> dict[str, Any]:
     out_dir = Path(job["out_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
     per_pass = bool(job.get("per_pass"))
-    want_sass = job.get("sass", True) is not False
     backend = make_backend(target)
     records: list[dict[str, Any]] = []
     scratch = Path(tempfile.mkdtemp(prefix="tdx-capture-"))
@@ -188,7 +164,7 @@ def _capture_one(job: dict[str, Any]) -> dict[str, Any]:
                 p.write_text(text if isinstance(text, str) else text.decode())
                 stages[stage] = str(p)
         cubin = compiled.asm.get("cubin")
-        if cubin and want_sass:
+        if cubin:
             work = scratch / f"sass{idx}"
             work.mkdir()
             sass_jobs.append((stages, tag, disasm.submit(_sass, cubin, work)))

@@ -279,7 +279,7 @@ def _job_reads(job: dict[str, Any]) -> list[str]:
     """Folders a job reads its task and candidates from."""
     reads = [job.get("task"), job.get("candidate"), job.get("instrumented")] + [v.get("path") for v in
                                                        (job.get("variants") or []) + (job.get("candidates") or [])
-                                                       if isinstance(v, dict)] + list(job.get("tasks") or [])
+                                                       if isinstance(v, dict)]
     return [str(Path(r).parent) for r in reads if isinstance(r, str) and r]
 
 
