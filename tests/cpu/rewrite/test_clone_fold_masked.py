@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from tritondx.tools.backends.registry import get_backend
 from tritondx.tools.evidence.inplace import GuardedStore, fold_plan
 from tritondx.tools.rewrite.clone_fold import fold_source
 from tritondx.tools.verify.verification import verify_candidate
+from tdx_interp import run_interpreted
 
 #: a task written for these tests: x += 2 * y where keep is 0, in place on a copy of x (``mask`` is bound twice)
 TASK = '''import torch
@@ -92,8 +90,7 @@ print(json.dumps({
 def _run(tmp_path, task_src: str, cand_src: str) -> dict:
     (tmp_path / "task.py").write_text(task_src)
     (tmp_path / "cand.py").write_text(cand_src)
-    out = subprocess.run([sys.executable, "-c", RUN, str(tmp_path / "task.py"), str(tmp_path / "cand.py")],
-                         env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=300)
+    out = run_interpreted(RUN, str(tmp_path / "task.py"), str(tmp_path / "cand.py"), timeout=300)   # tdx_interp.py
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -3,13 +3,11 @@ taken apart with ``tl.split`` (``tools/rewrite/deinterleave.py``; ``interleaved_
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tritondx.tools.rewrite.deinterleave import kernel_source
 from tritondx.tools.rewrite.expert import propose
+from tdx_interp import run_interpreted
 
 SHOWCASE = Path(__file__).resolve().parents[3] / "bench" / "families" / "deinterleave.py"
 
@@ -40,7 +38,8 @@ def test_the_pair_becomes_one_flat_tile_and_the_candidate_passes(rw, tmp_path):
             "xs = torch.randn(7, 600).half()[:, ::2]\n"
             "assert torch.equal(a.launch(xs, th), b.launch(xs, th))\n"
             "assert torch.equal(a.launch(x, th), b.launch(x, th))\n")
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    r = run_interpreted(code, timeout=300)   # the warm interpreter host (tests/cpu/tdx_interp.py)
+    assert r.returncode == 0, r.stderr[-3000:]
 
 
 def test_a_second_mask_that_is_not_the_first_moved_on_leaves_the_pair_alone():
@@ -112,7 +111,8 @@ def test_a_pair_under_one_mask_becomes_a_tile_of_pairs_in_loops_too(tmp_path):
             "for L, n in ((3, 300), (2, 5)):\n"
             "    x, y = torch.randn(L, n, 2), torch.randn(n, 2)\n"
             "    assert torch.equal(a.launch(x, y), b.launch(x, y))\n")
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    r = run_interpreted(code, timeout=300)   # the warm interpreter host (tests/cpu/tdx_interp.py)
+    assert r.returncode == 0, r.stderr[-3000:]
     # a shifted tile (x + offs and x + offs + 1: lanes one element apart) is no pair
     shifted = CMUL.replace("b_ptr + offs * 2", "b_ptr + offs")
     assert "load b_ptr" not in kernel_source(shifted, "cmul_kernel")[1]

@@ -1,5 +1,5 @@
 """Issue 37 item 1: grid and work-per-program evidence at triage, from the launches found by running the task
-(tools/tune/record.py, here in a subprocess under the interpreter, on kernels written for the tests): programs
+(tools/tune/record.py, here in the warm interpreter host, tests/cpu/tdx_interp.py, on kernels written for the tests): programs
 vs SMs and elements per program name the pattern, and the first round acts on it (the matching family proposes,
 citing the launch finding) without waiting for the IR tier."""
 
@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 from tritondx.tools.evidence.triage import triage
 from tritondx.tools.evidence.triage_launches import launch_findings
 from tritondx.tools.rewrite.base import RewriteContext
 from tritondx.tools.rewrite.expert import propose
 from tritondx.tools.task.spec import load_task
+from tdx_interp import run_interpreted
 
 SCRIPT = r'''
 import importlib.util, json, sys, torch
@@ -30,9 +29,8 @@ print(json.dumps([r.model_dump() for r in rec.launches]))
 
 
 def record(path, shape) -> list[dict]:
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(path), json.dumps(list(shape))], env=env,
-                         capture_output=True, text=True, timeout=300, check=True)
+    out = run_interpreted(SCRIPT, str(path), json.dumps(list(shape)), timeout=300)   # tests/cpu/tdx_interp.py
+    assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -6,9 +6,6 @@ tile that is a tensor's dimension as it stands, are left alone."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from tritondx.tools.tune.knob import split
 from tritondx.tools.tune.run import tune_task
 from tritondx.tools.tune.search import domains
 from tritondx.tools.tune.tunables import kernel_roles
+from tdx_interp import run_interpreted
 
 TASK = '''
 import torch
@@ -112,8 +110,8 @@ def test_the_emitted_split_is_readable_and_exact_at_a_shape_it_does_not_divide(t
             "for shape in [(3, 100), (2, 256), (1, 7)]:\n"
             "    x = torch.randn(shape)\n"
             "    torch.testing.assert_close(m.launch(x), 2.0 * x)\n")
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TRITON_INTERPRET": "1"},
-                   timeout=300)
+    r = run_interpreted(code, timeout=300)   # the warm interpreter host (tests/cpu/tdx_interp.py)
+    assert r.returncode == 0, r.stderr[-3000:]
 
 
 def test_the_tune_job_screens_split_configurations_under_the_interpreter(tmp_path: Path):
