@@ -31,7 +31,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import torch, triton, triton.language  # noqa: F401  (warm: every check imports them)
 reply = os.fdopen(int(sys.argv[1]), "w")
 #: modules a check may import and the next one keeps: installed packages (torch registers its operators once per
-#: process) and tritondx's own (``tritondx.*``)
+#: process) and tritondx's own (``tritondx`` and ``tritondx.*``)
 KEEP = (sys.prefix, sys.base_prefix)
 for line in sys.stdin:
     req = json.loads(line)
@@ -59,7 +59,7 @@ for line in sys.stdin:
     finally:
         for m in set(sys.modules) - mods:   # the check's own modules (tasks, candidates, their helpers)
             f = getattr(sys.modules[m], "__file__", None)   # None: a builtin or a namespace package
-            if f and not (f.startswith(KEEP) or m.startswith("tritondx.")):
+            if f and not (f.startswith(KEEP) or m == "tritondx" or m.startswith("tritondx.")):
                 sys.modules.pop(m, None)
         os.environ.clear()
         os.environ.update(env)

@@ -1,5 +1,6 @@
 """The rewrite tests' light check (``conftest.check_light``) and the warm interpreter host it runs in
-(``tests/cpu/tdx_interp.py``): a wrong candidate is caught, and one check leaves the next nothing (its modules, its
+(``tests/cpu/tdx_interp.py``): a candidate whose output differs at a check shape, or that returns another number of
+outputs, fails it and the original passes; one check leaves the next nothing (its modules, its
 environment, a hang or a dead host)."""
 
 from __future__ import annotations
@@ -7,17 +8,17 @@ from __future__ import annotations
 from tdx_interp import run_interpreted
 
 
-def test_a_wrong_candidate_is_caught_and_the_right_one_passes(rw, tmp_path):
-    task = rw.task_path("add_tiny_block")
+def test_the_light_check_passes_the_original_and_fails_a_wrong_candidate(rw, tmp_path):
+    task = rw.task_path("grid_to_cores")
+    assert rw.check_light(task, task) == ""
     src = task.read_text()
-    old = "alpha * x + y"
-    assert old in src
-    wrong, right = tmp_path / "wrong.py", tmp_path / "right.py"
-    wrong.write_text(src.replace(old, "alpha * x - y"))
-    right.write_text(src)
-    bad = rw.check_light(task, wrong)
-    assert bad.startswith(("(", "[")) and "float32" in bad, bad   # "<shape> <dtype>: <what differs>"
-    assert rw.check_light(task, right) == ""
+    assert "tl.maximum(" in src
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(src.replace("tl.maximum(", "tl.minimum("))
+    assert "output 0" in rw.check_light(task, wrong) and "elements off" in rw.check_light(task, wrong)
+    two = tmp_path / "two.py"
+    two.write_text(src + "\n\n_launch = launch\n\n\ndef launch(*a):\n    return _launch(*a), _launch(*a)\n")
+    assert "2 outputs, the initial kernel returns 1" in rw.check_light(task, two)
 
 
 def test_a_check_leaves_the_next_one_nothing(tmp_path):
